@@ -1,0 +1,318 @@
+package baton
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// State is where a lease stands. Its life is
+// Waiting → Held → (Suspended ⇄ Held) → Lost | Released.
+type State int32
+
+const (
+	// Waiting: the acquire has queued and is not granted yet.
+	Waiting State = iota
+	// Held: the lock is granted and the session or renewal is healthy.
+	Held
+	// Suspended: the connection or renewal is in doubt; ownership is
+	// uncertain. Side effects must pause until Held comes back. Engines
+	// report it before any other client can be granted the lock.
+	Suspended
+	// Lost: final. The session expired or could have expired, or the entry
+	// is gone. A new session never resurrects a lost lease.
+	Lost
+	// Released: final. The holder released it.
+	Released
+)
+
+func (s State) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Held:
+		return "held"
+	case Suspended:
+		return "suspended"
+	case Lost:
+		return "lost"
+	case Released:
+		return "released"
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// Ended reports whether s is final (Lost or Released).
+func (s State) Ended() bool { return s == Lost || s == Released }
+
+// Locker is what every exclusive lock of every engine offers.
+type Locker interface {
+	// Lock blocks until the lock is granted or ctx is done. On ctx's end it
+	// returns promptly with an error wrapping ctx.Err(), and the caller's
+	// queue entry, key or row is removed by a cleanup that belongs to the
+	// session or client. A ctx derived from a lease of this same lock
+	// re-enters (see the package doc).
+	Lock(ctx context.Context) (*Lease, error)
+	// TryLock makes one non-blocking attempt; it returns ErrNotAcquired
+	// when another owner holds the lock.
+	TryLock(ctx context.Context) (*Lease, error)
+}
+
+// Grant describes a successful acquire to NewLease. Engines fill it in.
+type Grant struct {
+	Name   string // normalised lock name
+	Engine string // "zk", "etcd", "redis", "redlock", "postgres", "mysql", "sqlite"
+	Token  uint64 // the fencing token, token floor already added
+	Owner  string // identity unique to this grant (entry path, owner value, row owner)
+	// Key identifies the lock object for reentrancy; a later acquire on an
+	// object with an equal Key and a context derived from this lease
+	// re-enters. It must be comparable. Nil disables reentrancy.
+	Key any
+	// Release removes the remote entry, and only this grant's entry. It must
+	// be safe to call again after it returned an error (unknown outcome).
+	Release func(ctx context.Context) error
+	// OnEnd, if set, runs once after the lease became Lost or Released, so
+	// the engine can stop whatever watched this lease.
+	OnEnd func()
+}
+
+// Lease is one grant of a lock. Its methods are safe for concurrent use.
+//
+// Holding a lease does not guarantee exclusive access to anything: a paused
+// holder may hold a lease that the engine has already declared lost, and
+// the next holder may run before this process notices. Pass Token to the
+// resource and let it reject stale writes (package fence).
+type Lease struct {
+	g      Grant
+	outer  *Lease // the lease found in the acquire context, for reentrancy
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu        sync.Mutex
+	state     State
+	cause     error         // why the lease ended
+	changed   chan struct{} // closed and replaced on every state change
+	holds     int
+	releasing bool
+}
+
+type leaseKey struct{}
+
+// NewLease builds the lease for a grant, in state Held with one hold, and
+// the Control through which the engine reports suspension and loss. The
+// lease's context carries parent's values (so nested acquires find it) but
+// not parent's cancellation: the acquire context bounds the wait, not the
+// holding.
+func NewLease(parent context.Context, g Grant) (*Lease, *Control) {
+	l := &Lease{g: g, state: Held, holds: 1, changed: make(chan struct{})}
+	l.outer, _ = parent.Value(leaseKey{}).(*Lease)
+	base := context.WithValue(context.WithoutCancel(parent), leaseKey{}, l)
+	l.ctx, l.cancel = context.WithCancelCause(base)
+	return l, &Control{l: l}
+}
+
+// Name returns the normalised lock name.
+func (l *Lease) Name() string { return l.g.Name }
+
+// Engine returns the engine's short name (as in BATON_ENGINE).
+func (l *Lease) Engine() string { return l.g.Engine }
+
+// Token returns the fencing token. Pass it with every write to the resource.
+func (l *Lease) Token() uint64 { return l.g.Token }
+
+// Owner returns the identity unique to this grant.
+func (l *Lease) Owner() string { return l.g.Owner }
+
+// Context returns a context cancelled when the lease is lost (cause wraps
+// ErrLost) or released (cause ErrReleased). It is not cancelled on
+// suspension: watch Observe for that.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease has ended (lost or released).
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err returns nil while the lease lives, else why it ended (wrapping ErrLost
+// or equal to ErrReleased).
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause
+}
+
+// State returns the current state.
+func (l *Lease) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// Observe returns the current state and a channel closed at the next state
+// change. It never misses a change: read the state, do the work the state
+// allows, then wait on the channel and Observe again.
+func (l *Lease) Observe() (State, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state, l.changed
+}
+
+// Holds returns the reentrant hold count (0 once ended).
+func (l *Lease) Holds() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds
+}
+
+// Release gives back one hold. The last hold removes the remote entry (and
+// only this grant's entry); the context is then cancelled with ErrReleased.
+// Releasing more often than acquired returns ErrNotHeld; releasing a lost
+// lease returns its loss error (wrapping ErrLost). When the remote removal
+// fails, the hold is kept and Release may be called again: removal is exact
+// and idempotent, so a retry never frees a newer grant.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	switch {
+	case l.state == Lost:
+		l.mu.Unlock()
+		return l.cause
+	case l.state == Released || l.holds == 0 || l.releasing:
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %q released more often than acquired", ErrNotHeld, l.g.Name)
+	}
+	l.holds--
+	if l.holds > 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	l.releasing = true
+	l.mu.Unlock()
+
+	var err error
+	if l.g.Release != nil {
+		err = l.g.Release(ctx)
+	}
+
+	l.mu.Lock()
+	l.releasing = false
+	if l.state == Lost { // lost while the removal was in flight
+		l.mu.Unlock()
+		return l.cause
+	}
+	if err != nil {
+		l.holds++
+		l.mu.Unlock()
+		return fmt.Errorf("baton: release %q: %w", l.g.Name, err)
+	}
+	l.endLocked(Released, ErrReleased)
+	l.mu.Unlock()
+	l.afterEnd()
+	return nil
+}
+
+func (l *Lease) setLocked(s State) {
+	l.state = s
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *Lease) endLocked(s State, cause error) {
+	l.holds = 0
+	l.cause = cause
+	l.setLocked(s)
+	l.cancel(cause)
+}
+
+func (l *Lease) afterEnd() {
+	if l.g.OnEnd != nil {
+		l.g.OnEnd()
+	}
+}
+
+// Control is the engine's side of a lease: it reports suspension, recovery
+// and loss. Only the engine that built the lease holds it.
+type Control struct{ l *Lease }
+
+// Lease returns the controlled lease.
+func (c *Control) Lease() *Lease { return c.l }
+
+// Suspend moves a Held lease to Suspended; otherwise it does nothing.
+func (c *Control) Suspend() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.l.state == Held {
+		c.l.setLocked(Suspended)
+	}
+}
+
+// Resume moves a Suspended lease back to Held; otherwise it does nothing.
+// Engines call it only after re-verifying ownership on the same session.
+func (c *Control) Resume() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.l.state == Suspended {
+		c.l.setLocked(Held)
+	}
+}
+
+// Lose ends the lease as Lost with a cause that should wrap ErrLost (it is
+// wrapped if it does not). It is a no-op on an ended lease and reports
+// whether it ended the lease.
+func (c *Control) Lose(cause error) bool {
+	if cause == nil {
+		cause = ErrLost
+	} else if !errors.Is(cause, ErrLost) {
+		cause = fmt.Errorf("%w: %w", ErrLost, cause)
+	}
+	c.l.mu.Lock()
+	if c.l.state.Ended() {
+		c.l.mu.Unlock()
+		return false
+	}
+	c.l.endLocked(Lost, cause)
+	c.l.mu.Unlock()
+	c.l.afterEnd()
+	return true
+}
+
+// Reenter looks in ctx for a live lease whose Grant.Key equals key (the
+// lease itself or one it was nested in). When it finds one it adds a hold
+// and returns it. It returns an error wrapping ErrLost when that lease was
+// lost, and (nil, nil) when ctx carries no lease of this lock, in which case
+// the caller acquires normally.
+func Reenter(ctx context.Context, key any) (*Lease, error) {
+	if key == nil {
+		return nil, nil
+	}
+	for l, _ := ctx.Value(leaseKey{}).(*Lease); l != nil; l = l.outer {
+		if l.g.Key != key {
+			continue
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch {
+		case l.state == Lost:
+			return nil, l.cause
+		case l.state.Ended() || l.releasing:
+			return nil, nil
+		}
+		l.holds++
+		return l, nil
+	}
+	return nil, nil
+}
+
+// LeaseFrom returns the innermost lease whose context ctx derives from.
+func LeaseFrom(ctx context.Context) (*Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(*Lease)
+	return l, ok
+}
+
+// NewOwnerID returns a random 128-bit identity in hex, for owner values and
+// protected-create prefixes.
+func NewOwnerID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}

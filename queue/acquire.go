@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/baton-go/baton"
+)
+
+// rule decides eligibility from a sorted snapshot: ok when the reader's own
+// entry is granted, else the index of the one entry it must wait for.
+type rule func(s Snapshot) (blocker int, ok bool)
+
+// recipe is the acquire loop every queue recipe shares.
+type recipe struct {
+	b     Backend
+	name  string // normalised lock name
+	dir   string // directory handed to the backend
+	kind  Kind
+	rule  rule
+	key   any // reentrancy identity; nil disables reentrancy
+	hooks *Hooks
+}
+
+// acquire enqueues and waits until rule grants the entry. wait=false makes
+// one attempt (TryLock).
+func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
+	if l, err := baton.Reenter(ctx, r.key); l != nil || err != nil {
+		return l, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, r.errf("%w", err)
+	}
+	s, err := r.b.Session(ctx, r.dir)
+	if err != nil {
+		return nil, r.errf("%w", err)
+	}
+	e, err := s.Enqueue(ctx, r.dir, r.kind)
+	if err != nil {
+		r.b.Done(s, r.dir)
+		return nil, r.errf("%w", err)
+	}
+	fail := func(err error) (*baton.Lease, error) {
+		// The entry belongs to the session: its cleanup removes it even when
+		// this call has to return now (CURATOR-79).
+		s.Abandon(e)
+		r.b.Done(s, r.dir)
+		return nil, err
+	}
+	for {
+		snap, err := s.List(ctx, r.dir, e)
+		if err != nil {
+			return fail(r.ctxErr(ctx, s, err))
+		}
+		if snap.Own < 0 {
+			// Our entry is gone: the session died or someone removed it.
+			// Never re-create under the same call: the caller's queue
+			// position is dead.
+			return fail(r.errf("%w", baton.ErrSessionLost))
+		}
+		blocker, ok := r.rule(snap)
+		if ok {
+			return r.grant(ctx, s, e, snap)
+		}
+		if !wait {
+			if derr := s.Delete(ctx, e); derr == nil {
+				r.b.Done(s, r.dir)
+				return nil, r.errf("%w", baton.ErrNotAcquired)
+			}
+			return fail(r.errf("%w", baton.ErrNotAcquired))
+		}
+		be := snap.Entries[blocker]
+		if r.hooks != nil && r.hooks.BeforeWatch != nil {
+			r.hooks.BeforeWatch(be)
+		}
+		gone, err := s.Watch(ctx, be, snap)
+		if err != nil {
+			return fail(r.ctxErr(ctx, s, err))
+		}
+		if err := r.await(ctx, s, gone); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// await blocks until the blocker is gone, the session is lost, or ctx ends.
+// A suspension alone does not end the wait: the server keeps the entry for
+// as long as the session may come back.
+func (r *recipe) await(ctx context.Context, s Session, gone <-chan struct{}) error {
+	for {
+		st, changed := s.Observe()
+		if st == baton.Lost {
+			return r.errf("%w", baton.ErrSessionLost)
+		}
+		select {
+		case <-gone:
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			return r.ctxErr(ctx, s, nil)
+		}
+	}
+}
+
+// grant turns a granted entry into a lease, unless the acquire context
+// ended in the meantime: then the grant is given back, not leaked.
+func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot) (*baton.Lease, error) {
+	if r.hooks != nil && r.hooks.BeforeReturn != nil {
+		r.hooks.BeforeReturn()
+	}
+	if err := ctx.Err(); err != nil {
+		s.Abandon(e)
+		r.b.Done(s, r.dir)
+		return nil, r.errf("%w", err)
+	}
+	stop := make(chan struct{})
+	l, ctl := baton.NewLease(ctx, baton.Grant{
+		Name:    r.name,
+		Engine:  r.b.Engine(),
+		Token:   snap.Token,
+		Owner:   e.Key,
+		Key:     r.key,
+		Release: func(ctx context.Context) error { return s.Delete(ctx, e) },
+		OnEnd: func() {
+			close(stop)
+			r.b.Done(s, r.dir)
+		},
+	})
+	go follow(s, ctl, stop)
+	return l, nil
+}
+
+// follow mirrors the session's state onto one lease until the lease ends.
+// Its owner is the lease: OnEnd closes stop.
+func follow(s Session, ctl *baton.Control, stop <-chan struct{}) {
+	for {
+		st, changed := s.Observe()
+		switch st {
+		case baton.Suspended:
+			ctl.Suspend()
+		case baton.Held:
+			ctl.Resume()
+		case baton.Lost:
+			ctl.Lose(fmt.Errorf("session %s ended", s.ID()))
+			return
+		}
+		select {
+		case <-changed:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// ctxErr builds the error for a wait that ended: the context's error,
+// marked ErrUnavailable when the session was in doubt at the time, or the
+// operational error.
+func (r *recipe) ctxErr(ctx context.Context, s Session, err error) error {
+	st, _ := s.Observe()
+	if st == baton.Lost {
+		return r.errf("%w", baton.ErrSessionLost)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if st == baton.Suspended {
+			return r.errf("%w: %w", baton.ErrUnavailable, cerr)
+		}
+		return r.errf("%w", cerr)
+	}
+	if err == nil {
+		err = errors.New("wait ended")
+	}
+	return r.errf("%w", err)
+}
+
+func (r *recipe) errf(format string, args ...any) error {
+	return fmt.Errorf("baton: acquire %q: "+format, append([]any{r.name}, args...)...)
+}

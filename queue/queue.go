@@ -1,0 +1,97 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/baton-go/baton"
+)
+
+// Kind is a recipe's entry marker, the text between the protected prefix
+// and the sequence in Curator's layout. Entries sort by the sequence after
+// the marker.
+type Kind string
+
+// The markers of Curator's recipes, shared so Java and Go clients see each
+// other's entries.
+const (
+	KindMutex Kind = "lock-"
+	KindRead  Kind = "__READ__"
+	KindWrite Kind = "__WRIT__"
+	KindLatch Kind = "latch-"
+	KindLease Kind = "lease-"
+)
+
+// Entry is one queue entry.
+type Entry struct {
+	Key   string // the engine's full path or key; unique
+	Kind  Kind
+	Seq   uint64 // sort key: ZooKeeper's sequence suffix, etcd's create revision
+	Owner string // the owning session as the engine names it
+}
+
+// Snapshot is one read of a lock directory.
+type Snapshot struct {
+	// Entries are the recipe's entries, sorted by Seq. Children that are
+	// not entries of a known kind are left out.
+	Entries []Entry
+	// Own is the index of the reader's own entry in Entries, -1 if absent.
+	Own int
+	// Token is the fencing token the reader's entry gets if this read
+	// grants it (token floor included).
+	Token uint64
+	// Rev is the engine's position of the read (etcd's header revision),
+	// so a watch can start right after it. 0 where unused.
+	Rev int64
+}
+
+// Session is one engine session. Entries it creates live as long as it
+// does.
+type Session interface {
+	// ID names the session as entries' Owner fields do.
+	ID() string
+	// Observe returns the session's state — Held (healthy), Suspended (in
+	// doubt) or Lost (final) — and a channel closed at its next change.
+	Observe() (baton.State, <-chan struct{})
+	// Enqueue creates this session's entry of kind in dir. When the create's
+	// result is unknown the engine resolves it (protected create): it
+	// returns an entry of this session only, and anything it could not
+	// resolve is left to the session's cleanup.
+	Enqueue(ctx context.Context, dir string, kind Kind) (Entry, error)
+	// List reads dir. own is the caller's entry, used to fill Own and Token.
+	List(ctx context.Context, dir string, own Entry) (Snapshot, error)
+	// Watch returns a channel closed once e is gone. The watch covers every
+	// change after snap was read: if e was deleted in between, the channel
+	// is closed at once. It is also closed when the session ends.
+	Watch(ctx context.Context, e Entry, snap Snapshot) (<-chan struct{}, error)
+	// Delete removes exactly e. It returns nil if e is already gone, so a
+	// retry after an unknown result is safe.
+	Delete(ctx context.Context, e Entry) error
+	// Abandon hands e to the session's own cleanup: it is deleted in the
+	// background as soon as the server answers, or disappears with the
+	// session. Abandon never blocks.
+	Abandon(e Entry)
+}
+
+// Backend is a queue engine.
+type Backend interface {
+	// Engine returns the short engine name ("zk", "etcd").
+	Engine() string
+	// Session returns the session a new entry in dir should live in. It
+	// wraps baton.ErrUnavailable when no session could be had before ctx
+	// ended, and baton.ErrClosed after Close.
+	Session(ctx context.Context, dir string) (Session, error)
+	// Done tells the backend the recipe no longer has an entry in dir on s
+	// (engines that pool sessions per directory reuse it).
+	Done(s Session, dir string)
+}
+
+// Hooks are injection points for fault drills. Production code leaves them
+// nil.
+type Hooks struct {
+	// BeforeWatch runs after the queue was read and before the watch on the
+	// blocking entry is registered (CURATOR-527 drills delete it here).
+	BeforeWatch func(blocker Entry)
+	// BeforeReturn runs after a grant and before Lock returns (drills cancel
+	// the acquire context here).
+	BeforeReturn func()
+}
