@@ -1,0 +1,66 @@
+// Package testenv finds the real servers baton's tests run against. A test
+// that needs a server calls the matching function: without the server's
+// environment variable it skips with a message when run by hand, and fails
+// under CI=true, where a missing server is a broken setup, never a pass.
+//
+// scripts/servers.sh starts the servers and prints the variables.
+package testenv
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// CI reports whether the tests run under CI (CI=true).
+func CI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v == "true" || v == "1"
+}
+
+// Require returns the value of the environment variable env naming a
+// server, or skips (by hand) / fails (under CI) the test when it is unset.
+func Require(t testing.TB, env, what string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	msg := what + " not configured: set " + env + " (eval \"$(scripts/servers.sh start)\")"
+	if CI() {
+		t.Fatal(msg + " — a missing server fails under CI=true")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// ZK returns the address (host:port) of the private ZooKeeper server.
+func ZK(t testing.TB) string { return Require(t, "BATON_TEST_ZK", "ZooKeeper") }
+
+// Postgres returns a PostgreSQL URL for a database the tests may use.
+func Postgres(t testing.TB) string { return Require(t, "BATON_TEST_POSTGRES", "PostgreSQL") }
+
+// MySQL returns a go-sql-driver DSN for a MariaDB/MySQL database.
+func MySQL(t testing.TB) string { return Require(t, "BATON_TEST_MYSQL", "MariaDB/MySQL") }
+
+// Redis returns the address (host:port) of a Redis server the tests may
+// flush keys of their own on.
+func Redis(t testing.TB) string { return Require(t, "BATON_TEST_REDIS", "Redis") }
+
+// Binary looks up a program on PATH that a test needs (java, etcdctl, …),
+// skipping by hand and failing under CI when it is missing.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+		p := dir + "/" + name
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	msg := name + " not found on PATH (scripts/test.sh installs it)"
+	if CI() {
+		t.Fatal(msg + " — fails under CI=true")
+	}
+	t.Skip(msg)
+	return ""
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Starts (or stops) baton's private test servers on loopback ports and
+# prints the environment the tests read. Sourced by scripts/test.sh; usable
+# by hand:  eval "$(scripts/servers.sh start)"   …   scripts/servers.sh stop
+#
+# ZooKeeper runs privately with a short tickTime (sessions can expire in
+# about 2 s), maxClientCnxns=0 (hundreds of test sessions from one host)
+# and every 4lw command whitelisted (mntr counts requests per handoff).
+# PostgreSQL, MariaDB and Redis are used where the machine already runs
+# them on their standard ports, else started privately.
+set -euo pipefail
+
+STATE=${BATON_SERVERS_DIR:-${TMPDIR:-/tmp}/baton-servers}
+ZK_PORT=${BATON_ZK_PORT:-21810}
+
+zk_classpath() {
+  local cp=/etc/zookeeper/conf j
+  for j in zookeeper zookeeper-jute netty-handler netty-common netty-buffer netty-transport \
+    netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common \
+    slf4j-api slf4j-simple commons-cli commons-io metrics-core snappy-java jline; do
+    [ -f "/usr/share/java/$j.jar" ] && cp="$cp:/usr/share/java/$j.jar"
+  done
+  echo "$cp"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() {
+  local i
+  for i in $(seq 1 150); do port_open "$1" && return 0; sleep 0.2; done
+  echo "servers.sh: port $1 did not open" >&2
+  return 1
+}
+
+start_zk() {
+  mkdir -p "$STATE/zk/data"
+  if port_open "$ZK_PORT"; then return 0; fi
+  cat >"$STATE/zk/zoo.cfg" <<CFG
+tickTime=200
+initLimit=10
+syncLimit=5
+dataDir=$STATE/zk/data
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+minSessionTimeout=400
+maxSessionTimeout=60000
+4lw.commands.whitelist=*
+admin.enableServer=false
+CFG
+  nohup java -Xmx512m -Dzookeeper.admin.enableServer=false -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+    -cp "$(zk_classpath)" org.apache.zookeeper.server.ZooKeeperServerMain "$STATE/zk/zoo.cfg" \
+    >"$STATE/zk/zk.log" 2>&1 &
+  echo $! >"$STATE/zk/pid"
+  wait_port "$ZK_PORT"
+}
+
+start_redis() {
+  if port_open 6379; then REDIS_ADDR=127.0.0.1:6379; return 0; fi
+  mkdir -p "$STATE/redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 16379 --save "" --appendonly no \
+    --dir "$STATE/redis" --pidfile "$STATE/redis/pid" --logfile "$STATE/redis/log"
+  wait_port 16379
+  REDIS_ADDR=127.0.0.1:16379
+}
+
+start_postgres() {
+  if port_open 5432; then PG_PORT=5432; return 0; fi
+  local bin; bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  mkdir -p "$STATE/pg"; chown postgres "$STATE/pg" 2>/dev/null || true
+  if [ ! -f "$STATE/pg/data/PG_VERSION" ]; then
+    runuser -u postgres -- "$bin/initdb" -D "$STATE/pg/data" -A trust -U postgres >/dev/null
+  fi
+  runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" -o "-p 15432 -k $STATE/pg -c listen_addresses=127.0.0.1" \
+    -l "$STATE/pg/log" start >/dev/null
+  wait_port 15432
+  PG_PORT=15432
+}
+
+start_mariadb() {
+  if port_open 3306; then MY_PORT=3306; return 0; fi
+  mkdir -p "$STATE/my"; chown mysql "$STATE/my" 2>/dev/null || true
+  if [ ! -d "$STATE/my/data/mysql" ]; then
+    mariadb-install-db --user=mysql --datadir="$STATE/my/data" --auth-root-authentication-method=normal >/dev/null
+  fi
+  nohup mariadbd --user=mysql --datadir="$STATE/my/data" --port=13306 --bind-address=127.0.0.1 \
+    --socket="$STATE/my/sock" --pid-file="$STATE/my/pid" >"$STATE/my/log" 2>&1 &
+  wait_port 13306
+  MY_PORT=13306
+}
+
+case "${1:-start}" in
+start)
+  mkdir -p "$STATE"
+  start_zk >&2
+  start_redis >&2
+  start_postgres >&2
+  start_mariadb >&2
+  psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='baton'" 2>/dev/null | grep -q 1 ||
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE baton" >&2
+  mariadb -h 127.0.0.1 -P "$MY_PORT" -u root -e "CREATE DATABASE IF NOT EXISTS baton" >&2
+  echo "export BATON_TEST_ZK=127.0.0.1:$ZK_PORT"
+  echo "export BATON_TEST_REDIS=$REDIS_ADDR"
+  echo "export BATON_TEST_POSTGRES='postgres://postgres@127.0.0.1:$PG_PORT/baton?sslmode=disable'"
+  echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
+  ;;
+stop)
+  for p in "$STATE"/zk/pid "$STATE"/redis/pid "$STATE"/my/pid; do
+    [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+    rm -f "$p"
+  done
+  if [ -f "$STATE/pg/data/postmaster.pid" ]; then
+    bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+    runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" stop -m fast >/dev/null 2>&1 || true
+  fi
+  rm -rf "$STATE/zk/data"
+  ;;
+*)
+  echo "usage: $0 start|stop" >&2
+  exit 64
+  ;;
+esac
