@@ -91,7 +91,7 @@ start_mariadb() {
 
 case "${1:-start}" in
 start)
-  mkdir -p "$STATE"
+  mkdir -p "$STATE"; chmod 755 "$STATE"
   start_zk >&2
   start_redis >&2
   start_postgres >&2
