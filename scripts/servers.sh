@@ -48,7 +48,7 @@ maxSessionTimeout=60000
 4lw.commands.whitelist=*
 admin.enableServer=false
 CFG
-  nohup java -Xmx512m -Dzookeeper.admin.enableServer=false -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+  nohup java -Xmx512m -Dzookeeper.admin.enableServer=false -Dznode.container.checkIntervalMs=500 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp "$(zk_classpath)" org.apache.zookeeper.server.ZooKeeperServerMain "$STATE/zk/zoo.cfg" \
     >"$STATE/zk/zk.log" 2>&1 &
   echo $! >"$STATE/zk/pid"

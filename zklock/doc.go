@@ -1,0 +1,119 @@
+// Package zklock is baton's ZooKeeper engine: a queue.Backend over one
+// ZooKeeper session at a time, built on github.com/go-zookeeper/zk v1.0.4.
+// Its locks are wire-compatible with Apache Curator 5.x, so Go and Java
+// services can share them.
+//
+//	c, err := zklock.Dial(ctx, []string{"zk1:2181", "zk2:2181"}, zklock.Options{Chroot: "/app"})
+//	m, err := c.Mutex("orders/42")
+//	lease, err := m.Lock(ctx)
+//	// pass lease.Token() to the resource with every write
+//
+// # Layout (Curator's InterProcessMutex)
+//
+// A lock called "orders/42" lives in the directory <chroot>/orders/42. Each
+// acquire creates one EPHEMERAL_SEQUENTIAL entry
+// "_c_<uuid>-lock-<sequence>" (Curator's protected mode; read/write,
+// semaphore and latch entries use "__READ__", "__WRIT__", "lease-",
+// "latch-"). Missing directories are created as container nodes, which the
+// server deletes once empty. Entries sort by the sequence after the marker;
+// children that are not entries of a known kind are ignored.
+//
+// # The fencing token
+//
+// The token of a grant is the lock directory's Pzxid (the zxid of its last
+// child change) from the Children read that granted it, plus
+// Options.TokenFloor. It costs no extra round trip and strictly increases
+// across exclusive grants: the next holder's granting read already reflects
+// the previous holder's deletion, which is a later transaction. zxids grow
+// across the whole ensemble, so a directory deleted by the container reaper
+// and created again still yields larger tokens. Sequence suffixes restart in
+// a new directory and are never used as tokens.
+//
+// # Session states and their timing
+//
+// A lease lives as long as the session that created its entry. With T the
+// session timeout the server negotiated (read off the wire: go-zookeeper
+// hides it; Client.SessionTimeout reports it, and the server's
+// min/maxSessionTimeout may clamp the requested Options.SessionTimeout):
+//
+//   - Held: connected with the original session ID.
+//   - Suspended: as soon as go-zookeeper reports the connection gone, or
+//     when no reply has proven for T/2 that the server hears us (pings go
+//     every T/3).
+//     Ownership is uncertain; side effects must pause. Suspended comes back
+//     to Held when the same session reconnects.
+//   - Lost (final): on session expiry, on any change of the session ID
+//     (after an expiry go-zookeeper silently starts a new session; the old
+//     entries are gone), or when the session could have expired on the
+//     server: baton declares Lost once T − T/10 has passed since the last
+//     proven contact. The tenth of T covers timer delay and clock-rate drift.
+//
+// "Proven contact" is measured by watching the session's TCP stream (a
+// wrapped net.Conn; nothing is modified): every reply pops the send time of
+// the oldest unanswered request, pings included, and the newest popped send
+// time is a moment at which the server certainly heard the client. The
+// server cannot expire the session before that moment plus T, so Lost comes
+// strictly before expiry and before any other client can be granted the
+// lock. go-zookeeper's own rule (read timeout 2/3·T since the last byte
+// received) is not enough: watch notifications arrive even when none of
+// our packets reach the server (a one-way partition), so "last receive"
+// can be far later than the server's "last heard". A corollary: a round
+// trip longer than about T/2 makes the session unprovable, and it is
+// declared Lost even though the server might keep it. A host that suspends
+// (VM or laptop sleep) stops the monotonic clock, so "Lost before expiry"
+// cannot hold across it; the token does.
+//
+// When a session is Lost the client closes its connection (the server then
+// removes the session's entries at once if it can be reached, else at
+// expiry) and dials a new session after a backoff. Leases of the old
+// session are Lost, their contexts cancelled with a cause wrapping
+// baton.ErrLost; waiters on it fail with baton.ErrSessionLost. A new session
+// never adopts the old one's entries.
+//
+// # Protected create
+//
+// When a create's result is unknown (the connection broke after the request
+// may have reached the server), baton never re-creates blindly. It waits
+// until the connection is back on the same session, lists the directory for
+// the attempt's "_c_<uuid>-" prefix, checks each match's ephemeral owner
+// (one Exists per match, only on this path), adopts the smallest entry of
+// its own session and deletes the other duplicates; a node of another
+// session is never adopted or touched. With no match it re-creates with the
+// same uuid after a backoff. If the session changed meanwhile the acquire
+// fails with baton.ErrSessionLost. go-zookeeper's
+// CreateProtectedEphemeralSequential is not used (no owner check, first
+// match instead of smallest, retries on a new session).
+//
+// # Contexts, cleanup and goroutines
+//
+// No go-zookeeper call takes a context. baton runs each call on a goroutine
+// owned by the session and lets the caller return when its context ends
+// (within milliseconds); the call ends when the server answers or the
+// connection fails, and at the latest when the session is closed. An entry
+// whose acquire gave up, and a create whose result was unknown when its
+// caller left, go to the session's cleaner goroutine, which deletes them as
+// soon as the server answers; if the session dies first, the server deletes
+// them. Watches use getData (as Curator does) so a vanished predecessor
+// leaves no watch behind (CURATOR-527: the waiter re-reads at once).
+// go-zookeeper cannot remove a watch: a cancelled waiter's watch, and the
+// small goroutine that converts it, live until the watched entry changes or
+// the session ends. Every goroutine baton starts belongs to a session or to
+// the client, and Close waits for them.
+//
+// # Other traps worked around
+//
+//   - go-zookeeper's event channel holds 6 events and drops the rest: baton
+//     uses WithEventCallback, whose handler only flips state under a mutex.
+//   - go-zookeeper logs to the standard logger; baton silences it.
+//   - go-zookeeper has no chroot: baton prefixes every path itself, and
+//     every name passes baton.ValidateName, so no path escapes the chroot.
+//   - ZooKeeper's sequence counter is a signed 32-bit number per directory;
+//     past 2^31 creates in one directory the names turn negative and are not
+//     recognised. Container directories restart the counter when reaped.
+//
+// # Authentication
+//
+// Options.Auth adds digest credentials to every session before it is used,
+// and entries and directories are then created with the "auth" ACL. TLS is
+// not supported by go-zookeeper v1.0.4.
+package zklock

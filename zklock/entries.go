@@ -1,0 +1,490 @@
+package zklock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	"github.com/go-zookeeper/zk"
+)
+
+// protectedPrefix starts every entry name, as in Curator's protected mode:
+// "_c_<uuid>-<kind><sequence>".
+const protectedPrefix = "_c_"
+
+var kinds = []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLatch, queue.KindLease}
+
+// newUUID returns a random (version 4) UUID in Curator's 36-character form.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// parseEntry reads a child name of a lock directory as Curator does: the
+// sort key is the sequence after the recipe's marker. Names that are not
+// entries of a known kind (or whose sequence overflowed into a negative
+// number) are not entries.
+func parseEntry(parent, name string) (queue.Entry, bool) {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	if len(name)-i < 10 {
+		return queue.Entry{}, false
+	}
+	seq, err := strconv.ParseUint(name[i:], 10, 64)
+	if err != nil {
+		return queue.Entry{}, false
+	}
+	for _, k := range kinds {
+		if strings.HasSuffix(name[:i], string(k)) {
+			return queue.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
+		}
+	}
+	return queue.Entry{}, false
+}
+
+func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
+
+// Enqueue creates this session's EPHEMERAL_SEQUENTIAL entry
+// "<dir>/_c_<uuid>-<kind><seq>" (protected create, brief §2). When the
+// create's result is unknown it never re-creates blindly: it waits until the
+// connection is back on the same session, lists the directory for the
+// attempt's "_c_<uuid>-" prefix, adopts only entries whose ephemeral owner
+// is this session (keeping the smallest and deleting the rest), and only if
+// there is none re-creates after a backoff. If the session is lost
+// meanwhile it fails with ErrSessionLost: nothing is adopted across
+// sessions. Missing parents are created as container nodes.
+func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+	if !knownKind(kind) {
+		return queue.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
+	}
+	parent, err := s.c.dirPath(dir)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	prefix := protectedPrefix + newUUID() + "-"
+	path := parent + "/" + prefix + string(kind)
+	retry := 0
+	backoff := func() error {
+		t := time.NewTimer(s.c.opts.Backoff.Delay(retry))
+		defer t.Stop()
+		retry++
+		select {
+		case <-t.C:
+			return nil
+		case <-s.lost:
+			return s.lostErr()
+		case <-ctx.Done():
+			return s.ctxErr(ctx)
+		}
+	}
+	for {
+		if err := s.awaitHeld(ctx); err != nil {
+			return queue.Entry{}, err
+		}
+		o := goOp(s, func() (string, error) { return s.conn.Create(path, nil, zk.FlagEphemeralSequential, s.c.acl) })
+		created, err := o.wait(ctx)
+		switch {
+		case err == nil:
+			e, ok := parseEntry(parent, created[len(parent)+1:])
+			if !ok {
+				return queue.Entry{}, fmt.Errorf("zklock: server named the entry %q, not a sequential node", created)
+			}
+			if st, _ := s.Observe(); st == baton.Lost {
+				return queue.Entry{}, s.lostErr() // the entry dies with the session
+			}
+			e.Owner = s.ID()
+			return e, nil
+		case ctx.Err() != nil && err == ctx.Err():
+			// The create may still land: the session's cleanup removes it.
+			s.abandonCreate(parent, prefix, o)
+			return queue.Entry{}, s.ctxErr(ctx)
+		case errors.Is(err, zk.ErrNoNode):
+			if err := s.mkdirs(ctx, parent); err != nil {
+				return queue.Entry{}, err
+			}
+			if retry > 0 { // a reaper raced us: don't spin
+				if err := backoff(); err != nil {
+					return queue.Entry{}, err
+				}
+			}
+			retry++
+		case isUnknown(err):
+			e, found, rerr := s.resolve(ctx, parent, prefix)
+			if rerr != nil {
+				s.abandonCreate(parent, prefix, o)
+				return queue.Entry{}, rerr
+			}
+			if found {
+				return e, nil
+			}
+			// Nothing landed: re-create, but never instantly.
+			if err := backoff(); err != nil {
+				s.abandonCreate(parent, prefix, o)
+				return queue.Entry{}, err
+			}
+		default:
+			return queue.Entry{}, s.opErr(ctx, "create "+path, err)
+		}
+	}
+}
+
+// resolve recovers a create of unknown result once the session is
+// connected again: see recoverCreate. Transient failures are retried with
+// backoff while the session lives.
+func (s *session) resolve(ctx context.Context, parent, prefix string) (queue.Entry, bool, error) {
+	for attempt := 0; ; attempt++ {
+		if err := s.awaitHeld(ctx); err != nil {
+			return queue.Entry{}, false, err
+		}
+		e, found, err := s.recoverCreate(ctx, parent, prefix)
+		if err == nil || !isUnknown(err) {
+			return e, found, err
+		}
+		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return queue.Entry{}, false, s.ctxErr(ctx)
+		}
+	}
+}
+
+// recoverCreate lists parent for children named prefix+…, keeps those whose
+// ephemeral owner is this session (one Exists per candidate: only here,
+// never in List), adopts the smallest and deletes the others. A node of
+// another session is neither adopted nor touched.
+func (s *session) recoverCreate(ctx context.Context, parent, prefix string) (queue.Entry, bool, error) {
+	id := s.sessionID()
+	kids, err := call(ctx, s, func() ([]string, error) {
+		k, _, err := s.conn.Children(parent)
+		return k, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return queue.Entry{}, false, nil
+	}
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	var mine []queue.Entry
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		e, ok := parseEntry(parent, k)
+		if !ok {
+			continue
+		}
+		st, err := call(ctx, s, func() (*zk.Stat, error) {
+			ok, st, err := s.conn.Exists(e.Key)
+			if err == nil && !ok {
+				st = nil
+			}
+			return st, err
+		})
+		if err != nil {
+			return queue.Entry{}, false, err
+		}
+		if st != nil && st.EphemeralOwner == id {
+			mine = append(mine, e)
+		}
+	}
+	// The owner check only means something while the session is the one
+	// that was checked: a lost session adopts nothing.
+	if st, _ := s.Observe(); st == baton.Lost {
+		return queue.Entry{}, false, s.lostErr()
+	}
+	if len(mine) == 0 {
+		return queue.Entry{}, false, nil
+	}
+	slices.SortFunc(mine, func(a, b queue.Entry) int { return cmpSeq(a.Seq, b.Seq) })
+	for _, dup := range mine[1:] {
+		_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(dup.Key, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			s.Abandon(dup)
+		}
+	}
+	e := mine[0]
+	e.Owner = fmt.Sprintf("0x%x", id)
+	return e, true, nil
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// mkdirs creates every missing node of path as a container node (as
+// Curator's creatingParentContainersIfNeeded does): the server deletes a
+// container once its last child is gone, so lock directories do not pile
+// up.
+func (s *session) mkdirs(ctx context.Context, path string) error {
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		_, err := call(ctx, s, func() (string, error) {
+			return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.c.acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return s.opErr(ctx, "create container "+p, err)
+		}
+	}
+	return nil
+}
+
+// List reads dir with one Children call. The token is the directory's
+// Pzxid from that very read plus the token floor: if this read grants the
+// lock, every earlier holder's deletion is already reflected in it, so it
+// exceeds every earlier grant's token. Only the caller's own entry carries
+// an Owner: reading other owners would cost a round trip per child.
+func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
+	parent, err := s.c.dirPath(dir)
+	if err != nil {
+		return queue.Snapshot{}, err
+	}
+	type res struct {
+		kids []string
+		st   *zk.Stat
+	}
+	r, err := callIdem(ctx, s, func() (res, error) {
+		k, st, err := s.conn.Children(parent)
+		return res{k, st}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return queue.Snapshot{Own: -1}, nil
+	}
+	if err != nil {
+		return queue.Snapshot{}, s.opErr(ctx, "list "+parent, err)
+	}
+	if st, _ := s.Observe(); st == baton.Lost {
+		return queue.Snapshot{}, s.lostErr()
+	}
+	snap := queue.Snapshot{Own: -1, Token: uint64(r.st.Pzxid) + s.c.opts.TokenFloor}
+	for _, k := range r.kids {
+		if e, ok := parseEntry(parent, k); ok {
+			snap.Entries = append(snap.Entries, e)
+		}
+	}
+	slices.SortFunc(snap.Entries, func(a, b queue.Entry) int { return cmpSeq(a.Seq, b.Seq) })
+	for i := range snap.Entries {
+		if snap.Entries[i].Key == own.Key {
+			snap.Own = i
+			snap.Entries[i].Owner = own.Owner
+		}
+	}
+	return snap, nil
+}
+
+// Watch waits for e to go. It reads e with GetW rather than ExistsW, as
+// Curator does: on a missing node getData sets no watch, so a predecessor
+// deleted between the queue read and the watch (CURATOR-527) leaves no
+// stray creation watch behind and the returned channel is closed at once.
+// go-zookeeper cannot remove a watch: a cancelled waiter's watch (and the
+// goroutine that converts it) lives until e changes or the session ends.
+func (s *session) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<-chan struct{}, error) {
+	ch, err := callIdem(ctx, s, func() (<-chan zk.Event, error) {
+		_, _, ch, err := s.conn.GetW(e.Key)
+		return ch, err
+	})
+	out := make(chan struct{})
+	if errors.Is(err, zk.ErrNoNode) {
+		close(out)
+		return out, nil
+	}
+	if err != nil {
+		return nil, s.opErr(ctx, "watch "+e.Key, err)
+	}
+	if !s.spawn(func() {
+		defer close(out)
+		select {
+		case <-ch: // deleted, changed, or the connection closed
+		case <-s.lost:
+		}
+	}) {
+		close(out)
+	}
+	return out, nil
+}
+
+// Delete removes exactly e (any version). A missing node is success, so a
+// retry after an unknown result is safe; Delete itself retries across a
+// short disconnection while ctx lasts.
+func (s *session) Delete(ctx context.Context, e queue.Entry) error {
+	if st, _ := s.Observe(); st == baton.Lost {
+		return s.lostErr()
+	}
+	_, err := callIdem(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(e.Key, -1) })
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return s.opErr(ctx, "delete "+e.Key, err)
+}
+
+// Abandon hands e to the session's cleaner. It never blocks.
+func (s *session) Abandon(e queue.Entry) {
+	s.cmu.Lock()
+	s.orphans[e.Key] = struct{}{}
+	s.cmu.Unlock()
+	s.poke()
+}
+
+func (s *session) abandonCreate(parent, prefix string, o *op[string]) {
+	s.cmu.Lock()
+	s.creates = append(s.creates, &abandonedCreate{parent: parent, prefix: prefix, op: o})
+	s.cmu.Unlock()
+	s.poke()
+}
+
+func (s *session) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// cleaner deletes abandoned entries and the results of abandoned creates as
+// soon as the server answers. Owner: the session; it returns when the
+// session is lost or closed — the server then removes the session's
+// ephemeral entries itself.
+func (s *session) cleaner() {
+	retry := 0
+	for {
+		st, changed := s.Observe()
+		if st == baton.Lost {
+			return
+		}
+		s.cmu.Lock()
+		pending := len(s.orphans) + len(s.creates)
+		s.cmu.Unlock()
+		switch {
+		case pending == 0:
+			select {
+			case <-s.wake:
+			case <-s.lost:
+				return
+			}
+			continue
+		case st != baton.Held:
+			select {
+			case <-changed:
+			case <-s.lost:
+				return
+			}
+			continue
+		}
+		if s.cleanPass() {
+			retry = 0
+			continue
+		}
+		t := time.NewTimer(s.c.opts.Backoff.Delay(retry))
+		retry++
+		select {
+		case <-t.C:
+		case <-s.lost:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// cleanPass makes one attempt at every job and reports whether all
+// finished.
+func (s *session) cleanPass() bool {
+	s.cmu.Lock()
+	keys := make([]string, 0, len(s.orphans))
+	for k := range s.orphans {
+		keys = append(keys, k)
+	}
+	creates := s.creates
+	s.creates = nil
+	s.cmu.Unlock()
+
+	ok := true
+	for _, k := range keys {
+		if err := s.conn.Delete(k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			ok = false
+			continue
+		}
+		s.cmu.Lock()
+		delete(s.orphans, k)
+		s.cmu.Unlock()
+	}
+	var left []*abandonedCreate
+	for _, c := range creates {
+		if !s.cleanCreate(c) {
+			left = append(left, c)
+			ok = false
+		}
+	}
+	if len(left) > 0 {
+		s.cmu.Lock()
+		s.creates = append(s.creates, left...)
+		s.cmu.Unlock()
+	}
+	return ok
+}
+
+// cleanCreate waits for the abandoned create's own call to end (so the
+// listing below is ordered after it on the session), then removes what it
+// made: the exact node when its answer arrived, else every node of the
+// session carrying the attempt's prefix.
+func (s *session) cleanCreate(c *abandonedCreate) bool {
+	select {
+	case <-c.op.done:
+	case <-s.lost:
+		return true
+	}
+	switch {
+	case c.op.err == nil:
+		err := s.conn.Delete(c.op.v, -1)
+		return err == nil || errors.Is(err, zk.ErrNoNode)
+	case !isUnknown(c.op.err):
+		return true // definitely not created
+	}
+	id := s.sessionID()
+	kids, _, err := s.conn.Children(c.parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, c.prefix) {
+			continue
+		}
+		p := c.parent + "/" + k
+		ok, st, err := s.conn.Exists(p)
+		if err != nil {
+			return false
+		}
+		if !ok || st.EphemeralOwner != id {
+			continue
+		}
+		if err := s.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return false
+		}
+	}
+	return true
+}

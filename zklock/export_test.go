@@ -1,0 +1,24 @@
+package zklock
+
+import (
+	"context"
+
+	"github.com/baton-go/baton/queue"
+)
+
+// RecoverCreate runs protected-create recovery for the attempt uuid in the
+// lock directory of name, on the client's current session.
+func (c *Client) RecoverCreate(ctx context.Context, name, uuid string) (queue.Entry, bool, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	dir, err := c.dirPath(name)
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	return s.recoverCreate(ctx, dir, protectedPrefix+uuid+"-")
+}
+
+// NewUUID exposes the protected-create UUID generator.
+var NewUUID = newUUID

@@ -1,0 +1,444 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	"github.com/go-zookeeper/zk"
+)
+
+// DefaultSessionTimeout is the session timeout requested when
+// Options.SessionTimeout is zero. A holder that stops hearing from the
+// server is told Suspended within about 2/3 of it and Lost before it runs
+// out; a crashed holder's lock passes on after about this long.
+const DefaultSessionTimeout = 15 * time.Second
+
+// DefaultPort is the port used for a server address without one.
+const DefaultPort = 2181
+
+// Digest is a ZooKeeper digest credential ("user:password"). With
+// credentials, the nodes baton creates get the "auth" ACL: only clients
+// authenticated as the same user can read or delete them.
+type Digest struct {
+	User     string
+	Password string
+}
+
+// Options configure Dial. The zero value requests DefaultSessionTimeout,
+// no chroot, no token floor and the default backoff.
+type Options struct {
+	// SessionTimeout is the session timeout requested from the server; 0
+	// means DefaultSessionTimeout. The server may clamp it into its
+	// [minSessionTimeout, maxSessionTimeout]; baton reads the negotiated
+	// value from the wire and times Suspended/Lost from it (SessionTimeout
+	// on Client reports it).
+	SessionTimeout time.Duration
+	// Chroot is a path prefix applied by baton itself (go-zookeeper has no
+	// chroot): "/app" puts every lock under /app. Empty or "/" means none.
+	Chroot string
+	// TokenFloor is added to every fencing token (see the baton package
+	// doc: the recovery procedure after rebuilding the ensemble).
+	TokenFloor uint64
+	// Hooks are injection points for fault drills; leave nil.
+	Hooks *queue.Hooks
+	// Backoff paces reconnects after a lost session, re-creates after an
+	// unknown create result, and cleanup retries.
+	Backoff baton.Backoff
+	// Auth are digest credentials added to every session before use.
+	Auth []Digest
+}
+
+// normalize fills defaults and validates o.
+func (o Options) normalize() (Options, error) {
+	if o.SessionTimeout < 0 {
+		return o, fmt.Errorf("zklock: session timeout %v: %w", o.SessionTimeout, baton.ErrInvalidOption)
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.SessionTimeout < time.Millisecond {
+		return o, fmt.Errorf("zklock: session timeout %v below 1ms: %w", o.SessionTimeout, baton.ErrInvalidOption)
+	}
+	chroot, err := normalizeChroot(o.Chroot)
+	if err != nil {
+		return o, err
+	}
+	o.Chroot = chroot
+	for _, d := range o.Auth {
+		if d.User == "" || strings.Contains(d.User, ":") {
+			return o, fmt.Errorf("zklock: digest user %q: %w", d.User, baton.ErrInvalidOption)
+		}
+	}
+	return o, nil
+}
+
+func normalizeChroot(c string) (string, error) {
+	if strings.Trim(c, "/") == "" {
+		return "", nil
+	}
+	n, err := baton.ValidateName(c)
+	if err != nil {
+		return "", fmt.Errorf("zklock: chroot: %w: %w", baton.ErrInvalidOption, err)
+	}
+	return "/" + n, nil
+}
+
+// ParseURL parses "zk://h1:2181,h2:2181/chroot". A host without a port
+// gets DefaultPort; IPv6 hosts are bracketed ("[::1]:2181"). Credentials,
+// query strings and fragments are refused: secrets come from Options.Auth
+// (for example from the environment), never from a URL in argv. Errors wrap
+// baton.ErrInvalidOption.
+func ParseURL(raw string) (servers []string, chroot string, err error) {
+	bad := func(why string) ([]string, string, error) {
+		return nil, "", fmt.Errorf("zklock: URL %q: %s: %w", raw, why, baton.ErrInvalidOption)
+	}
+	const scheme = "zk://"
+	if len(raw) < len(scheme) || !strings.EqualFold(raw[:len(scheme)], scheme) {
+		return bad("scheme must be zk://")
+	}
+	rest := raw[len(scheme):]
+	if strings.ContainsAny(rest, "?#") {
+		return bad("query and fragment are not supported")
+	}
+	hosts, path, _ := strings.Cut(rest, "/")
+	if strings.Contains(hosts, "@") {
+		return bad("credentials in the URL are not supported (use Options.Auth)")
+	}
+	if hosts == "" {
+		return bad("no server")
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" {
+			return bad("empty server address")
+		}
+		host, port := h, strconv.Itoa(DefaultPort)
+		if strings.HasPrefix(h, "[") { // [v6] or [v6]:port
+			end := strings.Index(h, "]")
+			if end < 0 {
+				return bad("unclosed [ in " + h)
+			}
+			host = h[1:end]
+			if tail := h[end+1:]; tail != "" {
+				if !strings.HasPrefix(tail, ":") {
+					return bad("bad address " + h)
+				}
+				port = tail[1:]
+			}
+		} else if i := strings.LastIndex(h, ":"); i >= 0 {
+			host, port = h[:i], h[i+1:]
+			if strings.Contains(host, ":") {
+				return bad("IPv6 address must be bracketed: " + h)
+			}
+		}
+		if host == "" {
+			return bad("empty host in " + h)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return bad("bad port in " + h)
+		}
+		servers = append(servers, net.JoinHostPort(host, port))
+	}
+	if chroot, err = normalizeChroot(path); err != nil {
+		return nil, "", fmt.Errorf("zklock: URL %q: %w", raw, err)
+	}
+	return servers, chroot, nil
+}
+
+// Client owns one ZooKeeper session at a time and replaces it when it is
+// lost. It implements queue.Backend; its recipes (Mutex) share the session.
+type Client struct {
+	servers []string
+	opts    Options
+	acl     []zk.ACL
+
+	mu      sync.Mutex
+	cur     *session
+	curCh   chan struct{} // closed when cur changes
+	fatal   error         // permanent failure (authentication refused)
+	closed  bool
+	closing chan struct{}
+	wg      sync.WaitGroup // run and the closers of lost sessions
+}
+
+var _ queue.Backend = (*Client)(nil)
+
+// Dial connects to servers and returns once the first session is
+// established, or fails with an error wrapping baton.ErrUnavailable and
+// ctx.Err() when ctx ends first (the half-open connection is then closed in
+// the background within a few seconds). The client lives until Close; ctx
+// bounds only the dial.
+func Dial(ctx context.Context, servers []string, opts Options) (*Client, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("zklock: no servers: %w", baton.ErrInvalidOption)
+	}
+	c := &Client{
+		servers: slices.Clone(servers),
+		opts:    opts,
+		acl:     zk.WorldACL(zk.PermAll),
+		curCh:   make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	if len(opts.Auth) > 0 {
+		c.acl = zk.AuthACL(zk.PermAll)
+	}
+	c.wg.Go(c.run)
+	if _, err := c.session(ctx); err != nil {
+		// go-zookeeper's Close can wait a few seconds for an unreachable
+		// server; Dial returns by its deadline and lets the close finish
+		// on its own (it is bounded by those timeouts).
+		go c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// run keeps one session alive: it starts a session, publishes it, and when
+// the session is lost closes it and starts the next after a backoff.
+// Owner: the client; it returns at Close.
+func (c *Client) run() {
+	attempt := 0
+	for {
+		s := newSession(c)
+		start := time.Now()
+		if err := s.start(); err != nil {
+			s.lose(err)
+		} else if err := c.authenticate(s); err != nil {
+			s.lose(err)
+		} else {
+			c.publish(s)
+		}
+		select {
+		case <-s.lost:
+			c.wg.Go(s.shutdown)
+		case <-c.closing:
+			s.lose(fmt.Errorf("zklock: %w", baton.ErrClosed))
+			s.shutdown()
+			return
+		}
+		if c.failed() {
+			return
+		}
+		if time.Since(start) > c.opts.SessionTimeout {
+			attempt = 0
+		}
+		t := time.NewTimer(c.opts.Backoff.Delay(attempt))
+		attempt++
+		select {
+		case <-t.C:
+		case <-c.closing:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// authenticate adds the digest credentials to a new session before anyone
+// uses it; go-zookeeper re-sends them after a reconnect.
+func (c *Client) authenticate(s *session) error {
+	for _, d := range c.opts.Auth {
+		o := goOp(s, func() (struct{}, error) {
+			return struct{}{}, s.conn.AddAuth("digest", []byte(d.User+":"+d.Password))
+		})
+		select {
+		case <-o.done:
+		case <-s.lost:
+			return s.lostErr()
+		case <-c.closing:
+			return fmt.Errorf("zklock: %w", baton.ErrClosed)
+		}
+		if o.err != nil {
+			if errors.Is(o.err, zk.ErrAuthFailed) || errors.Is(o.err, zk.ErrNoAuth) {
+				err := fmt.Errorf("zklock: digest user %q: %w: %w", d.User, baton.ErrAuth, o.err)
+				c.mu.Lock()
+				c.fatal = err
+				close(c.curCh)
+				c.curCh = make(chan struct{})
+				c.mu.Unlock()
+				return err
+			}
+			return o.err
+		}
+	}
+	return nil
+}
+
+func (c *Client) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fatal != nil
+}
+
+func (c *Client) publish(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = s
+	close(c.curCh)
+	c.curCh = make(chan struct{})
+}
+
+// session waits for a Held session.
+func (c *Client) session(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		closed, fatal, s, curCh := c.closed, c.fatal, c.cur, c.curCh
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
+		case fatal != nil:
+			return nil, fatal
+		}
+		var changed <-chan struct{}
+		if s != nil {
+			st, ch := s.Observe()
+			if st == baton.Held {
+				return s, nil
+			}
+			changed = ch
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("zklock: no ZooKeeper session with %s: %w: %w",
+				strings.Join(c.servers, ","), baton.ErrUnavailable, ctx.Err())
+		case <-curCh:
+		case <-changed:
+		case <-c.closing:
+		}
+	}
+}
+
+// Engine returns "zk".
+func (c *Client) Engine() string { return "zk" }
+
+// Session returns the current session once it is Held (see queue.Backend).
+func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Done does nothing: all recipes share the client's one session.
+func (c *Client) Done(queue.Session, string) {}
+
+// Mutex returns the reentrant mutex called name, wire-compatible with
+// Curator's InterProcessMutex on the same path. Its znode directory is the
+// chroot plus "/" plus the normalised name.
+func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+	if c.isClosed() {
+		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
+	}
+	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Dir returns the znode directory of the lock called name. Names are
+// validated with baton.ValidateName, so a directory never escapes the
+// chroot.
+func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
+
+func (c *Client) dirPath(name string) (string, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return "", err
+	}
+	return c.opts.Chroot + "/" + n, nil
+}
+
+// Entries lists the raw child names under the lock directory of name,
+// sorted (for tests, inspect and orphan scans). A missing directory has no
+// entries.
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	dir, err := c.dirPath(name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := callIdem(ctx, s, func() ([]string, error) {
+		k, _, err := s.conn.Children(dir)
+		return k, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.opErr(ctx, "list "+dir, err)
+	}
+	slices.Sort(kids)
+	return kids, nil
+}
+
+// Conn returns the current session's go-zookeeper connection (nil before
+// the first session). It is replaced when the session is lost; nodes made
+// through it do not get baton's chroot or ACLs.
+func (c *Client) Conn() *zk.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return nil
+	}
+	return c.cur.conn
+}
+
+// SessionID returns the current session's ID (0 before the first session).
+func (c *Client) SessionID() int64 {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.sessionID()
+}
+
+// SessionTimeout returns the timeout the server negotiated for the current
+// session, which may differ from the requested one (the CLI reports a
+// clamp).
+func (c *Client) SessionTimeout() time.Duration {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return c.opts.SessionTimeout
+	}
+	return s.timeout()
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Close ends the session — the server deletes its entries at once, so every
+// lease of this client becomes Lost — and waits for the client's
+// goroutines (a few seconds at most when the server is unreachable). Later
+// calls return baton.ErrClosed; closing again returns nil.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	c.wg.Wait()
+	return nil
+}
