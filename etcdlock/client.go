@@ -1,0 +1,330 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// revokeTimeout bounds the best-effort revoke of a lease that ended (closed,
+// idle or lost). The server expires the lease anyway; the revoke only frees
+// its keys sooner.
+const revokeTimeout = 2 * time.Second
+
+// Client is baton's etcd engine on a user's *clientv3.Client. It owns a
+// small pool of leases (sessions) and the goroutines that keep them alive;
+// Close revokes them. It does not own the etcd client.
+//
+// Client implements queue.Backend, so the queue recipes run on it.
+type Client struct {
+	cli  *clientv3.Client
+	opts Options
+	ttl  int64 // requested lease TTL, seconds
+
+	granted atomic.Int64 // TTL of the most recent grant, seconds
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[*session]struct{} // live sessions (not ended)
+
+	// wg counts every goroutine a session owns (keepalive loop, cleanup,
+	// watches). Close waits for it.
+	wg sync.WaitGroup
+}
+
+var _ queue.Backend = (*Client)(nil)
+
+// New returns an etcd engine on cli. It validates opts (a negative TTL
+// returns an error wrapping baton.ErrInvalidOption) and does not contact
+// the server: leases are granted on first use. Closing the Client never
+// closes cli.
+func New(cli *clientv3.Client, opts Options) (*Client, error) {
+	if cli == nil {
+		return nil, fmt.Errorf("%w: etcdlock: nil *clientv3.Client", baton.ErrInvalidOption)
+	}
+	o, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		cli:      cli,
+		opts:     o,
+		ttl:      int64(o.TTL / time.Second),
+		sessions: make(map[*session]struct{}),
+	}, nil
+}
+
+// Engine returns "etcd".
+func (c *Client) Engine() string { return "etcd" }
+
+// TTL returns the requested lease TTL, rounded up to whole seconds.
+func (c *Client) TTL() time.Duration { return time.Duration(c.ttl) * time.Second }
+
+// GrantedTTL returns the TTL the server granted to the most recent lease,
+// or 0 before the first grant. etcd silently raises TTLs below its minimum;
+// when GrantedTTL differs from TTL, report it (the CLI prints it).
+func (c *Client) GrantedTTL() time.Duration { return time.Duration(c.granted.Load()) * time.Second }
+
+// Mutex returns the reentrant mutex called name. Its keys are
+// "<name>/<lease ID in hex>", the layout of `etcdctl lock <name>` and
+// concurrency.Mutex, so they exclude each other.
+func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Entries returns the raw keys under "<name>/" in create-revision order,
+// including keys that are not entries of a recipe. It is meant for tests,
+// inspection and orphan scans.
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.cli.Get(ctx, n+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, opErr(ctx, "list", n, err)
+	}
+	keys := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys, nil
+}
+
+// Close revokes every lease of the client (best effort, bounded by a couple
+// of seconds when the server is unreachable) and waits for the client's
+// goroutines. Leases still held become Lost. Later calls return
+// baton.ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("etcdlock: close: %w", baton.ErrClosed)
+	}
+	c.closed = true
+	all := make([]*session, 0, len(c.sessions))
+	for s := range c.sessions {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("etcdlock: %w", baton.ErrClosed)
+	}
+	return nil
+}
+
+// Session returns a lease on which a new entry in dir can live: a pooled
+// one that has no entry in dir (two entries of one lease in one directory
+// would share the key "<dir>/<lease>"), or a newly granted one. Grants are
+// retried with backoff until ctx ends; the error then wraps
+// baton.ErrUnavailable and ctx's error.
+func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("etcdlock: session: %w", baton.ErrClosed)
+	}
+	if s := c.pickLocked(dir); s != nil {
+		s.busy[dir] = true
+		c.mu.Unlock()
+		return s, nil
+	}
+	c.mu.Unlock()
+
+	s, err := c.grant(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.revoke(s.id)
+		return nil, fmt.Errorf("etcdlock: session: %w", baton.ErrClosed)
+	}
+	c.sessions[s] = struct{}{}
+	s.busy[dir] = true
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go s.run()
+	return s, nil
+}
+
+// Done tells the client the recipe no longer has an entry in dir on s. The
+// session becomes available for dir again once any abandoned entry there is
+// cleaned up; an idle session beyond MaxIdleSessions is revoked.
+func (c *Client) Done(qs queue.Session, dir string) {
+	s, ok := qs.(*session)
+	if !ok || s.c != c {
+		return
+	}
+	c.mu.Lock()
+	delete(s.busy, dir)
+	retire := c.settleLocked(s)
+	c.mu.Unlock()
+	if retire {
+		s.close()
+	}
+}
+
+// pickLocked returns a healthy pooled session free for dir, preferring the
+// most recently used one so that surplus sessions go idle and retire.
+func (c *Client) pickLocked(dir string) *session {
+	var best *session
+	for s := range c.sessions {
+		if s.tainted || s.busy[dir] {
+			continue
+		}
+		if _, ok := s.pending[dir]; ok {
+			continue
+		}
+		if st, _ := s.Observe(); st != baton.Held {
+			continue
+		}
+		if best == nil || s.idleSince.After(best.idleSince) {
+			best = s
+		}
+	}
+	return best
+}
+
+// settleLocked updates s's idle bookkeeping after its entries changed and
+// reports whether s should be retired now (removed from the pool here).
+func (c *Client) settleLocked(s *session) bool {
+	if len(s.busy) > 0 || len(s.pending) > 0 {
+		return false
+	}
+	if _, ok := c.sessions[s]; !ok {
+		return false
+	}
+	s.idleSince = time.Now()
+	if s.tainted || c.idleLocked() > MaxIdleSessions {
+		delete(c.sessions, s)
+		return true
+	}
+	return false
+}
+
+func (c *Client) idleLocked() int {
+	n := 0
+	for s := range c.sessions {
+		if len(s.busy) == 0 && len(s.pending) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// retireIdle removes s from the pool if it has been idle for longer than
+// IdleSessionTimeout, and reports whether it did.
+func (c *Client) retireIdle(s *session, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.sessions[s]; !ok {
+		return false
+	}
+	if len(s.busy) > 0 || len(s.pending) > 0 || now.Sub(s.idleSince) < IdleSessionTimeout {
+		return false
+	}
+	delete(c.sessions, s)
+	return true
+}
+
+func (c *Client) remove(s *session) {
+	c.mu.Lock()
+	delete(c.sessions, s)
+	c.mu.Unlock()
+}
+
+// grant obtains a new lease, retrying with backoff until ctx ends. The send
+// time of the Grant request starts the lease's clock: the server starts its
+// own TTL later than that, so deadlines measured from it are safe.
+func (c *Client) grant(ctx context.Context) (*session, error) {
+	var s *session
+	err := c.opts.Backoff.Retry(ctx, retryable, func(ctx context.Context) error {
+		sent := time.Now()
+		resp, err := c.cli.Grant(ctx, c.ttl)
+		if err != nil {
+			return err
+		}
+		if resp.TTL <= 0 {
+			return fmt.Errorf("etcdlock: grant returned TTL %d", resp.TTL)
+		}
+		c.granted.Store(resp.TTL)
+		s = newSession(c, resp.ID, time.Duration(resp.TTL)*time.Second, sent)
+		return nil
+	})
+	if err == nil {
+		return s, nil
+	}
+	if isAuth(err) {
+		return nil, fmt.Errorf("etcdlock: grant lease: %w: %w", baton.ErrAuth, err)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return nil, fmt.Errorf("etcdlock: grant lease: %w: %w", baton.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("etcdlock: grant lease: %w: %w: %w", baton.ErrUnavailable, err, cerr)
+	}
+	return nil, fmt.Errorf("etcdlock: grant lease: %w", err)
+}
+
+// revoke revokes a lease, best effort and bounded.
+func (c *Client) revoke(id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
+	defer cancel()
+	_, _ = c.cli.Revoke(ctx, id) // the server expires it anyway
+}
+
+// retryable reports whether a failed grant may be retried: not after the
+// context ended and not when the server refused the credentials.
+func retryable(err error) bool {
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !isAuth(err)
+}
+
+func isAuth(err error) bool {
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed,
+		rpctypes.ErrInvalidAuthToken, rpctypes.ErrUserEmpty, rpctypes.ErrAuthOldRevision} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// opErr wraps an operation's error, making sure it wraps ctx's error when
+// ctx ended (clientv3 usually does, but not for every transport error).
+func opErr(ctx context.Context, op, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("etcdlock: %s %q: %w: %w", op, key, err, cerr)
+	}
+	return fmt.Errorf("etcdlock: %s %q: %w", op, key, err)
+}
+
+// leaseHex formats a lease ID as etcdctl and concurrency.Mutex do in keys.
+func leaseHex(id clientv3.LeaseID) string { return strconv.FormatInt(int64(id), 16) }

@@ -1,0 +1,105 @@
+// Package etcdlock is baton's etcd engine: the queue recipes of package
+// queue on etcd leases, using the caller's *clientv3.Client.
+//
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
+//	c, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
+//	defer c.Close()
+//	m, _ := c.Mutex("jobs/nightly")
+//	l, err := m.Lock(ctx)
+//	… write to the resource with l.Token(), stop when l.Context() ends …
+//	l.Release(ctx)
+//
+// # Layout: compatible with etcdctl lock
+//
+// A mutex called name keeps one key per contender, "<name>/<lease ID in
+// hex>", attached to the contender's lease, with the empty value; the queue
+// is ordered by create revision. That is exactly what `etcdctl lock <name>`
+// and concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
+// exclude each other on the same name. (baton normalises names by dropping
+// leading and trailing "/", so use the name without a leading "/" with the
+// other tools.) Other recipes store their marker ("__READ__", …) as the
+// value. Keys under the prefix that are not direct "<name>/<hex>" children
+// are ignored, so lock "a/b" does not disturb lock "a".
+//
+// Because the key is named after the lease, two entries of one directory
+// can never share a lease: the Client keeps a small pool of leases and hands
+// each acquire one that has no entry in that directory (or grants a new
+// one). Reusing an idle lease makes an uncontended lock+unlock two round
+// trips, like concurrency.Mutex on a reused session: one transaction that
+// creates the key and reads the queue, and one guarded delete. At most
+// MaxIdleSessions idle leases are kept, each for IdleSessionTimeout.
+//
+// # Fencing token
+//
+// The token is the create revision of the holder's key plus
+// Options.TokenFloor. The mutex grants the key with the smallest create
+// revision, and keys created later always get larger revisions, so tokens
+// strictly increase across grants of one name. This is the fix Jepsen
+// recommended after etcd 3.4.3's lock lost updates.
+//
+// # Lease states and their timing
+//
+// Each lease is kept alive by baton's own loop of one-shot keepalives, one
+// every TTL/3, not by clientv3's KeepAlive: KeepAlive hides when each
+// keepalive was sent, and the deadline must be measured from the send time.
+// (clientv3's KeepAliveOnce is not used either: it re-sends at once on every
+// Unavailable error, a hot loop while the cluster has no leader.) The server
+// restarts a lease's TTL when it processes a keepalive, which is after we
+// sent it, so the lease cannot expire on the server before
+// sendTime(last answered keepalive) + TTL. On the monotonic clock:
+//
+//   - Suspended: no keepalive sent within the last TTL/2 has been answered
+//     (an answer is about TTL/6 late), or a keepalive failed. Side effects
+//     must pause. The next answered keepalive returns the lease to Held.
+//   - Lost: at sendTime(last answered keepalive) + TTL − margin, with margin
+//     = max(TTL/10, 100ms) for clock-rate drift and scheduling, i.e. before
+//     the server can expire the lease and before any other client can be
+//     granted the lock; or at once when the server answers that the lease
+//     is gone (revoked or expired). A lost lease is revoked (best effort)
+//     and never reused; its held locks become Lost, their contexts are
+//     cancelled with a cause wrapping baton.ErrLost, and its waiters fail
+//     with baton.ErrSessionLost.
+//
+// The etcd lessor checks for expired leases on a 500 ms tick, so the server
+// removes a lease's keys up to half a second after its TTL ran out: a dead
+// holder's lock is free after TTL … TTL + 0.5 s.
+//
+// Neither guarantee survives a paused host (a VM or laptop sleep stops the
+// monotonic clock). Fencing does.
+//
+// # TTL: rounding and clamping
+//
+// etcd TTLs are whole seconds; Options.TTL is rounded up. etcd raises a TTL
+// below its minimum (about 2 s with default server timing: 1.5 × the
+// election timeout) without an error; the loop uses the granted TTL, and
+// Client.GrantedTTL reports it so callers can tell the user (the CLI does).
+//
+// # Traps worked around
+//
+//   - etcd #11456 (a lock granted after its lease expired): every wake-up
+//     re-reads the queue; a read where the own key is missing (its lease is
+//     gone) fails the acquire with baton.ErrSessionLost, and a lease baton
+//     already considers Lost never grants, even while the server still
+//     shows its key.
+//   - etcd #22082 (a retried Unlock deletes a newer lock of the same lease):
+//     a release deletes its key only if the key's create revision is still
+//     the entry's, so a stale retry is a no-op.
+//   - KeepAlive hiding send times: see above; every deadline is measured
+//     from a send time baton recorded itself.
+//   - etcd #19597 (a waiter keeps waiting after its session expired): a
+//     waiter watches its own key as well as its predecessor's, so a revoked
+//     or expired lease ends the wait at once with baton.ErrSessionLost; the
+//     keepalive loop catches the rest.
+//   - etcd #9715 (compaction strands waiters): a compacted watch only wakes
+//     the waiter, who re-reads and watches again from a fresh revision.
+//   - CURATOR-527 (a predecessor deleted between the read and the watch):
+//     the watch starts at the read's revision + 1, so the deletion is
+//     delivered at once.
+//   - A create whose result is unknown (the response was lost) is resolved
+//     by reading the deterministic key back; if that is impossible, the
+//     lease is never used for a new entry again, the key is deleted in the
+//     background, and the lease is revoked once its other entries are done.
+//   - An acquire that is cancelled returns at once (clientv3 honours
+//     contexts natively); its key is deleted by the lease's background
+//     cleanup, or disappears with the lease.
+package etcdlock

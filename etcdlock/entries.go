@@ -1,0 +1,355 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// kindValue is the value stored in an entry's key. A mutex entry has the
+// empty value, as `etcdctl lock` and concurrency.Mutex write; other recipes
+// store their marker so readers can tell a reader from a writer.
+func kindValue(k queue.Kind) string {
+	if k == queue.KindMutex {
+		return ""
+	}
+	return string(k)
+}
+
+// valueKind reads an entry's kind back. An unknown value (another tool's
+// key at a directory child) counts as a mutex entry: it blocks rather than
+// being overlooked.
+func valueKind(v []byte) queue.Kind {
+	switch k := queue.Kind(v); k {
+	case queue.KindRead, queue.KindWrite, queue.KindLatch, queue.KindLease:
+		return k
+	}
+	return queue.KindMutex
+}
+
+// listOp reads a directory's entries in queue order.
+func listOp(dir string) clientv3.Op {
+	return clientv3.OpGet(dir+"/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+}
+
+// Enqueue creates this lease's entry "<dir>/<lease hex>" in one
+// transaction that also reads the queue, so an uncontended acquire costs a
+// single round trip (as concurrency.Mutex's does). If the transaction's
+// outcome is unknown (an error after the request may have been sent), the
+// key is read back: its name is deterministic, so our key on our lease
+// means it was applied. When it cannot be resolved the lease is never
+// reused and the key is handed to the cleanup.
+func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+	if err := s.alive(); err != nil {
+		return queue.Entry{}, err
+	}
+	key := dir + "/" + s.hex
+	val := kindValue(kind)
+	resp, err := s.c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), listOp(dir)).
+		Else(clientv3.OpGet(key), listOp(dir)).
+		Commit()
+	if err != nil {
+		return s.resolveEnqueue(ctx, dir, key, kind, err)
+	}
+	seq := resp.Header.Revision // a transaction's put is created at its revision
+	if !resp.Succeeded {
+		// Our key already exists. Only an earlier attempt of this very
+		// enqueue can have made it (the pool never hands out a lease with
+		// an entry or a pending cleanup in dir), so adopt it if it is ours.
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || kvs[0].Lease != int64(s.id) || string(kvs[0].Value) != val {
+			s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
+			return queue.Entry{}, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
+		}
+		seq = kvs[0].CreateRevision
+	}
+	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex}
+	snap := s.snapshot(dir, e, resp.Responses[1].GetResponseRange().GetKvs(), resp.Header.Revision)
+	s.mu.Lock()
+	s.fresh[dir] = fresh{e: e, snap: snap}
+	s.mu.Unlock()
+	return e, nil
+}
+
+// resolveEnqueue settles a create whose outcome is unknown.
+func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queue.Kind, err error) (queue.Entry, error) {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		// The whole transaction failed: nothing was created.
+		s.kickKeepalive()
+		return queue.Entry{}, fmt.Errorf("etcdlock: enqueue %q: %w: %w", key, baton.ErrSessionLost, err)
+	}
+	if ctx.Err() == nil {
+		resp, gerr := s.c.cli.Get(ctx, key)
+		if gerr == nil {
+			if kvs := resp.Kvs; len(kvs) == 1 && kvs[0].Lease == int64(s.id) && string(kvs[0].Value) == kindValue(kind) {
+				return queue.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex}, nil
+			}
+		}
+	}
+	// Absent or unknown. A request still in flight could apply later, so
+	// this lease is never used for a new entry again; the cleanup deletes
+	// the key if it appears, and the lease's revoke (when its other
+	// entries are done) removes it for certain.
+	s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
+	if aerr := s.alive(); aerr != nil {
+		return queue.Entry{}, aerr
+	}
+	return queue.Entry{}, opErr(ctx, "enqueue", key, err)
+}
+
+// taint retires s from the pool for new entries and hands e (Seq 0: exact
+// revision unknown) to the cleanup.
+func (s *session) taint(dir string, e queue.Entry) {
+	s.c.mu.Lock()
+	s.tainted = true
+	s.c.mu.Unlock()
+	s.abandon(dir, e)
+}
+
+// snapshot builds a queue.Snapshot from a sorted range of dir. Keys that are
+// not direct children "<dir>/<hex>" are left out, so a lock named "a/b"
+// does not mix into the queue of "a".
+func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, rev int64) queue.Snapshot {
+	snap := queue.Snapshot{Own: -1, Rev: rev, Entries: make([]queue.Entry, 0, len(kvs))}
+	pfx := dir + "/"
+	for _, kv := range kvs {
+		k := string(kv.Key)
+		rest, ok := strings.CutPrefix(k, pfx)
+		if !ok || rest == "" {
+			continue
+		}
+		if _, err := strconv.ParseInt(rest, 16, 64); err != nil {
+			continue
+		}
+		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease))}
+		if k == own.Key && e.Seq == own.Seq && kv.Lease == int64(s.id) {
+			snap.Own = len(snap.Entries)
+			snap.Token = e.Seq + s.c.opts.TokenFloor
+		}
+		snap.Entries = append(snap.Entries, e)
+	}
+	return snap
+}
+
+// List reads dir in create-revision order. The first List after Enqueue
+// returns the read made by Enqueue's own transaction. When the own entry is
+// missing (the lease expired or was revoked, etcd #11456) Own is -1 and the
+// recipe fails with baton.ErrSessionLost instead of granting; a session
+// already Lost returns that error even if the server still shows the key,
+// because the keepalive deadline passes before the server's expiry.
+func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
+	s.mu.Lock()
+	f, ok := s.fresh[dir]
+	if ok && f.e == own {
+		delete(s.fresh, dir)
+	}
+	s.mu.Unlock()
+	if !ok || f.e != own {
+		resp, err := s.c.cli.Get(ctx, dir+"/", clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			if aerr := s.alive(); aerr != nil {
+				return queue.Snapshot{}, aerr
+			}
+			return queue.Snapshot{}, opErr(ctx, "list", dir, err)
+		}
+		f.snap = s.snapshot(dir, own, resp.Kvs, resp.Header.Revision)
+	}
+	if f.snap.Own < 0 && own.Key != "" {
+		s.kickKeepalive()
+	}
+	if err := s.alive(); err != nil {
+		return queue.Snapshot{}, err
+	}
+	return f.snap, nil
+}
+
+// Watch returns a channel closed once e's key is deleted after snap was
+// read (the watch starts at snap.Rev+1, so a deletion in between is
+// delivered at once: CURATOR-527), once the caller's own key is deleted (its
+// lease was revoked or expired while waiting: etcd #19597), when the
+// revision was compacted away (etcd #9715: the recipe re-reads and watches
+// again from a fresh revision), when the session ends, or when ctx ends.
+// Any close means "re-read"; the watches are cancelled on every exit.
+func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot) (<-chan struct{}, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	opts := []clientv3.OpOption{clientv3.WithRev(snap.Rev + 1), clientv3.WithFilterPut()}
+	blocker := s.c.cli.Watch(wctx, e.Key, opts...)
+	var self clientv3.WatchChan // nil (never ready) without an own entry
+	if snap.Own >= 0 && snap.Own < len(snap.Entries) {
+		self = s.c.cli.Watch(wctx, snap.Entries[snap.Own].Key, opts...)
+	}
+	gone := make(chan struct{})
+	ok := s.spawn(func() {
+		defer close(gone)
+		defer cancel()
+		for {
+			var (
+				wr   clientv3.WatchResponse
+				open bool
+			)
+			select {
+			case wr, open = <-blocker:
+			case wr, open = <-self:
+			case <-s.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+			if !open || wr.Canceled || wr.CompactRevision != 0 || wr.Err() != nil {
+				return
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return
+				}
+			}
+		}
+	})
+	if !ok {
+		cancel()
+		return nil, s.alive()
+	}
+	return gone, nil
+}
+
+// Delete removes exactly e: the delete is guarded by e's create revision,
+// so a retried release never deletes a newer entry of the same lease at the
+// same key (etcd #22082). A missing key is success.
+func (s *session) Delete(ctx context.Context, e queue.Entry) error {
+	dir := entryDir(e)
+	s.mu.Lock()
+	if f, ok := s.fresh[dir]; ok && f.e == e {
+		delete(s.fresh, dir)
+	}
+	s.mu.Unlock()
+	if _, err := s.c.cli.Txn(ctx).If(guard(e, s.id)).Then(clientv3.OpDelete(e.Key)).Commit(); err != nil {
+		return opErr(ctx, "delete", e.Key, err)
+	}
+	return nil
+}
+
+// guard is the condition under which deleting e's key deletes e: its create
+// revision, or, when that is unknown (Seq 0), its lease.
+func guard(e queue.Entry, id clientv3.LeaseID) clientv3.Cmp {
+	if e.Seq == 0 {
+		return clientv3.Compare(clientv3.LeaseValue(e.Key), "=", id)
+	}
+	return clientv3.Compare(clientv3.CreateRevision(e.Key), "=", int64(e.Seq))
+}
+
+func entryDir(e queue.Entry) string {
+	if i := strings.LastIndexByte(e.Key, '/'); i >= 0 {
+		return e.Key[:i]
+	}
+	return ""
+}
+
+// Abandon hands e to the session's cleanup, which deletes it as soon as the
+// server answers; until then the session is not used for e's directory
+// again. If the session ends first, the lease's revoke or expiry removes it.
+func (s *session) Abandon(e queue.Entry) { s.abandon(entryDir(e), e) }
+
+func (s *session) abandon(dir string, e queue.Entry) {
+	s.mu.Lock()
+	delete(s.fresh, dir)
+	s.mu.Unlock()
+	s.c.mu.Lock()
+	s.pending[dir] = e
+	s.c.mu.Unlock()
+
+	s.mu.Lock()
+	start := !s.cleaning && !s.ended
+	if start {
+		s.cleaning = true
+	}
+	s.mu.Unlock()
+	if start && !s.spawn(s.cleanup) {
+		s.mu.Lock()
+		s.cleaning = false
+		s.mu.Unlock()
+	}
+}
+
+// cleanup deletes abandoned entries until none is left or the session ends,
+// retrying with backoff while the server does not answer.
+func (s *session) cleanup() {
+	timeout := min(max(s.granted/3, 500*time.Millisecond), 5*time.Second)
+	for attempt := 0; ; {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		s.c.mu.Lock()
+		var dir string
+		var e queue.Entry
+		found := false
+		for d, pe := range s.pending {
+			dir, e, found = d, pe, true
+			break
+		}
+		s.c.mu.Unlock()
+		if !found {
+			s.mu.Lock()
+			s.cleaning = false
+			s.mu.Unlock()
+			// An Abandon racing this exit saw cleaning=true and did not
+			// start a goroutine: look again.
+			s.c.mu.Lock()
+			more := len(s.pending) > 0
+			s.c.mu.Unlock()
+			if more {
+				s.mu.Lock()
+				restart := !s.cleaning && !s.ended
+				if restart {
+					s.cleaning = true
+				}
+				s.mu.Unlock()
+				if restart {
+					continue
+				}
+			}
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := s.c.cli.Txn(ctx).If(guard(e, s.id)).Then(clientv3.OpDelete(e.Key)).Commit()
+		cancel()
+		if err == nil {
+			attempt = 0
+			s.c.mu.Lock()
+			if s.pending[dir] == e {
+				delete(s.pending, dir)
+			}
+			retire := s.c.settleLocked(s)
+			s.c.mu.Unlock()
+			if retire {
+				s.close()
+			}
+			continue
+		}
+		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
+		attempt++
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			return
+		}
+	}
+}

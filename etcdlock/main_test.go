@@ -1,0 +1,150 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/internal/etcdtest"
+	"github.com/baton-go/baton/queue"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+)
+
+// server is the embedded etcd every test of this binary talks to.
+var server *etcdtest.Server
+
+func TestMain(m *testing.M) {
+	s, err := etcdtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdtest:", err)
+		os.Exit(1)
+	}
+	server = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		// Every goroutine a Client owns must be gone once the clients and
+		// the server are closed.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// rawClient returns a plain etcd client to endpoint (the server when "").
+func rawClient(t *testing.T, endpoint string) *clientv3.Client {
+	t.Helper()
+	if endpoint == "" {
+		endpoint = server.Endpoint
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("clientv3.New(%q) = %v", endpoint, err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// newClient returns a baton etcd client on its own etcd client to the
+// server, closed at cleanup.
+func newClient(t *testing.T, opts etcdlock.Options) *etcdlock.Client {
+	t.Helper()
+	return newClientOn(t, rawClient(t, ""), opts)
+}
+
+func newClientOn(t *testing.T, cli *clientv3.Client, opts etcdlock.Options) *etcdlock.Client {
+	t.Helper()
+	if opts.TTL == 0 {
+		opts.TTL = 2 * time.Second
+	}
+	c, err := etcdlock.New(cli, opts)
+	if err != nil {
+		t.Fatalf("etcdlock.New = %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, baton.ErrClosed) {
+			t.Errorf("Close = %v", err)
+		}
+	})
+	return c
+}
+
+func mutex(t *testing.T, c *etcdlock.Client, name string) *queue.Mutex {
+	t.Helper()
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	return m
+}
+
+func lock(t *testing.T, m baton.Locker, name string) *baton.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v, want nil", name, err)
+	}
+	return l
+}
+
+func release(t *testing.T, l *baton.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release(%q) = %v, want nil", l.Name(), err)
+	}
+}
+
+// leaseOf parses the lease ID out of a key "<name>/<hex>".
+func leaseOf(t *testing.T, key string) clientv3.LeaseID {
+	t.Helper()
+	i := strings.LastIndexByte(key, '/')
+	id, err := strconv.ParseInt(key[i+1:], 16, 64)
+	if i < 0 || err != nil {
+		t.Fatalf("key %q is not <name>/<lease hex>", key)
+	}
+	return clientv3.LeaseID(id)
+}
+
+func entries(t *testing.T, c *etcdlock.Client, name string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys, err := c.Entries(ctx, name)
+	if err != nil {
+		t.Fatalf("Entries(%q) = %v", name, err)
+	}
+	return keys
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// uniq returns a lock name unique to the test.
+func uniq(t *testing.T) string {
+	return "baton-test/" + strings.ReplaceAll(t.Name(), "/", "-")
+}

@@ -1,0 +1,136 @@
+package etcdlock
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+)
+
+// Defaults and pool limits. Their effects are stated so they can be tuned
+// knowingly.
+const (
+	// DefaultTTL is the lease TTL when Options.TTL is zero: long enough that
+	// a garbage-collection pause or a slow disk on the server does not cost
+	// the lock, short enough that a dead holder's lock is free again within
+	// about a quarter of a minute.
+	DefaultTTL = 15 * time.Second
+
+	// DefaultPort is the client port used by ParseURL when an endpoint has
+	// none.
+	DefaultPort = "2379"
+
+	// MaxIdleSessions bounds how many idle leases a Client keeps alive for
+	// reuse. A lock+unlock on a pooled lease costs two round trips, as
+	// concurrency.Mutex on a reused session does; a fresh lease adds a
+	// Grant. Beyond this many idle leases, a lease that becomes idle is
+	// revoked at once.
+	MaxIdleSessions = 8
+
+	// IdleSessionTimeout is how long an idle pooled lease is kept alive
+	// (its keepalives cost one request every TTL/3) before it is revoked.
+	IdleSessionTimeout = time.Minute
+)
+
+// Options configure New. The zero value means the documented defaults.
+type Options struct {
+	// TTL is the etcd lease TTL. etcd counts TTLs in whole seconds, so it is
+	// rounded up to the next second; 0 means DefaultTTL. etcd raises a TTL
+	// below its minimum (about 2s with default server timing) without
+	// saying so: Client.GrantedTTL reports what the server granted.
+	TTL time.Duration
+
+	// TokenFloor is added to every fencing token (the key's create
+	// revision), so that tokens from a rebuilt cluster still exceed every
+	// token the resources have seen. See the baton package doc.
+	TokenFloor uint64
+
+	// Hooks are for fault drills; leave nil.
+	Hooks *queue.Hooks
+
+	// Backoff paces retried lease grants and background cleanup. The zero
+	// value uses baton's defaults.
+	Backoff baton.Backoff
+}
+
+// validate checks o and returns a copy with the defaults filled in.
+func (o Options) validate() (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: etcdlock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
+	}
+	switch {
+	case o.TTL < 0:
+		return bad("negative TTL %v", o.TTL)
+	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
+		return bad("negative backoff duration")
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	// etcd TTLs are whole seconds: round up, never down, so the lease
+	// lasts at least as long as asked.
+	o.TTL = (o.TTL + time.Second - 1).Truncate(time.Second)
+	return o, nil
+}
+
+// ParseURL parses a baton backend URL for etcd: "etcd://h1:2379,h2:2379"
+// or, for TLS, "etcds://h1:2379". It returns the endpoints as clientv3
+// expects them ("host:port"; the port defaults to 2379) and whether TLS was
+// asked for. The caller builds the *clientv3.Client (with its TLS config
+// and credentials, which never come from the URL). Errors wrap
+// baton.ErrInvalidOption.
+func ParseURL(raw string) (endpoints []string, tls bool, err error) {
+	bad := func(why string) ([]string, bool, error) {
+		return nil, false, fmt.Errorf("%w: etcdlock: URL %q: %s", baton.ErrInvalidOption, raw, why)
+	}
+	var rest string
+	switch {
+	case strings.HasPrefix(raw, "etcd://"):
+		rest = raw[len("etcd://"):]
+	case strings.HasPrefix(raw, "etcds://"):
+		rest, tls = raw[len("etcds://"):], true
+	default:
+		return bad(`scheme must be "etcd" or "etcds"`)
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		return bad("query and fragment are not supported")
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		if strings.Trim(rest[i:], "/") != "" {
+			return bad("a path is not supported (lock names are keys from the root)")
+		}
+		rest = rest[:i]
+	}
+	if strings.Contains(rest, "@") {
+		return bad("credentials do not belong in the URL; configure them on the client")
+	}
+	if rest == "" {
+		return bad("no endpoint")
+	}
+	for _, hp := range strings.Split(rest, ",") {
+		if hp == "" {
+			return bad("empty endpoint")
+		}
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil {
+			// No port: the whole thing is the host (an IPv6 literal needs
+			// brackets).
+			if strings.Contains(strings.Trim(hp, "[]"), ":") && !strings.HasPrefix(hp, "[") {
+				return bad(fmt.Sprintf("endpoint %q: %v", hp, err))
+			}
+			host, port = strings.Trim(hp, "[]"), DefaultPort
+		}
+		if host == "" {
+			return bad(fmt.Sprintf("endpoint %q has no host", hp))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return bad(fmt.Sprintf("endpoint %q: bad port %q", hp, port))
+		}
+		endpoints = append(endpoints, net.JoinHostPort(host, port))
+	}
+	return endpoints, tls, nil
+}

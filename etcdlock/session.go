@@ -1,0 +1,305 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+)
+
+// Why a session ended.
+var (
+	errSessionClosed = errors.New("etcdlock: session closed")
+	errIdle          = errors.New("etcdlock: idle session retired")
+	errDeadline      = errors.New("etcdlock: no keepalive answered before the lease could expire")
+	errLeaseGone     = errors.New("etcdlock: the server reports the lease gone")
+)
+
+// session is one etcd lease and the goroutines that keep it alive and clean
+// up after it. All of them stop when the session ends: on Close, on Lost, or
+// when the pool retires it.
+type session struct {
+	c       *Client
+	id      clientv3.LeaseID
+	hex     string
+	granted time.Duration // TTL the server granted
+	sent    time.Time     // send time of the Grant request
+
+	stop     chan struct{} // closed to ask the loop to end the session
+	stopOnce sync.Once
+	kick     chan struct{} // a keepalive is wanted now (buffered 1)
+	done     chan struct{} // closed once the session has ended
+
+	mu       sync.Mutex
+	state    baton.State
+	changed  chan struct{}
+	ended    bool
+	cause    error
+	fresh    map[string]fresh // dir → the queue read by Enqueue's transaction
+	cleaning bool             // the cleanup goroutine runs
+
+	// Guarded by c.mu: the pool's bookkeeping.
+	busy      map[string]bool        // dirs where a recipe has an entry on s
+	pending   map[string]queue.Entry // dirs with an abandoned entry not yet deleted
+	tainted   bool                   // a create's outcome stayed unknown: never reuse
+	idleSince time.Time
+}
+
+// fresh is a snapshot read in the same transaction that created an entry,
+// handed to the first List of that entry to save a round trip.
+type fresh struct {
+	e    queue.Entry
+	snap queue.Snapshot
+}
+
+func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time.Time) *session {
+	return &session{
+		c:         c,
+		id:        id,
+		hex:       leaseHex(id),
+		granted:   granted,
+		sent:      sent,
+		stop:      make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		state:     baton.Held,
+		changed:   make(chan struct{}),
+		fresh:     make(map[string]fresh),
+		busy:      make(map[string]bool),
+		pending:   make(map[string]queue.Entry),
+		idleSince: sent,
+	}
+}
+
+// ID returns the lease ID in hex, as it appears in keys.
+func (s *session) ID() string { return s.hex }
+
+// Observe returns the state (Held, Suspended or Lost) and a channel closed
+// at the next change.
+func (s *session) Observe() (baton.State, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.changed
+}
+
+func (s *session) set(st baton.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.state == st {
+		return
+	}
+	s.state = st
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// end makes the session Lost for good. Only the loop calls it.
+func (s *session) end(cause error) {
+	s.c.remove(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended, s.cause = true, cause
+	s.state = baton.Lost
+	close(s.changed)
+	s.changed = make(chan struct{})
+	close(s.done)
+}
+
+// alive returns nil while the session lives, else an error wrapping
+// baton.ErrSessionLost.
+func (s *session) alive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return fmt.Errorf("etcdlock: lease %s: %w: %w", s.hex, baton.ErrSessionLost, s.cause)
+	}
+	return nil
+}
+
+// close asks the loop to end the session; it does not wait.
+func (s *session) close() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// spawn runs f in a goroutine owned by the session, unless the session has
+// ended. Client.Close waits for it.
+func (s *session) spawn(f func()) bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return false
+	}
+	s.c.wg.Add(1) // the loop's own count keeps the group above zero here
+	s.mu.Unlock()
+	go func() {
+		defer s.c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// timing returns the keepalive schedule for the granted TTL:
+//
+//   - a keepalive is sent every TTL/3;
+//   - the session is Suspended when no keepalive sent within the last TTL/2
+//     has been answered, i.e. an answer is about TTL/6 late;
+//   - it is Lost at sendTime(last answered keepalive) + TTL − margin, with
+//     margin = max(TTL/10, 100ms). The server restarts the lease's TTL
+//     when it processes a keepalive, which is after we sent it, so its
+//     expiry is never earlier than sendTime + TTL; the margin absorbs
+//     clock-rate drift between the two hosts and scheduling delay here.
+func timing(ttl time.Duration) (interval, suspect, lost time.Duration) {
+	margin := max(ttl/10, 100*time.Millisecond)
+	return ttl / 3, ttl / 2, ttl - margin
+}
+
+type kaResult struct {
+	sent time.Time
+	ttl  time.Duration
+	err  error
+}
+
+// run is the keepalive loop: baton's own one-shot keepalives, whose send
+// times it records on the monotonic clock (clientv3's KeepAlive hides
+// them). It owns the in-flight keepalive and ends the session.
+func (s *session) run() {
+	defer s.c.wg.Done()
+	interval, suspect, lost := timing(s.granted)
+	lastAck := s.sent // send time of the last answered keepalive (or grant)
+	nextSend := lastAck.Add(interval)
+	var (
+		inflight chan kaResult
+		cancelKA context.CancelFunc
+		attempt  int
+		cause    error
+	)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+loop:
+	for {
+		now := time.Now()
+		lostAt := lastAck.Add(lost)
+		if !now.Before(lostAt) {
+			cause = errDeadline
+			break
+		}
+		if now.Sub(lastAck) >= suspect {
+			s.set(baton.Suspended)
+		}
+		if inflight == nil && !now.Before(nextSend) {
+			if s.c.retireIdle(s, now) {
+				cause = errIdle
+				break
+			}
+			// Each attempt is bounded so a call stuck on a dead connection
+			// is replaced, and none outlives the deadline.
+			ctx, cancel := context.WithDeadline(context.Background(), minTime(now.Add(interval), lostAt))
+			cancelKA = cancel
+			inflight = make(chan kaResult, 1)
+			go func(ch chan<- kaResult, sent time.Time) {
+				ttl, err := s.keepAliveOnce(ctx)
+				ch <- kaResult{sent: sent, ttl: ttl, err: err}
+			}(inflight, now)
+		}
+		wake := lostAt
+		if st, _ := s.Observe(); st == baton.Held {
+			wake = minTime(wake, lastAck.Add(suspect))
+		}
+		if inflight == nil {
+			wake = minTime(wake, nextSend)
+		}
+		timer.Reset(time.Until(wake))
+		select {
+		case <-timer.C:
+		case <-s.stop:
+			cause = errSessionClosed
+			break loop
+		case <-s.kick:
+			if inflight == nil {
+				nextSend = time.Now()
+			}
+		case r := <-inflight:
+			inflight = nil
+			cancelKA()
+			switch {
+			case r.err == nil:
+				if r.sent.After(lastAck) {
+					lastAck = r.sent
+				}
+				if r.ttl < s.granted {
+					// Never assume more than the server says it granted.
+					_, suspect, lost = timing(r.ttl)
+				}
+				attempt = 0
+				nextSend = r.sent.Add(interval)
+				if time.Since(lastAck) < suspect {
+					s.set(baton.Held)
+				}
+			case errors.Is(r.err, rpctypes.ErrLeaseNotFound):
+				cause = errLeaseGone
+				break loop
+			default:
+				s.set(baton.Suspended)
+				nextSend = time.Now().Add(min(s.c.opts.Backoff.Delay(attempt), interval))
+				attempt++
+			}
+		}
+	}
+	s.end(cause)
+	if inflight != nil {
+		cancelKA()
+		<-inflight
+	}
+	if cause != errLeaseGone {
+		s.c.revoke(s.id)
+	}
+}
+
+// keepAliveOnce sends one keepalive on its own stream and waits for the
+// answer. It is clientv3's KeepAliveOnce without the retry loop: that one
+// re-sends at once on every Unavailable error (no leader, reconnecting), a
+// hot loop for as long as the context lasts, and each re-send would have a
+// send time we cannot see. Here a failure returns, the lease turns
+// Suspended, and the loop retries with backoff. The connection's
+// interceptors (authentication) still apply.
+func (s *session) keepAliveOnce(ctx context.Context) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream
+	stream, err := pb.NewLeaseClient(s.c.cli.ActiveConnection()).LeaseKeepAlive(ctx, grpc.WaitForReady(true))
+	if err != nil {
+		return 0, rpctypes.Error(err)
+	}
+	if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(s.id)}); err != nil {
+		return 0, rpctypes.Error(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return 0, rpctypes.Error(err)
+	}
+	if resp.TTL <= 0 {
+		return 0, rpctypes.ErrLeaseNotFound
+	}
+	return time.Duration(resp.TTL) * time.Second, nil
+}
+
+// kickKeepalive asks the loop for a keepalive now, to learn quickly whether
+// the lease is still there.
+func (s *session) kickKeepalive() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
