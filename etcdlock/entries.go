@@ -75,7 +75,7 @@ func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (que
 		}
 		seq = kvs[0].CreateRevision
 	}
-	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex}
+	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}
 	snap := s.snapshot(dir, e, resp.Responses[1].GetResponseRange().GetKvs(), resp.Header.Revision)
 	s.mu.Lock()
 	s.fresh[dir] = fresh{e: e, snap: snap}
@@ -94,7 +94,7 @@ func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queu
 		resp, gerr := s.c.cli.Get(ctx, key)
 		if gerr == nil {
 			if kvs := resp.Kvs; len(kvs) == 1 && kvs[0].Lease == int64(s.id) && string(kvs[0].Value) == kindValue(kind) {
-				return queue.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex}, nil
+				return queue.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex, ID: grantID(key, kvs[0].CreateRevision)}, nil
 			}
 		}
 	}
@@ -133,7 +133,7 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 		if _, err := strconv.ParseInt(rest, 16, 64); err != nil {
 			continue
 		}
-		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease))}
+		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease)), ID: grantID(k, kv.CreateRevision)}
 		if k == own.Key && e.Seq == own.Seq && kv.Lease == int64(s.id) {
 			snap.Own = len(snap.Entries)
 			snap.Token = e.Seq + s.c.opts.TokenFloor
@@ -157,6 +157,13 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	}
 	s.mu.Unlock()
 	if !ok || f.e != own {
+		if err := s.alive(); err != nil {
+			return queue.Snapshot{}, err
+		}
+		// A read on a dead session would hang on a partitioned connection
+		// until the caller's deadline (etcd #19597): end it with the session.
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
 		resp, err := s.c.cli.Get(ctx, dir+"/", clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		if err != nil {
@@ -187,7 +194,9 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot)
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithCancel(ctx)
+	// Registering a watch blocks until the server answers; on a partitioned
+	// connection that is until the session ends, not the caller's deadline.
+	wctx, cancel := s.bound(ctx)
 	opts := []clientv3.OpOption{clientv3.WithRev(snap.Rev + 1), clientv3.WithFilterPut()}
 	blocker := s.c.cli.Watch(wctx, e.Key, opts...)
 	var self clientv3.WatchChan // nil (never ready) without an own entry
@@ -352,4 +361,10 @@ func (s *session) cleanup() {
 			return
 		}
 	}
+}
+
+// grantID names one grant: the key alone is reused by the next grant on the
+// same pooled lease, the key with its create revision never is.
+func grantID(key string, createRev int64) string {
+	return key + "@" + strconv.FormatInt(createRev, 10)
 }

@@ -73,7 +73,7 @@ func TestHolderLeaseRevoked(t *testing.T) {
 	c := newClient(t, etcdlock.Options{TTL: 2 * time.Second})
 	l := lock(t, mutex(t, c, name), name)
 	raw := rawClient(t, "")
-	if _, err := raw.Revoke(context.Background(), leaseOf(t, l.Owner())); err != nil {
+	if _, err := raw.Revoke(context.Background(), leaseOf(t, keyOf(l))); err != nil {
 		t.Fatalf("Revoke = %v", err)
 	}
 	select {
@@ -93,8 +93,8 @@ func TestHolderLeaseRevoked(t *testing.T) {
 	// The lost lease is never reused: a new grant gets a new lease.
 	l2 := lock(t, mutex(t, c, name), name)
 	defer release(t, l2)
-	if l2.Owner() == l.Owner() {
-		t.Errorf("grant after loss reused key %q, want a new lease", l2.Owner())
+	if keyOf(l2) == keyOf(l) {
+		t.Errorf("grant after loss reused key %q, want a new lease", keyOf(l2))
 	}
 }
 
@@ -113,7 +113,7 @@ func TestSuspendedBeforeLost(t *testing.T) {
 	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{TTL: 2 * time.Second})
 	raw := rawClient(t, "")
 	l := lock(t, mutex(t, c, name), name)
-	id := leaseOf(t, l.Owner())
+	id := leaseOf(t, keyOf(l))
 
 	if err := p.Blackhole(""); err != nil {
 		t.Fatalf("Blackhole = %v", err)
@@ -143,9 +143,9 @@ func TestSuspendedBeforeLost(t *testing.T) {
 	// Check the server at once: the key and lease must still be there.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := raw.Get(ctx, l.Owner())
+	resp, err := raw.Get(ctx, keyOf(l))
 	if err != nil {
-		t.Fatalf("Get(%q) = %v", l.Owner(), err)
+		t.Fatalf("Get(%q) = %v", keyOf(l), err)
 	}
 	if len(resp.Kvs) != 1 {
 		t.Errorf("holder's key gone from the server when the holder saw Lost (%v after the cut), want Lost first", lost.Sub(cut))
@@ -162,10 +162,10 @@ func TestSuspendedBeforeLost(t *testing.T) {
 	t.Logf("after the cut: Suspended %v, Lost %v", sinceOrZero(suspended, cut), lost.Sub(cut))
 	// And the server does expire it afterwards (TTL + the 500ms lessor tick).
 	if !eventually(4*time.Second, func() bool {
-		r, err := raw.Get(context.Background(), l.Owner())
+		r, err := raw.Get(context.Background(), keyOf(l))
 		return err == nil && len(r.Kvs) == 0
 	}) {
-		t.Errorf("holder's key %q still on the server 4s after Lost", l.Owner())
+		t.Errorf("holder's key %q still on the server 4s after Lost", keyOf(l))
 	}
 }
 

@@ -27,8 +27,8 @@ func TestLockUnlock(t *testing.T) {
 	if l.Token() == 0 {
 		t.Errorf("Token() = 0, want a create revision > 0")
 	}
-	if keys := entries(t, c, name); len(keys) != 1 || keys[0] != l.Owner() {
-		t.Errorf("Entries(%q) = %q, want [%q]", name, keys, l.Owner())
+	if keys := entries(t, c, name); len(keys) != 1 || keys[0] != keyOf(l) {
+		t.Errorf("Entries(%q) = %q, want [%q]", name, keys, keyOf(l))
 	}
 	release(t, l)
 	if keys := entries(t, c, name); len(keys) != 0 {
@@ -93,9 +93,9 @@ func TestTokenFloor(t *testing.T) {
 	l := lock(t, mutex(t, c, name), name)
 	defer release(t, l)
 	raw := rawClient(t, "")
-	resp, err := raw.Get(context.Background(), l.Owner())
+	resp, err := raw.Get(context.Background(), keyOf(l))
 	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("Get(%q) = %v, %v; want the holder's key", l.Owner(), resp, err)
+		t.Fatalf("Get(%q) = %v, %v; want the holder's key", keyOf(l), resp, err)
 	}
 	if want := uint64(resp.Kvs[0].CreateRevision) + floor; l.Token() != want {
 		t.Errorf("Token() = %d, want create revision + floor = %d", l.Token(), want)
@@ -111,8 +111,8 @@ func TestTryLock(t *testing.T) {
 	if l, err := mb.TryLock(ctx); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Fatalf("TryLock(%q) while held = %v, %v; want %v", name, l, err, baton.ErrNotAcquired)
 	}
-	if keys := entries(t, a, name); len(keys) != 1 || keys[0] != la.Owner() {
-		t.Errorf("Entries(%q) after a failed TryLock = %q, want only the holder's [%q]", name, keys, la.Owner())
+	if keys := entries(t, a, name); len(keys) != 1 || keys[0] != keyOf(la) {
+		t.Errorf("Entries(%q) after a failed TryLock = %q, want only the holder's [%q]", name, keys, keyOf(la))
 	}
 	release(t, la)
 	lb, err := mb.TryLock(ctx)
@@ -132,22 +132,22 @@ func TestLayout(t *testing.T) {
 	ctx := context.Background()
 
 	l := lock(t, mutex(t, c, name), name)
-	resp, err := raw.Get(ctx, l.Owner())
+	resp, err := raw.Get(ctx, keyOf(l))
 	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("Get(%q) = %v, %v; want one key", l.Owner(), resp, err)
+		t.Fatalf("Get(%q) = %v, %v; want one key", keyOf(l), resp, err)
 	}
 	kv := resp.Kvs[0]
 	// The name concurrency.Mutex (and so `etcdctl lock`) gives the key of
 	// a session with this lease.
-	if want := fmt.Sprintf("%s/%x", name, clientv3.LeaseID(kv.Lease)); l.Owner() != want {
-		t.Errorf("Owner() = %q, want %q", l.Owner(), want)
+	if want := fmt.Sprintf("%s/%x", name, clientv3.LeaseID(kv.Lease)); keyOf(l) != want {
+		t.Errorf("Owner() = %q, want %q", keyOf(l), want)
 	}
 	if len(kv.Value) != 0 {
 		t.Errorf("key %q has value %q, want empty", kv.Key, kv.Value)
 	}
 	ttl, err := raw.TimeToLive(ctx, clientv3.LeaseID(kv.Lease), clientv3.WithAttachedKeys())
-	if err != nil || ttl.TTL <= 0 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != l.Owner() {
-		t.Errorf("TimeToLive(%x) = %v, %v; want a live lease with the one key %q", kv.Lease, ttl, err, l.Owner())
+	if err != nil || ttl.TTL <= 0 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != keyOf(l) {
+		t.Errorf("TimeToLive(%x) = %v, %v; want a live lease with the one key %q", kv.Lease, ttl, err, keyOf(l))
 	}
 
 	sess, err := concurrency.NewSession(raw, concurrency.WithTTL(5))
@@ -182,8 +182,8 @@ func TestLeaseReused(t *testing.T) {
 	release(t, l1)
 	l2 := lock(t, m, name)
 	release(t, l2)
-	if l1.Owner() != l2.Owner() {
-		t.Errorf("Owner() of two sequential grants = %q, %q; want the same pooled lease", l1.Owner(), l2.Owner())
+	if keyOf(l1) != keyOf(l2) || l1.Owner() == l2.Owner() {
+		t.Errorf("Owner() of two sequential grants = %q, %q; want the same pooled lease under distinct grant owners", l1.Owner(), l2.Owner())
 	}
 }
 
@@ -285,7 +285,7 @@ func TestTTLClamped(t *testing.T) {
 		t.Errorf("GrantedTTL() = %v with TTL() = %v, want the server's larger minimum", got, c.TTL())
 	}
 	raw := rawClient(t, "")
-	ttl, err := raw.TimeToLive(context.Background(), leaseOf(t, l.Owner()))
+	ttl, err := raw.TimeToLive(context.Background(), leaseOf(t, keyOf(l)))
 	if err != nil {
 		t.Fatalf("TimeToLive = %v", err)
 	}

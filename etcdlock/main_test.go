@@ -111,6 +111,7 @@ func release(t *testing.T, l *baton.Lease) {
 // leaseOf parses the lease ID out of a key "<name>/<hex>".
 func leaseOf(t *testing.T, key string) clientv3.LeaseID {
 	t.Helper()
+	key, _, _ = strings.Cut(key, "@") // a lease's Owner() is "<key>@<create revision>"
 	i := strings.LastIndexByte(key, '/')
 	id, err := strconv.ParseInt(key[i+1:], 16, 64)
 	if i < 0 || err != nil {
@@ -147,4 +148,10 @@ func eventually(d time.Duration, cond func() bool) bool {
 // uniq returns a lock name unique to the test.
 func uniq(t *testing.T) string {
 	return "baton-test/" + strings.ReplaceAll(t.Name(), "/", "-")
+}
+
+// keyOf returns the etcd key of a grant: Owner() is "<key>@<create revision>".
+func keyOf(l *baton.Lease) string {
+	key, _, _ := strings.Cut(l.Owner(), "@")
+	return key
 }

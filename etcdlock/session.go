@@ -125,6 +125,21 @@ func (s *session) alive() error {
 }
 
 // close asks the loop to end the session; it does not wait.
+// bound derives a context from ctx that also ends when the session ends,
+// so no request outlives the session it serves. The goroutine it starts is
+// owned by the returned cancel func.
+func (s *session) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func (s *session) close() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // spawn runs f in a goroutine owned by the session, unless the session has

@@ -95,6 +95,11 @@ func (r *recipe) await(ctx context.Context, s Session, gone <-chan struct{}) err
 		}
 		select {
 		case <-gone:
+			// The watch also closes when the session ends: a dead session's
+			// waiter fails here instead of re-reading on a dead connection.
+			if st, _ := s.Observe(); st == baton.Lost {
+				return r.errf("%w", baton.ErrSessionLost)
+			}
 			return nil
 		case <-changed:
 		case <-ctx.Done():
@@ -119,7 +124,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot) (
 		Name:    r.name,
 		Engine:  r.b.Engine(),
 		Token:   snap.Token,
-		Owner:   e.Key,
+		Owner:   e.id(),
 		Key:     r.key,
 		Release: func(ctx context.Context) error { return s.Delete(ctx, e) },
 		OnEnd: func() {

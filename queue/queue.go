@@ -27,6 +27,17 @@ type Entry struct {
 	Kind  Kind
 	Seq   uint64 // sort key: ZooKeeper's sequence suffix, etcd's create revision
 	Owner string // the owning session as the engine names it
+	// ID identifies this entry's grant, unique across all grants of the
+	// lock; empty means Key. Engines that reuse keys (etcd names a key
+	// after its lease, and leases are pooled) set it.
+	ID string
+}
+
+func (e Entry) id() string {
+	if e.ID != "" {
+		return e.ID
+	}
+	return e.Key
 }
 
 // Snapshot is one read of a lock directory.
