@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/etcdlock"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// backend is a connected engine, as much of it as `run` needs.
+type backend struct {
+	mutex func(name string) (baton.Locker, error)
+	close func()
+	// granted, if set, is called once after the first grant, to report a
+	// TTL the server changed.
+	granted func()
+}
+
+// engineURL is a backend URL split from its credentials, so that the
+// credentials are never printed: redacted is safe to show.
+type engineURL struct {
+	scheme   string
+	raw      string // without credentials
+	user     string
+	password string
+	hasUser  bool
+	redacted string
+}
+
+// splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
+// multi-host form (h1:2181,h2:2181), so the userinfo is cut by hand: it is
+// what precedes the last "@" of the authority.
+func splitURL(raw string) (engineURL, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || scheme == "" {
+		return engineURL{}, usagef("backend URL %q: want scheme://… (zk://, etcd://, etcds://)", raw)
+	}
+	u := engineURL{scheme: strings.ToLower(scheme), raw: raw, redacted: raw}
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		info := authority[:i]
+		u.user, u.password, _ = strings.Cut(info, ":")
+		u.hasUser = true
+		u.raw = scheme + "://" + authority[i+1:] + path
+		u.redacted = scheme + "://" + u.user + ":***@" + authority[i+1:] + path
+	}
+	return u, nil
+}
+
+// knownLater are schemes whose engines arrive in a later release.
+var knownLater = map[string]bool{
+	"redis": true, "rediss": true, "redlock": true,
+	"postgres": true, "postgresql": true, "mysql": true, "sqlite": true,
+}
+
+// openBackend connects to the engine named by cfg.backend within
+// cfg.connectTimeout (bounded also by ctx). Errors are classified by
+// classify: usage for bad URLs, ErrAuth, else unavailable.
+func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, error) {
+	u, err := splitURL(cfg.backend)
+	if err != nil {
+		return nil, err
+	}
+	switch u.scheme {
+	case "zk":
+		return openZK(ctx, cfg, u)
+	case "etcd", "etcds":
+		return openEtcd(ctx, cfg, u, name)
+	}
+	return nil, parseBackend(cfg.backend)
+}
+
+// parseBackend checks the URL without connecting, so that a bad URL is a
+// usage error before anything else happens.
+func parseBackend(raw string) error {
+	u, err := splitURL(raw)
+	if err != nil {
+		return err
+	}
+	switch u.scheme {
+	case "zk":
+		if err := parseZK(u); err != nil {
+			return err
+		}
+	case "etcd", "etcds":
+		if _, _, err := etcdlock.ParseURL(u.raw); err != nil {
+			return usagef("backend %s: %v", u.redacted, err)
+		}
+	default:
+		if knownLater[u.scheme] {
+			return usagef("backend %s: the %s engine is not available in this release (zk://, etcd:// and etcds:// are)", u.redacted, u.scheme)
+		}
+		return usagef("backend %s: unknown scheme %q (zk://, etcd://, etcds://)", u.redacted, u.scheme)
+	}
+	return nil
+}
+
+func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error) {
+	endpoints, useTLS, err := etcdlock.ParseURL(u.raw)
+	if err != nil {
+		return nil, usagef("backend %s: %v", u.redacted, err)
+	}
+	user, pass := u.user, u.password
+	if !u.hasUser {
+		user, pass = os.Getenv("BATON_ETCD_USER"), os.Getenv("BATON_ETCD_PASSWORD")
+	}
+	ttl := cfg.ttl.Truncate(time.Second)
+	if ttl < cfg.ttl {
+		ttl += time.Second
+	}
+	if ttl != cfg.ttl {
+		note("--ttl %v rounded up to %v: etcd leases are whole seconds", cfg.ttl, ttl)
+	}
+	ccfg := clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: cfg.connectTimeout,
+		Username:    user,
+		Password:    pass,
+		Logger:      zap.NewNop(),
+	}
+	if useTLS {
+		tc, err := etcdTLS()
+		if err != nil {
+			return nil, err
+		}
+		ccfg.TLS = tc
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+	}
+	// clientv3.New does not wait for a connection unless it authenticates:
+	// probe with a linearizable read, which also needs a quorum.
+	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+	}
+	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl})
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return &backend{
+		mutex: func(name string) (baton.Locker, error) { return lc.Mutex(name) },
+		close: func() { _ = lc.Close(); _ = cli.Close() },
+		granted: func() {
+			if got := lc.GrantedTTL(); got != 0 && got != ttl {
+				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
+			}
+		},
+	}, nil
+}
+
+// etcdErr marks authentication and TLS failures with baton.ErrAuth and
+// everything else with baton.ErrUnavailable. gRPC flattens TLS handshake
+// errors into text, so those are recognised by their message.
+func etcdErr(err error) error {
+	for _, auth := range []error{rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty,
+		rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision, rpctypes.ErrGRPCAuthFailed, rpctypes.ErrGRPCPermissionDenied} {
+		if errors.Is(err, auth) || err.Error() == auth.Error() {
+			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+		}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "authentication handshake failed") || strings.Contains(msg, "x509:") {
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+	}
+	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+}
+
+// etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
+// system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
+func etcdTLS() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca := os.Getenv("BATON_ETCD_CACERT"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usagef("BATON_ETCD_CACERT: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("BATON_ETCD_CACERT %s: no PEM certificates", ca)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := os.Getenv("BATON_ETCD_CERT"), os.Getenv("BATON_ETCD_KEY")
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, usagef("BATON_ETCD_CERT/BATON_ETCD_KEY: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}

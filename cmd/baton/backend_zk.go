@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/zklock"
+)
+
+func parseZK(u engineURL) error {
+	if u.hasUser && u.user == "" {
+		return usagef("backend %s: empty ZooKeeper user", u.redacted)
+	}
+	if _, _, err := zklock.ParseURL(u.raw); err != nil {
+		return usagef("backend %s: %v", u.redacted, err)
+	}
+	return nil
+}
+
+func openZK(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+	servers, chroot, err := zklock.ParseURL(u.raw)
+	if err != nil {
+		return nil, usagef("backend %s: %v", u.redacted, err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot}
+	user, pass := u.user, u.password
+	if !u.hasUser {
+		user, pass = os.Getenv("BATON_ZK_USER"), os.Getenv("BATON_ZK_PASSWORD")
+	}
+	if user != "" {
+		opts.Auth = []zklock.Digest{{User: user, Password: pass}}
+	}
+	c, err := zklock.Dial(dctx, servers, opts)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
+	}
+	if got := c.SessionTimeout(); got != cfg.ttl {
+		note("--ttl %v: the ZooKeeper server negotiated a session timeout of %v", cfg.ttl, got)
+	}
+	return &backend{
+		mutex: func(name string) (baton.Locker, error) { return c.Mutex(name) },
+		close: func() { _ = c.Close() },
+	}, nil
+}

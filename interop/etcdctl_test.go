@@ -1,0 +1,91 @@
+package interop_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/internal/etcdtest"
+	"github.com/baton-go/baton/internal/testenv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// etcdctlEntry is the last segment of `etcdctl lock`'s key NAME/<lease ID
+// in hex>; baton's keys must look the same or the two would not see each
+// other's.
+var etcdctlEntry = regexp.MustCompile(`^[0-9a-f]{1,16}$`)
+
+// etcdServer starts an embedded etcd for the test and a plain client to
+// inspect the keys from outside both lock clients.
+func etcdServer(t *testing.T) server {
+	t.Helper()
+	s, err := etcdtest.Start()
+	if err != nil {
+		t.Fatalf("etcdtest.Start() = %v", err)
+	}
+	t.Cleanup(s.Close)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{s.Endpoint},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatalf("clientv3.New(%q) = %v", s.Endpoint, err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return server{
+		engine:  "etcd",
+		backend: "etcd://" + s.Endpoint,
+		entry:   etcdctlEntry,
+		queue: func(t *testing.T, name string) []string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+			if err != nil {
+				t.Fatalf("Get(%q, prefix) = %v", name+"/", err)
+			}
+			var keys []string
+			for _, kv := range resp.Kvs {
+				keys = append(keys, strings.TrimPrefix(string(kv.Key), name+"/"))
+			}
+			return keys
+		},
+	}
+}
+
+// TestEtcdctlAndBatonMutex checks that `baton run` and `etcdctl lock` on
+// the same etcd name exclude each other in both start orders and under
+// contention.
+func TestEtcdctlAndBatonMutex(t *testing.T) {
+	needBaton(t)
+	etcdctl := testenv.Binary(t, "etcdctl")
+	srv := etcdServer(t)
+	endpoint := strings.TrimPrefix(srv.backend, "etcd://")
+	etcdctlSide := func(who string) side {
+		return side{who: who, env: []string{"ETCDCTL_API=3"}, argv: func(name, dir, who, hold string, n int) []string {
+			argv := []string{etcdctl, "--endpoints=" + endpoint, "lock", name, "--",
+				"sh", criticalSh, dir, who, hold}
+			if n == 1 {
+				return argv
+			}
+			return loop(n, argv...)
+		}}
+	}
+
+	t.Run("EtcdctlFirst", func(t *testing.T) {
+		ordered(t, srv, etcdctlSide("etcdctl"), batonSide(srv.backend, "baton"))
+	})
+	t.Run("BatonFirst", func(t *testing.T) {
+		ordered(t, srv, batonSide(srv.backend, "baton"), etcdctlSide("etcdctl"))
+	})
+	t.Run("Interleaved", func(t *testing.T) {
+		interleaved(t, srv, 5,
+			etcdctlSide("etcdctl-1"), etcdctlSide("etcdctl-2"),
+			batonSide(srv.backend, "baton-1"), batonSide(srv.backend, "baton-2"))
+	})
+}
