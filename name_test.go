@@ -1,0 +1,71 @@
+package baton_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/baton-go/baton"
+)
+
+func TestValidateName(t *testing.T) {
+	ok := []struct{ in, want string }{
+		{"orders/42", "orders/42"},
+		{"/orders/42/", "orders/42"},
+		{"order:lock:42", "order:lock:42"},
+		{"账户/42", "账户/42"},
+		{"\ud7ff", "\ud7ff"},
+		{"\uf900", "\uf900"},
+		{strings.Repeat("a", baton.MaxNameLen), strings.Repeat("a", baton.MaxNameLen)},
+	}
+	for _, tc := range ok {
+		got, err := baton.ValidateName(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ValidateName(%q) = %q, %v, want %q, nil", tc.in, got, err, tc.want)
+		}
+	}
+	bad := map[string]string{
+		"empty":          "",
+		"only slash":     "/",
+		"empty segment":  "a//b",
+		"dot":            "a/./b",
+		"dot dot":        "../x",
+		"NUL":            "a\x00b",
+		"newline":        "a\nb",
+		"DEL":            "a\x7fb",
+		"C1 control":     "\u0085",
+		"private use":    "\ue000",
+		"specials":       "\ufff0",
+		"too long":       strings.Repeat("a", baton.MaxNameLen+1),
+		"invalid UTF-8":  "a\xffb",
+		"surrogate half": "\xed\xa0\x80",
+	}
+	for name, in := range bad {
+		if got, err := baton.ValidateName(in); !errors.Is(err, baton.ErrInvalidName) {
+			t.Errorf("%s: ValidateName(%q) = %q, %v, want ErrInvalidName", name, in, got, err)
+		}
+	}
+}
+
+func FuzzValidateName(f *testing.F) {
+	for _, s := range []string{"a/b", "/x/", "../..", "a\x00", "\ue000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		n, err := baton.ValidateName(in)
+		if err != nil {
+			if !errors.Is(err, baton.ErrInvalidName) {
+				t.Fatalf("ValidateName(%q) = %v, not ErrInvalidName", in, err)
+			}
+			return
+		}
+		for _, seg := range strings.Split(n, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("ValidateName(%q) = %q accepted segment %q", in, n, seg)
+			}
+		}
+		if again, err := baton.ValidateName(n); err != nil || again != n {
+			t.Fatalf("ValidateName not idempotent: %q → %q → %q, %v", in, n, again, err)
+		}
+	})
+}
