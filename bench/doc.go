@@ -1,0 +1,40 @@
+// Package bench measures baton beside its peers on the same servers, in
+// the same run, and reports ratios rather than absolute times: absolute
+// figures depend on the machine, ratios between implementations that make
+// the same round trips to the same server do not (brief §6).
+//
+// It is a separate module so that the peers it measures (go-zookeeper's
+// zk.Lock, etcd's concurrency.Mutex) never enter the library's go.mod.
+//
+// Two kinds of measurement live in its tests:
+//
+//   - Uncontended lock+unlock on one name, as testing.Benchmark pairs:
+//     baton against the bare round-trip floor of the engine (ZooKeeper:
+//     create EPHEMERAL_SEQUENTIAL + getChildren + delete; etcd: one
+//     put-if-absent transaction that also reads the first key, + delete)
+//     and against the engine's usual Go lock (zk.Lock, concurrency.Mutex).
+//   - Handoff under contention: N waiters queued on one name, each on its
+//     own session, and a holder that releases over and over (the released
+//     contender queues again at the back, so the queue stays N long). It
+//     reports the p50 latency from the start of Release to the return of
+//     the next waiter's Lock, and the server requests per handoff. A
+//     herd-free recipe wakes one waiter per release, so both figures must
+//     stay flat from 5 to 500 waiters.
+//
+// Server requests are counted on the server for ZooKeeper (mntr's
+// zk_packets_received, minus the pings measured over an idle window of the
+// same length with the same sessions) and on the client for etcd (a gRPC
+// interceptor counts unary calls and stream messages, leaving out lease
+// keepalives, etcd's analogue of pings).
+//
+// By default the tests only run a quick smoke that every measured
+// operation really locks and unlocks. The ratio report runs with
+// BATON_BENCH=1:
+//
+//	eval "$(../scripts/servers.sh start)"
+//	BATON_BENCH=1 go test -run TestRatios -v
+//
+// mntr counts every client of the ZooKeeper server: run the report on a
+// server nobody else uses at the time (BATON_BENCH_ZK overrides
+// BATON_TEST_ZK).
+package bench
