@@ -50,6 +50,13 @@ var (
 	// the same read/write lock: two readers upgrading would deadlock.
 	ErrUpgradeRefused = errors.New("baton: read-to-write upgrade refused")
 
+	// ErrNoLeader is returned when an election has no candidate.
+	ErrNoLeader = errors.New("baton: no leader")
+
+	// ErrResigning is returned by a leader's admission check once Resign
+	// has begun: the leader takes no new work while it drains.
+	ErrResigning = errors.New("baton: leader resigning")
+
 	// ErrAuth is wrapped when the backend refused authentication or TLS.
 	ErrAuth = errors.New("baton: authentication or TLS refused")
 

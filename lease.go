@@ -303,6 +303,24 @@ func Reenter(ctx context.Context, key any) (*Lease, error) {
 	return nil, nil
 }
 
+// Holding returns the live lease in ctx whose Grant.Key equals key, without
+// adding a hold. Recipes use it to refuse what would deadlock (a reader
+// asking for the write side of the same read/write lock).
+func Holding(ctx context.Context, key any) (*Lease, bool) {
+	if key == nil {
+		return nil, false
+	}
+	for l, _ := ctx.Value(leaseKey{}).(*Lease); l != nil; l = l.outer {
+		if l.g.Key == key {
+			if st := l.State(); st == Held || st == Suspended {
+				return l, true
+			}
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // LeaseFrom returns the innermost lease whose context ctx derives from.
 func LeaseFrom(ctx context.Context) (*Lease, bool) {
 	l, ok := ctx.Value(leaseKey{}).(*Lease)

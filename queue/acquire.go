@@ -9,7 +9,8 @@ import (
 )
 
 // rule decides eligibility from a sorted snapshot: ok when the reader's own
-// entry is granted, else the index of the one entry it must wait for.
+// entry is granted, else the index of the one entry it must wait for, or -1
+// to wait for any change of the directory.
 type rule func(s Snapshot) (blocker int, ok bool)
 
 // recipe is the acquire loop every queue recipe shares.
@@ -21,6 +22,11 @@ type recipe struct {
 	rule  rule
 	key   any // reentrancy identity; nil disables reentrancy
 	hooks *Hooks
+	// handOff makes a failed release hand the entry to the session's
+	// cleanup and report success: for short internal guards, whose caller
+	// cannot retry and whose entry must not block others for a whole
+	// session.
+	handOff bool
 }
 
 // acquire enqueues and waits until rule grants the entry. wait=false makes
@@ -70,11 +76,21 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 			}
 			return fail(r.errf("%w", baton.ErrNotAcquired))
 		}
-		be := snap.Entries[blocker]
-		if r.hooks != nil && r.hooks.BeforeWatch != nil {
-			r.hooks.BeforeWatch(be)
+		var gone <-chan struct{}
+		if blocker < 0 {
+			// The rule waits for any change of the directory.
+			dw, ok := s.(DirWatcher)
+			if !ok {
+				return fail(r.errf("engine %s cannot watch a directory", r.b.Engine()))
+			}
+			gone, err = dw.WatchDir(ctx, r.dir, snap)
+		} else {
+			be := snap.Entries[blocker]
+			if r.hooks != nil && r.hooks.BeforeWatch != nil {
+				r.hooks.BeforeWatch(be)
+			}
+			gone, err = s.Watch(ctx, be, snap)
 		}
-		gone, err := s.Watch(ctx, be, snap)
 		if err != nil {
 			return fail(r.ctxErr(ctx, s, err))
 		}
@@ -121,12 +137,19 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot) (
 	}
 	stop := make(chan struct{})
 	l, ctl := baton.NewLease(ctx, baton.Grant{
-		Name:    r.name,
-		Engine:  r.b.Engine(),
-		Token:   snap.Token,
-		Owner:   e.id(),
-		Key:     r.key,
-		Release: func(ctx context.Context) error { return s.Delete(ctx, e) },
+		Name:   r.name,
+		Engine: r.b.Engine(),
+		Token:  snap.Token,
+		Owner:  e.id(),
+		Key:    r.key,
+		Release: func(ctx context.Context) error {
+			err := s.Delete(ctx, e)
+			if err != nil && r.handOff {
+				s.Abandon(e)
+				return nil
+			}
+			return err
+		},
 		OnEnd: func() {
 			close(stop)
 			r.b.Done(s, r.dir)

@@ -83,6 +83,16 @@ type Session interface {
 	Abandon(e Entry)
 }
 
+// DirWatcher is implemented by sessions that can watch a whole directory.
+// The semaphore needs it: its one waiter (the holder of the semaphore's
+// guard mutex) wakes on any change of the lease directory.
+type DirWatcher interface {
+	// WatchDir returns a channel closed once dir's entries differ from
+	// snap, at once if they already do. It also closes when the session
+	// ends.
+	WatchDir(ctx context.Context, dir string, snap Snapshot) (<-chan struct{}, error)
+}
+
 // Backend is a queue engine.
 type Backend interface {
 	// Engine returns the short engine name ("zk", "etcd").
