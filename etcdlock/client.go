@@ -41,7 +41,11 @@ type Client struct {
 	wg sync.WaitGroup
 }
 
-var _ queue.Backend = (*Client)(nil)
+var (
+	_ queue.Backend     = (*Client)(nil)
+	_ queue.DirWatcher  = (*session)(nil)
+	_ queue.DataSession = (*session)(nil)
+)
 
 // New returns an etcd engine on cli. It validates opts (a negative TTL
 // returns an error wrapping baton.ErrInvalidOption) and does not contact
@@ -82,6 +86,42 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 		return nil, err
 	}
 	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// RWMutex returns the read/write lock called name. Its keys are
+// "<name>/<lease hex>" like the mutex's, with the value "__READ__" or
+// "__WRIT__"; readers share, a writer waits for every earlier key. Keys of
+// other tools under the name (an `etcdctl lock` on the same name) count as
+// writers.
+func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	return queue.NewRWMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Semaphore returns the semaphore called name with n permits: the same
+// protocol as on ZooKeeper (a guard mutex under "<name>/locks", leases
+// "<name>/leases/<lease hex>" with the value "lease-baton:permits=<n>"),
+// so the granted leases are the first n by create revision. n below 1
+// returns an error wrapping baton.ErrInvalidOption.
+func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	return queue.NewSemaphore(c, name, n, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Election returns the leader election called name, compatible with
+// `etcdctl elect name` and concurrency.Election on the prefix "name":
+// keys "<name>/<lease hex>" whose value is the candidate's ID (the
+// proposal), the leader being the key with the smallest create revision.
+// `etcdctl elect -l name` prints a baton leader's ID.
+func (c *Client) Election(name string) (*queue.Election, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	return queue.NewElection(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
 }
 
 // Entries returns the raw keys under "<name>/" in create-revision order,

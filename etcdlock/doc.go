@@ -17,9 +17,38 @@
 // and concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
 // exclude each other on the same name. (baton normalises names by dropping
 // leading and trailing "/", so use the name without a leading "/" with the
-// other tools.) Other recipes store their marker ("__READ__", …) as the
-// value. Keys under the prefix that are not direct "<name>/<hex>" children
-// are ignored, so lock "a/b" does not disturb lock "a".
+// other tools.) Keys under the prefix that are not direct "<name>/<hex>"
+// children are ignored, so lock "a/b" does not disturb lock "a".
+//
+// # Read/write lock, semaphore and leader election
+//
+// The other recipes of package queue use the same keys and order:
+//
+//   - RWMutex: "<name>/<lease hex>" with the value "__READ__" or
+//     "__WRIT__". A writer holds when its key is first; a reader when no
+//     other kind of key is before it, so an `etcdctl lock` on the same name
+//     counts as a writer. A reader never overtakes a queued writer;
+//     read→write upgrade fails with baton.ErrUpgradeRefused.
+//   - Semaphore: the protocol of Curator's InterProcessSemaphoreV2, as on
+//     ZooKeeper: a guard mutex "<name>/locks/<lease hex>", leases
+//     "<name>/leases/<lease hex>" with the value "lease-baton:permits=<N>".
+//     Only the guard's holder can have a lease that is not granted, so the
+//     permits are the first N leases by create revision, and only that one
+//     client watches the leases (from the revision of its read + 1): a
+//     release wakes one waiter, not the herd. A lease taken by a baton
+//     client with another N is reported (queue.Semaphore.OnDisagreement).
+//   - Election: exactly `etcdctl elect <name> <proposal>` and
+//     concurrency.Election: "<name>/<lease hex>" whose value is the
+//     candidate's ID (queue.DefaultID, "<hostname>:<pid>", or the one given
+//     to CampaignAs); the key with the smallest create revision leads, so
+//     baton and etcdctl candidates take turns, and `etcdctl elect -l
+//     <name>` prints a baton leader's ID. The epoch is the leader key's
+//     create revision.
+//
+// Tokens are create revisions: a writer's exceeds every earlier grant's,
+// since every key before it was created earlier; readers and permit
+// holders hold different keys and so different tokens, but tokens only
+// order exclusive grants.
 //
 // Because the key is named after the lease, two entries of one directory
 // can never share a lease: the Client keeps a small pool of leases and hands

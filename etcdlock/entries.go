@@ -15,9 +15,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// kindValue is the value stored in an entry's key. A mutex entry has the
-// empty value, as `etcdctl lock` and concurrency.Mutex write; other recipes
-// store their marker so readers can tell a reader from a writer.
+// kindValue is the marker that starts an entry's value. A mutex entry has
+// the empty value, as `etcdctl lock` and concurrency.Mutex write; other
+// recipes store their marker so readers can tell a reader from a writer.
 func kindValue(k queue.Kind) string {
 	if k == queue.KindMutex {
 		return ""
@@ -25,13 +25,36 @@ func kindValue(k queue.Kind) string {
 	return string(k)
 }
 
+// entryValue is the whole value of an entry's key: the marker followed by
+// the entry's data ("lease-baton:permits=3"), except for an election
+// candidate, whose value is its ID alone, as `etcdctl elect NAME PROPOSAL`
+// writes the proposal (so `etcdctl elect -l` prints baton's leader's ID).
+func entryValue(k queue.Kind, data []byte) string {
+	if k == queue.KindLatch {
+		return string(data)
+	}
+	return kindValue(k) + string(data)
+}
+
+// entryData is the inverse of entryValue for an entry of kind k.
+func entryData(k queue.Kind, v []byte) []byte {
+	if k == queue.KindLatch {
+		return v
+	}
+	d, _ := strings.CutPrefix(string(v), kindValue(k))
+	return []byte(d)
+}
+
 // valueKind reads an entry's kind back. An unknown value (another tool's
-// key at a directory child) counts as a mutex entry: it blocks rather than
-// being overlooked.
+// key at a directory child, or an election candidate's ID) counts as a
+// mutex entry: it blocks rather than being overlooked.
 func valueKind(v []byte) queue.Kind {
 	switch k := queue.Kind(v); k {
-	case queue.KindRead, queue.KindWrite, queue.KindLatch, queue.KindLease:
+	case queue.KindRead, queue.KindWrite, queue.KindLatch:
 		return k
+	}
+	if strings.HasPrefix(string(v), string(queue.KindLease)) {
+		return queue.KindLease
 	}
 	return queue.KindMutex
 }
@@ -50,18 +73,24 @@ func listOp(dir string) clientv3.Op {
 // means it was applied. When it cannot be resolved the lease is never
 // reused and the key is handed to the cleanup.
 func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+	return s.EnqueueData(ctx, dir, kind, nil)
+}
+
+// EnqueueData is Enqueue storing data in the key's value after the kind's
+// marker (see entryValue; queue.DataSession).
+func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	if err := s.alive(); err != nil {
 		return queue.Entry{}, err
 	}
 	key := dir + "/" + s.hex
-	val := kindValue(kind)
+	val := entryValue(kind, data)
 	resp, err := s.c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), listOp(dir)).
 		Else(clientv3.OpGet(key), listOp(dir)).
 		Commit()
 	if err != nil {
-		return s.resolveEnqueue(ctx, dir, key, kind, err)
+		return s.resolveEnqueue(ctx, dir, key, kind, val, err)
 	}
 	seq := resp.Header.Revision // a transaction's put is created at its revision
 	if !resp.Succeeded {
@@ -84,7 +113,7 @@ func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (que
 }
 
 // resolveEnqueue settles a create whose outcome is unknown.
-func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queue.Kind, err error) (queue.Entry, error) {
+func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queue.Kind, val string, err error) (queue.Entry, error) {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// The whole transaction failed: nothing was created.
 		s.kickKeepalive()
@@ -93,7 +122,7 @@ func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queu
 	if ctx.Err() == nil {
 		resp, gerr := s.c.cli.Get(ctx, key)
 		if gerr == nil {
-			if kvs := resp.Kvs; len(kvs) == 1 && kvs[0].Lease == int64(s.id) && string(kvs[0].Value) == kindValue(kind) {
+			if kvs := resp.Kvs; len(kvs) == 1 && kvs[0].Lease == int64(s.id) && string(kvs[0].Value) == val {
 				return queue.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex, ID: grantID(key, kvs[0].CreateRevision)}, nil
 			}
 		}
@@ -235,6 +264,64 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot)
 		return nil, s.alive()
 	}
 	return gone, nil
+}
+
+// Data reads what e's key stores after its marker (see entryValue). ok is
+// false when the key is gone or holds a later grant (another create
+// revision).
+func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
+	if err := s.alive(); err != nil {
+		return nil, false, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.c.cli.Get(ctx, e.Key)
+	if err != nil {
+		if aerr := s.alive(); aerr != nil {
+			return nil, false, aerr
+		}
+		return nil, false, opErr(ctx, "read", e.Key, err)
+	}
+	if len(resp.Kvs) != 1 || (e.Seq != 0 && uint64(resp.Kvs[0].CreateRevision) != e.Seq) {
+		return nil, false, nil
+	}
+	return entryData(e.Kind, resp.Kvs[0].Value), true, nil
+}
+
+// WatchDir returns a channel closed at the first event under "<dir>/"
+// after snap was read (queue.DirWatcher): the watch starts at snap.Rev+1,
+// so a change in between closes it at once. Any event counts, puts
+// included (a new lease), as do a compaction or a cancelled watch (the
+// caller re-reads either way). It also closes when the session or ctx
+// ends; the watch is cancelled on every exit.
+func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) (<-chan struct{}, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	wctx, cancel := s.bound(ctx)
+	wch := s.c.cli.Watch(wctx, dir+"/", clientv3.WithPrefix(), clientv3.WithRev(snap.Rev+1))
+	changed := make(chan struct{})
+	ok := s.spawn(func() {
+		defer close(changed)
+		defer cancel()
+		for {
+			select {
+			case wr, open := <-wch:
+				if !open || wr.Canceled || wr.CompactRevision != 0 || wr.Err() != nil || len(wr.Events) > 0 {
+					return
+				}
+			case <-s.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	if !ok {
+		cancel()
+		return nil, s.alive()
+	}
+	return changed, nil
 }
 
 // Delete removes exactly e: the delete is guarded by e's create revision,

@@ -212,9 +212,12 @@ loop:
 				cause = errIdle
 				break
 			}
-			// Each attempt is bounded so a call stuck on a dead connection
-			// is replaced, and none outlives the deadline.
-			ctx, cancel := context.WithDeadline(context.Background(), minTime(now.Add(interval), lostAt))
+			// An attempt may run until the deadline: a late answer still
+			// proves the server heard us at its send time, and cutting a
+			// slow attempt short (a loaded host, a new stream per attempt)
+			// would turn slowness into loss. A connection that breaks fails
+			// the stream at once, and the loop retries with backoff.
+			ctx, cancel := context.WithDeadline(context.Background(), lostAt)
 			cancelKA = cancel
 			inflight = make(chan kaResult, 1)
 			go func(ch chan<- kaResult, sent time.Time) {

@@ -27,6 +27,13 @@ type recipe struct {
 	// cannot retry and whose entry must not block others for a whole
 	// session.
 	handOff bool
+	// data is stored with the entry where the session supports it
+	// (DataSession); nil stores nothing.
+	data []byte
+	// beforeWait, if set, runs each time the rule refuses the entry (before
+	// a TryLock gives up or the wait's watch is set): the semaphore checks
+	// the other leases' N there, off the uncontended path.
+	beforeWait func(ctx context.Context, s Session, snap Snapshot)
 }
 
 // acquire enqueues and waits until rule grants the entry. wait=false makes
@@ -42,7 +49,12 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 	if err != nil {
 		return nil, r.errf("%w", err)
 	}
-	e, err := s.Enqueue(ctx, r.dir, r.kind)
+	var e Entry
+	if ds, ok := s.(DataSession); ok && r.data != nil {
+		e, err = ds.EnqueueData(ctx, r.dir, r.kind, r.data)
+	} else {
+		e, err = s.Enqueue(ctx, r.dir, r.kind)
+	}
 	if err != nil {
 		r.b.Done(s, r.dir)
 		return nil, r.errf("%w", err)
@@ -68,6 +80,9 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 		blocker, ok := r.rule(snap)
 		if ok {
 			return r.grant(ctx, s, e, snap)
+		}
+		if r.beforeWait != nil {
+			r.beforeWait(ctx, s, snap)
 		}
 		if !wait {
 			if derr := s.Delete(ctx, e); derr == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,8 +14,14 @@ import (
 
 // Election is leader election on a queue engine (Curator's LeaderLatch
 // layout on ZooKeeper, "_c_<uuid>-latch-<seq>"; etcdctl elect's layout on
-// etcd). Candidates queue; the first is the leader; every other candidate
-// watches its predecessor.
+// etcd, "<name>/<lease hex>"). Candidates queue; the first is the leader;
+// every other candidate watches its predecessor, so a resignation wakes one
+// candidate.
+//
+// Each candidate stores its ID with its entry: the znode's data, which
+// Curator's LeaderLatch reads as the participant id, and the etcd value,
+// which `etcdctl elect -l NAME` prints as the leader's proposal. Campaign
+// uses DefaultID ("<hostname>:<pid>"); CampaignAs sets another.
 //
 // Leadership is a lease: its context is cancelled when leadership is lost,
 // and its token is the leadership's epoch, strictly greater than every
@@ -33,23 +41,42 @@ func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
 	return &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first, hooks: opts.Hooks}}, nil
 }
 
+// DefaultID returns the candidate ID Campaign stores: "<hostname>:<pid>",
+// enough for an operator to find the leading process.
+func DefaultID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "unknown-host"
+	}
+	return h + ":" + strconv.Itoa(os.Getpid())
+}
+
 // Name returns the normalised election name.
 func (e *Election) Name() string { return e.r.name }
 
-// Campaign blocks until this candidate leads or ctx ends. On ctx's end its
-// candidacy is withdrawn by the session's cleanup.
+// Campaign blocks until this candidate leads or ctx ends, with DefaultID as
+// its ID. On ctx's end its candidacy is withdrawn by the session's cleanup.
 func (e *Election) Campaign(ctx context.Context) (*Leader, error) {
-	l, err := e.r.acquire(ctx, true)
+	return e.CampaignAs(ctx, DefaultID())
+}
+
+// CampaignAs is Campaign with the candidate ID id (etcdctl elect's
+// proposal; Curator LeaderLatch's id).
+func (e *Election) CampaignAs(ctx context.Context, id string) (*Leader, error) {
+	r := e.r
+	r.data = []byte(id)
+	l, err := r.acquire(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Leader{lease: l}, nil
+	return &Leader{lease: l, id: id}, nil
 }
 
 // Candidate describes one entry of the election's queue.
 type Candidate struct {
 	Entry   string // the engine's key or path
-	Session string // the owning session
+	Session string // the owning session ("" where the engine cannot tell cheaply: ZooKeeper)
+	ID      string // the candidate's ID (proposal), "" when unknown
 }
 
 // Leader returns the current leader, or an error wrapping baton.ErrNoLeader.
@@ -59,15 +86,42 @@ func (e *Election) Leader(ctx context.Context) (Candidate, error) {
 		return Candidate{}, err
 	}
 	defer e.r.b.Done(s, e.r.dir)
-	snap, err := s.List(ctx, e.r.dir, Entry{})
-	if err != nil {
-		return Candidate{}, err
+	for {
+		snap, err := s.List(ctx, e.r.dir, Entry{})
+		if err != nil {
+			return Candidate{}, err
+		}
+		if len(snap.Entries) == 0 {
+			return Candidate{}, fmt.Errorf("election %q: %w", e.r.name, baton.ErrNoLeader)
+		}
+		c, ok, err := describe(ctx, s, snap.Entries[0])
+		if err != nil {
+			return Candidate{}, err
+		}
+		if ok {
+			return c, nil
+		}
+		// The head left between the read and its ID's read: look again.
 	}
-	if len(snap.Entries) == 0 {
-		return Candidate{}, fmt.Errorf("election %q: %w", e.r.name, baton.ErrNoLeader)
+}
+
+// describe builds the Candidate of entry h, reading its ID where the
+// engine stores one; ok is false when h is already gone.
+func describe(ctx context.Context, s Session, h Entry) (Candidate, bool, error) {
+	c := Candidate{Entry: h.Key, Session: h.Owner}
+	ds, ok := s.(DataSession)
+	if !ok {
+		return c, true, nil
 	}
-	h := snap.Entries[0]
-	return Candidate{Entry: h.Key, Session: h.Owner}, nil
+	// Every entry of an election is a candidate, whatever kind its value
+	// suggests (an etcdctl proposal may look like anything).
+	h.Kind = KindLatch
+	data, ok, err := ds.Data(ctx, h)
+	if err != nil || !ok {
+		return Candidate{}, ok, err
+	}
+	c.ID = string(data)
+	return c, true, nil
 }
 
 // Observe sends the leader each time it changes (an empty Candidate while
@@ -92,8 +146,18 @@ func (e *Election) Observe(ctx context.Context) (<-chan Candidate, error) {
 			var wake <-chan struct{}
 			if len(snap.Entries) > 0 {
 				h := snap.Entries[0]
-				cur = Candidate{Entry: h.Key, Session: h.Owner}
+				c, ok, err := describe(ctx, s, h)
+				if err != nil {
+					return
+				}
+				if !ok {
+					continue // the head left meanwhile: re-read
+				}
+				cur = c
 				wake, err = s.Watch(ctx, h, snap)
+				if err != nil {
+					return
+				}
 			} else if dw, ok := s.(DirWatcher); ok {
 				wake, err = dw.WatchDir(ctx, e.r.dir, snap)
 			} else {
@@ -143,6 +207,7 @@ type ResignPlan struct {
 // Leader is a won election.
 type Leader struct {
 	lease *baton.Lease
+	id    string
 
 	mu        sync.Mutex
 	resigning bool
@@ -150,6 +215,9 @@ type Leader struct {
 
 // Lease returns the leadership lease.
 func (ld *Leader) Lease() *baton.Lease { return ld.lease }
+
+// ID returns the candidate ID this leader campaigned with.
+func (ld *Leader) ID() string { return ld.id }
 
 // Epoch returns this leadership's epoch (its fencing token).
 func (ld *Leader) Epoch() uint64 { return ld.lease.Token() }

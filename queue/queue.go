@@ -93,6 +93,19 @@ type DirWatcher interface {
 	WatchDir(ctx context.Context, dir string, snap Snapshot) (<-chan struct{}, error)
 }
 
+// DataSession is implemented by sessions that store a small value with an
+// entry and read it back: the semaphore stores its N there (so baton
+// clients configured with different N can be told apart) and the election
+// its candidate ID (Curator LeaderLatch's participant id, etcdctl elect's
+// proposal). Engines without it lose nothing but those reports.
+type DataSession interface {
+	// EnqueueData is Enqueue storing data with the entry.
+	EnqueueData(ctx context.Context, dir string, kind Kind, data []byte) (Entry, error)
+	// Data reads what is stored with e. ok is false when e is gone (or its
+	// key now holds a later grant).
+	Data(ctx context.Context, e Entry) (data []byte, ok bool, err error)
+}
+
 // Backend is a queue engine.
 type Backend interface {
 	// Engine returns the short engine name ("zk", "etcd").

@@ -92,10 +92,12 @@ func (rw *RWMutex) lock(ctx context.Context, wait bool) (*baton.Lease, error) {
 
 // readRule grants a reader with no writer before it; otherwise it waits for
 // the nearest earlier writer, whose deletion is the next moment the answer
-// can change.
+// can change. Any entry that is not a reader counts as a writer: a foreign
+// entry in the directory (another recipe or tool on the same name) then
+// blocks readers instead of being overlooked.
 func readRule(s Snapshot) (int, bool) {
 	for i := s.Own - 1; i >= 0; i-- {
-		if s.Entries[i].Kind == KindWrite {
+		if s.Entries[i].Kind != KindRead {
 			return i, false
 		}
 	}

@@ -3,6 +3,9 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -15,16 +18,72 @@ import (
 // soon as the directory holds at most N leases, waiting for any change of
 // the directory otherwise; then it releases the guard. Only the guard's
 // holder watches the lease directory, and the guard itself is a fair
-// mutex, so a released permit wakes one client, not the herd.
+// mutex, so a released permit wakes one client, not the herd. Because only
+// the guard's holder can have a lease that is not granted, the granted
+// leases are always the first ones by sequence (ZooKeeper) or create
+// revision (etcd).
 //
 // A permit comes back when its holder releases it or its session dies.
+// Permits are not exclusive, so permit holders may share a token. Permits
+// are not reentrant: each Acquire takes one more permit.
+//
+// # N must agree
+//
 // Curator does not store N: every client must be configured with the same
-// N. Permits are not exclusive, so permit holders may share a token.
-// Permits are not reentrant: each Acquire takes one more permit.
+// N, and one with a larger N lets more holders in than the others expect.
+// baton stores its N with each lease ("baton:permits=3" as the znode's data
+// or in the etcd value, see PermitsData) and, whenever an acquirer finds
+// the permits taken (it has to wait, or TryAcquire gives up), reads the N
+// of the leases it has not checked yet: one read per lease per Semaphore,
+// never on the uncontended path. A lease taken with another N is reported
+// to the function set with OnDisagreement — not returned as an error: the
+// check only runs under contention, so an error would come and go with the
+// load, and a rolling change of N would fail acquires that are otherwise
+// fine. The client with the smaller N is the one that notices: it is the
+// one that finds more leases than it allows. Leases whose data is not baton's
+// (Curator writes the client's IP address by default) are not judged.
 type Semaphore struct {
 	guard  recipe
 	leases recipe
 	n      int
+
+	mu      sync.Mutex
+	checked map[string]bool // lease IDs whose N was read, pruned to the live ones
+	report  func(Disagreement)
+}
+
+// Disagreement describes a lease taken by a baton client configured with a
+// different N.
+type Disagreement struct {
+	Name    string // the semaphore
+	Lease   string // the lease entry's key or path
+	Permits int    // the N that lease was taken with
+	Want    int    // this client's N
+}
+
+func (d Disagreement) String() string {
+	return fmt.Sprintf("semaphore %q: this client uses N=%d but lease %s was taken with N=%d", d.Name, d.Want, d.Lease, d.Permits)
+}
+
+// permitsPrefix starts the data baton stores with a lease.
+const permitsPrefix = "baton:permits="
+
+// PermitsData returns the data baton stores with a lease of a semaphore
+// with n permits.
+func PermitsData(n int) []byte { return []byte(permitsPrefix + strconv.Itoa(n)) }
+
+// ParsePermits reads the N out of a lease's data; ok is false for data
+// baton did not write (a Curator lease, for example).
+func ParsePermits(data []byte) (n int, ok bool) {
+	rest, ok := strings.CutPrefix(string(data), permitsPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
 }
 
 // GuardReleaseTimeout bounds the release of the guard mutex after an
@@ -41,10 +100,60 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 	if n < 1 {
 		return nil, fmt.Errorf("%w: semaphore %q needs at least one permit, got %d", baton.ErrInvalidOption, nm, n)
 	}
-	s := &Semaphore{n: n}
+	s := &Semaphore{n: n, checked: make(map[string]bool)}
 	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, hooks: opts.Hooks, handOff: true}
-	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule, hooks: opts.Hooks}
+	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule, hooks: opts.Hooks,
+		data: PermitsData(n), beforeWait: s.check}
 	return s, nil
+}
+
+// OnDisagreement sets the function told about leases taken with another N
+// (nil: none). It runs on the acquiring goroutine while that acquire holds
+// the guard mutex, so it must return quickly; each lease is reported once
+// per Semaphore.
+func (s *Semaphore) OnDisagreement(f func(Disagreement)) {
+	s.mu.Lock()
+	s.report = f
+	s.mu.Unlock()
+}
+
+// check reads the N of every lease in snap not read before and reports
+// those that differ. It runs only when the acquirer must wait, so an
+// uncontended acquire pays nothing; read errors are ignored (the check is
+// a diagnosis, and the wait that follows surfaces real failures).
+func (s *Semaphore) check(ctx context.Context, sess Session, snap Snapshot) {
+	ds, ok := sess.(DataSession)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	live := make(map[string]bool, len(snap.Entries))
+	var todo []Entry
+	for i, e := range snap.Entries {
+		live[e.id()] = true
+		if i != snap.Own && !s.checked[e.id()] {
+			todo = append(todo, e)
+		}
+	}
+	for id := range s.checked {
+		if !live[id] {
+			delete(s.checked, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range todo {
+		data, ok, err := ds.Data(ctx, e)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.checked[e.id()] = true
+		report := s.report
+		s.mu.Unlock()
+		if m, mine := ParsePermits(data); ok && mine && m != s.n && report != nil {
+			report(Disagreement{Name: s.leases.name, Lease: e.Key, Permits: m, Want: s.n})
+		}
+	}
 }
 
 // Name returns the normalised semaphore name.

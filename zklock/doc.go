@@ -14,9 +14,44 @@
 // acquire creates one EPHEMERAL_SEQUENTIAL entry
 // "_c_<uuid>-lock-<sequence>" (Curator's protected mode; read/write,
 // semaphore and latch entries use "__READ__", "__WRIT__", "lease-",
-// "latch-"). Missing directories are created as container nodes, which the
+// "latch-": see below). Missing directories are created as container nodes, which the
 // server deletes once empty. Entries sort by the sequence after the marker;
 // children that are not entries of a known kind are ignored.
+//
+// # Read/write lock, semaphore and leader election
+//
+// The recipes of package queue run on the same session and the same
+// entries, each with Curator's layout, so a Java service and a Go service
+// on the same path share them:
+//
+//   - RWMutex = InterProcessReadWriteLock: "_c_<uuid>-__READ__<seq>" and
+//     "_c_<uuid>-__WRIT__<seq>" in one directory, sorted by the sequence
+//     after either marker, so both kinds interleave in creation order. A
+//     writer holds when it is first; a reader when no writer is before it
+//     (it watches the nearest earlier writer). Any entry that is not a
+//     reader counts as a writer, so a foreign entry blocks readers rather
+//     than being overlooked. A reader never overtakes a queued writer;
+//     read→write upgrade fails with baton.ErrUpgradeRefused.
+//   - Semaphore = InterProcessSemaphoreV2: the guard mutex
+//     "locks/_c_<uuid>-lock-<seq>" admits one acquirer, which creates
+//     "leases/_c_<uuid>-lease-<seq>" and holds a permit while the leases
+//     directory has at most N children, watching the whole directory
+//     (getChildren with a watch, as Curator does) otherwise; then it
+//     releases the guard. baton writes "baton:permits=<N>" as the lease's
+//     data (Curator writes the client's address, which baton ignores) and
+//     reports a baton lease taken with another N (queue.Semaphore).
+//   - Election = LeaderLatch: "_c_<uuid>-latch-<seq>" whose data is the
+//     candidate ID (LeaderLatch's participant id). The first entry leads.
+//     A candidate only ever counts its own entry of its current session,
+//     so it leads only while that entry's ephemeral owner is its live
+//     session; once the session is Lost, its leadership is Lost for good
+//     (the Curator double-leader bugs CURATOR-620/653/696 came from
+//     leading again, or still, on a replaced session).
+//
+// Tokens: a writer's token (the directory's Pzxid at its granting read)
+// exceeds every earlier grant's, because every earlier entry's deletion is
+// already in that read; readers and permit holders granted together may
+// share a token. A leader's epoch is its token.
 //
 // # The fencing token
 //

@@ -68,6 +68,13 @@ func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
 // meanwhile it fails with ErrSessionLost: nothing is adopted across
 // sessions. Missing parents are created as container nodes.
 func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+	return s.EnqueueData(ctx, dir, kind, nil)
+}
+
+// EnqueueData is Enqueue with data as the entry's znode data (see
+// queue.DataSession): the semaphore's "baton:permits=N", the election's
+// candidate ID, which Curator's LeaderLatch reads as the participant id.
+func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	if !knownKind(kind) {
 		return queue.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
 	}
@@ -95,7 +102,7 @@ func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (que
 		if err := s.awaitHeld(ctx); err != nil {
 			return queue.Entry{}, err
 		}
-		o := goOp(s, func() (string, error) { return s.conn.Create(path, nil, zk.FlagEphemeralSequential, s.c.acl) })
+		o := goOp(s, func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) })
 		created, err := o.wait(ctx)
 		switch {
 		case err == nil:
@@ -320,6 +327,83 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<
 		select {
 		case <-ch: // deleted, changed, or the connection closed
 		case <-s.lost:
+		}
+	}) {
+		close(out)
+	}
+	return out, nil
+}
+
+// Data reads e's znode data; ok is false when e is gone.
+func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
+	data, err := callIdem(ctx, s, func() ([]byte, error) {
+		d, _, err := s.conn.Get(e.Key)
+		return d, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.opErr(ctx, "read "+e.Key, err)
+	}
+	return data, true, nil
+}
+
+// WatchDir returns a channel closed once dir's entries differ from snap's
+// (queue.DirWatcher). It sets a children watch with the read it compares,
+// so no change after that read can be missed; a change between snap's read
+// and this one closes the channel at once. A missing directory gets an
+// exists watch instead, which fires when it is created. The goroutine that
+// converts the watch ends when it fires, when ctx ends or when the session
+// ends (go-zookeeper's watch channel is buffered, so leaving it unread
+// blocks nothing; the watch itself stays registered until it fires or the
+// session ends, as go-zookeeper cannot remove watches).
+func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) (<-chan struct{}, error) {
+	parent, err := s.c.dirPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	type res struct {
+		kids    []string
+		missing bool // ChildrenW found no directory; ch is an exists watch
+		exists  bool // the exists watch found it created meanwhile
+		ch      <-chan zk.Event
+	}
+	r, err := callIdem(ctx, s, func() (res, error) {
+		k, _, ch, err := s.conn.ChildrenW(parent)
+		if errors.Is(err, zk.ErrNoNode) {
+			ok, _, ch, err := s.conn.ExistsW(parent)
+			return res{missing: true, exists: ok, ch: ch}, err
+		}
+		return res{kids: k, ch: ch}, err
+	})
+	if err != nil {
+		return nil, s.opErr(ctx, "watch "+parent, err)
+	}
+	out := make(chan struct{})
+	differs := r.missing && r.exists // created since the failed ChildrenW: re-read
+	if !differs {
+		now := make(map[string]bool, len(r.kids))
+		for _, k := range r.kids {
+			if e, ok := parseEntry(parent, k); ok {
+				now[e.Key] = true
+			}
+		}
+		differs = len(now) != len(snap.Entries)
+		for _, e := range snap.Entries {
+			differs = differs || !now[e.Key]
+		}
+	}
+	if differs {
+		close(out)
+		return out, nil
+	}
+	if !s.spawn(func() {
+		defer close(out)
+		select {
+		case <-r.ch:
+		case <-s.lost:
+		case <-ctx.Done():
 		}
 	}) {
 		close(out)

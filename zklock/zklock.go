@@ -169,7 +169,11 @@ type Client struct {
 	wg      sync.WaitGroup // run and the closers of lost sessions
 }
 
-var _ queue.Backend = (*Client)(nil)
+var (
+	_ queue.Backend     = (*Client)(nil)
+	_ queue.DirWatcher  = (*session)(nil)
+	_ queue.DataSession = (*session)(nil)
+)
 
 // Dial connects to servers and returns once the first session is
 // established, or fails with an error wrapping baton.ErrUnavailable and
@@ -343,6 +347,42 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
 	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// RWMutex returns the read/write lock called name, wire-compatible with
+// Curator's InterProcessReadWriteLock on the same path: readers' entries
+// "_c_<uuid>-__READ__<seq>" and writers' "_c_<uuid>-__WRIT__<seq>" share
+// the directory and interleave by sequence.
+func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+	if c.isClosed() {
+		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
+	}
+	return queue.NewRWMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Semaphore returns the semaphore called name with n permits,
+// wire-compatible with Curator's InterProcessSemaphoreV2 on the same path
+// and n: guard entries "locks/_c_<uuid>-lock-<seq>", leases
+// "leases/_c_<uuid>-lease-<seq>" with the data "baton:permits=<n>". n below
+// 1 returns an error wrapping baton.ErrInvalidOption.
+func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+	if c.isClosed() {
+		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
+	}
+	return queue.NewSemaphore(c, name, n, queue.MutexOptions{Hooks: c.opts.Hooks})
+}
+
+// Election returns the leader election called name, wire-compatible with
+// Curator's LeaderLatch on the same path: candidates
+// "_c_<uuid>-latch-<seq>" whose data is the candidate ID (LeaderLatch's
+// participant id). The first entry leads; since a candidate only ever
+// counts its own entry of its current session, it leads only while that
+// entry's ephemeral owner is its live session.
+func (c *Client) Election(name string) (*queue.Election, error) {
+	if c.isClosed() {
+		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
+	}
+	return queue.NewElection(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
 }
 
 // Dir returns the znode directory of the lock called name. Names are

@@ -3,7 +3,9 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +20,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The examples need the server; the tests skip (or fail under CI) by
+	// themselves without it, but an example cannot skip: leave them out.
+	flag.Parse()
+	if os.Getenv("BATON_TEST_ZK") == "" && !testenv.CI() && flag.Lookup("test.run").Value.String() == "" {
+		fmt.Fprintln(os.Stderr, "zklock: BATON_TEST_ZK not set: examples not run")
+		_ = flag.Set("test.run", "^Test")
+	}
 	goleak.VerifyTestMain(m,
 		// toxiproxy's shared in-process server outlives single tests.
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),

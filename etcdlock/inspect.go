@@ -1,0 +1,170 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var (
+	_ queue.Inspector = (*Client)(nil)
+	_ queue.Remover   = (*Client)(nil)
+)
+
+// subQueues are key prefixes under a lock that hold queues of their own
+// (a semaphore's guard and permits).
+var subQueues = []string{"locks", "leases"}
+
+// Inspect lists the queue of name for an operator with one range read and
+// one TimeToLive per distinct lease. Each entry is named
+// "<lease hex>@<create revision>" (prefixed with "locks/" or "leases/" for
+// a semaphore's queues), because a pooled lease reuses its key for later
+// grants and only the revision tells them apart. Its token is the create
+// revision (plus the token floor), exact for every entry. etcd keeps no
+// creation time, so Age is unknown (0); the note gives the lease's TTL
+// instead. An entry whose lease the server no longer has, or a key with no
+// lease at all, is flagged DeadSession.
+func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.cli.Get(ctx, n+"/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, opErr(ctx, "inspect", n, err)
+	}
+	queues := map[string][]queue.EntryInfo{}
+	permits := map[string]int{}
+	leases := map[int64][]*queue.EntryInfo{}
+	for _, kv := range resp.Kvs {
+		rel := strings.TrimPrefix(string(kv.Key), n+"/")
+		sub, hex := "", rel
+		if s, rest, ok := strings.Cut(rel, "/"); ok {
+			if !slices.Contains(subQueues, s) {
+				continue // another lock's key, below this name
+			}
+			sub, hex = s+"/", rest
+		}
+		if _, err := strconv.ParseUint(hex, 16, 64); err != nil || hex == "" {
+			continue
+		}
+		kind, np := entryKind(kv.Value)
+		if np > 0 && permits[sub] == 0 {
+			permits[sub] = np
+		}
+		info := queue.EntryInfo{
+			Entry: sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
+			Kind:  kind,
+			Token: uint64(kv.CreateRevision) + c.opts.TokenFloor,
+		}
+		if kv.Lease != 0 {
+			info.Session = leaseHex(clientv3.LeaseID(kv.Lease))
+		}
+		queues[sub] = append(queues[sub], info)
+	}
+	var out []queue.EntryInfo
+	for _, sub := range []string{"", "locks/", "leases/"} {
+		q := queues[sub]
+		queue.MarkHolders(q, permits[sub])
+		out = append(out, q...)
+	}
+	for i := range out {
+		if out[i].Session == "" {
+			out[i].DeadSession = true
+			out[i].AddNote("key without a lease: nothing but an operator removes it (a client bug)")
+			continue
+		}
+		id, _ := strconv.ParseInt(out[i].Session, 16, 64)
+		leases[id] = append(leases[id], &out[i])
+	}
+	for id, es := range leases {
+		ttl, err := c.cli.TimeToLive(ctx, clientv3.LeaseID(id))
+		var note string
+		dead := false
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" not found on the server"
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, opErr(ctx, "inspect lease of", n, err)
+			}
+			note = "lease state unknown: " + err.Error()
+		case ttl.TTL <= 0:
+			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" expired"
+		default:
+			note = fmt.Sprintf("lease TTL %ds, %ds left", ttl.GrantedTTL, ttl.TTL)
+		}
+		for _, e := range es {
+			e.DeadSession = dead
+			e.AddNote(note)
+		}
+	}
+	return out, nil
+}
+
+// entryKind reads an entry's kind from its value, and the N a baton
+// semaphore lease stores after its marker ("lease-baton:permits=3"), 0
+// when absent.
+func entryKind(v []byte) (queue.Kind, int) {
+	k := valueKind(v)
+	if k == queue.KindLease {
+		n, _ := queue.ParsePermits(entryData(k, v))
+		return k, n
+	}
+	return k, 0
+}
+
+// Remove deletes exactly the entry "<lease hex>@<create revision>" (with
+// its "locks/" or "leases/" prefix, if any) of name, in a transaction
+// guarded by the create revision, so a later grant that reuses the key is
+// never touched. A key already gone (or re-created) is success.
+func (c *Client) Remove(ctx context.Context, name, entry string) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return err
+	}
+	bad := func() error {
+		return fmt.Errorf("etcdlock: remove %q from %q: want an entry as inspect names it (<lease hex>@<revision>): %w",
+			entry, name, baton.ErrInvalidOption)
+	}
+	rel, revText, ok := strings.Cut(entry, "@")
+	if !ok {
+		return bad()
+	}
+	rev, err := strconv.ParseInt(revText, 10, 64)
+	if err != nil || rev <= 0 {
+		return bad()
+	}
+	hex := rel
+	if sub, rest, ok := strings.Cut(rel, "/"); ok {
+		if !slices.Contains(subQueues, sub) {
+			return bad()
+		}
+		hex = rest
+	}
+	if _, err := strconv.ParseUint(hex, 16, 64); err != nil || hex == "" || strings.Contains(hex, "/") {
+		return bad()
+	}
+	key := n + "/" + rel
+	_, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+		Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return opErr(ctx, "remove", key, err)
+	}
+	return nil
+}
