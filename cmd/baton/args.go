@@ -33,10 +33,24 @@ type runConfig struct {
 	connectTimeout time.Duration // --connect-timeout
 	grace          time.Duration // --grace
 	stopOnSuspend  bool          // --on-suspend=stop
+	mode           lockMode      // which side of which recipe (run only)
+	permits        int           // N of --shared N
 	name           string        // NAME as given
 	command        []string      // COMMAND and its arguments
 	help           bool          // -h/--help: print usage, exit 0
 }
+
+// lockMode is the coordination object `run` takes: a mutex by default, a
+// side of a read/write lock, or a semaphore's permit. They are different
+// objects: use different names for them.
+type lockMode int
+
+const (
+	modeMutex  lockMode = iota // plain run
+	modeRead                   // --read: shared side of the RW lock NAME
+	modeWrite                  // --write: exclusive side of the RW lock NAME
+	modeShared                 // --shared N: one of N permits of the semaphore NAME
+)
 
 // durationValue is a flag.Value for durations that also takes a bare
 // number as seconds (`--ttl 2`), as etcdctl and flock do.
@@ -82,6 +96,18 @@ func parseDuration(s string) (time.Duration, error) {
 // come before or after NAME; the first "--" ends them and starts COMMAND,
 // so COMMAND's own flags never reach baton.
 func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
+	return parseHold("run", args, getenv)
+}
+
+// parseElect parses `baton elect` arguments: run's flags and rules, except
+// that --read, --write and --shared have no meaning for an election.
+func parseElect(args []string, getenv func(string) string) (*runConfig, error) {
+	return parseHold("elect", args, getenv)
+}
+
+// parseHold parses the command line of `run` or `elect` (cmd), the two
+// commands that hold something while COMMAND runs.
+func parseHold(cmd string, args []string, getenv func(string) string) (*runConfig, error) {
 	cfg := &runConfig{
 		ttl:            defaultTTL,
 		connectTimeout: defaultConnectTimeout,
@@ -91,9 +117,10 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		onSuspend    = "none"
 		read, write  bool
 		shared       int
+		sharedSet    bool
 		backendGiven bool
 	)
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("backend", "", func(s string) error { cfg.backend, backendGiven = s, true; return nil })
 	fs.Var(durationValue{d: &cfg.ttl}, "ttl", "")
@@ -103,7 +130,14 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	fs.StringVar(&onSuspend, "on-suspend", onSuspend, "")
 	fs.BoolVar(&read, "read", false, "")
 	fs.BoolVar(&write, "write", false, "")
-	fs.IntVar(&shared, "shared", 0, "")
+	fs.Func("shared", "", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("--shared %q: want a number of permits", v)
+		}
+		shared, sharedSet = n, true
+		return nil
+	})
 
 	own, command, sawDash := args, []string(nil), false
 	for i, a := range args {
@@ -119,7 +153,7 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 				cfg.help = true
 				return cfg, nil
 			}
-			return nil, usagef("run: %v", err)
+			return nil, usagef("%s: %v", cmd, err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -128,43 +162,79 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		own = fs.Args()[1:]
 	}
 
+	synopsis := fmt.Sprintf("baton %s [flags] NAME -- COMMAND [ARG...]", cmd)
 	switch {
 	case len(positional) == 0:
-		return nil, usagef("run: missing NAME")
+		return nil, usagef("%s: missing NAME", cmd)
 	case len(positional) > 1 && !sawDash:
-		return nil, usagef("run: put -- between NAME and COMMAND (baton run [flags] NAME -- COMMAND [ARG...])")
+		return nil, usagef("%s: put -- between NAME and COMMAND (%s)", cmd, synopsis)
 	case len(positional) > 1:
-		return nil, usagef("run: unexpected %q before --: only NAME goes there", positional[1])
+		return nil, usagef("%s: unexpected %q before --: only NAME goes there", cmd, positional[1])
 	case !sawDash || len(command) == 0:
-		return nil, usagef("run: missing COMMAND (baton run [flags] NAME -- COMMAND [ARG...])")
+		return nil, usagef("%s: missing COMMAND (%s)", cmd, synopsis)
 	}
 	cfg.name, cfg.command = positional[0], command
 
-	if read || write || shared != 0 {
-		return nil, usagef("run: --read, --write and --shared (the read/write lock and the semaphore) land with a later release; this release runs mutexes only")
+	picked := 0
+	for _, on := range []bool{read, write, sharedSet} {
+		if on {
+			picked++
+		}
+	}
+	switch {
+	case cmd != "run" && picked > 0:
+		return nil, usagef("%s: --read, --write and --shared are for baton run (an election has one leader)", cmd)
+	case picked > 1:
+		return nil, usagef("%s: --read, --write and --shared exclude each other: a read/write lock and a semaphore are different objects", cmd)
+	case sharedSet && shared < 1:
+		return nil, usagef("%s: --shared %d: a semaphore needs at least one permit", cmd, shared)
+	case read:
+		cfg.mode = modeRead
+	case write:
+		cfg.mode = modeWrite
+	case sharedSet:
+		cfg.mode, cfg.permits = modeShared, shared
 	}
 	switch onSuspend {
 	case "none":
 	case "stop":
 		cfg.stopOnSuspend = true
 	default:
-		return nil, usagef("run: --on-suspend=%q: want none or stop", onSuspend)
+		return nil, usagef("%s: --on-suspend=%q: want none or stop", cmd, onSuspend)
+	}
+	if err := checkCommon(cmd, cfg); err != nil {
+		return nil, err
 	}
 	switch {
-	case cfg.ttl <= 0:
-		return nil, usagef("run: --ttl must be positive, got %v", cfg.ttl)
 	case cfg.waitSet && cfg.wait < 0:
-		return nil, usagef("run: --wait must not be negative, got %v", cfg.wait)
-	case cfg.connectTimeout <= 0:
-		return nil, usagef("run: --connect-timeout must be positive, got %v", cfg.connectTimeout)
+		return nil, usagef("%s: --wait must not be negative, got %v", cmd, cfg.wait)
 	case cfg.grace < 0:
-		return nil, usagef("run: --grace must not be negative, got %v", cfg.grace)
+		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
 	}
-	if !backendGiven {
+	if err := resolveBackend(cmd, cfg, backendGiven, getenv); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// checkCommon validates the flags every connecting command shares.
+func checkCommon(cmd string, cfg *runConfig) error {
+	switch {
+	case cfg.ttl <= 0:
+		return usagef("%s: --ttl must be positive, got %v", cmd, cfg.ttl)
+	case cfg.connectTimeout <= 0:
+		return usagef("%s: --connect-timeout must be positive, got %v", cmd, cfg.connectTimeout)
+	}
+	return nil
+}
+
+// resolveBackend falls back to $BATON_BACKEND when --backend was not given.
+func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) string) error {
+	if !given {
 		cfg.backend = getenv("BATON_BACKEND")
 	}
 	if strings.TrimSpace(cfg.backend) == "" {
-		return nil, usagef("run: no backend: pass --backend URL or set BATON_BACKEND (the embedded sqlite default arrives with the SQL engine)")
+		return usagef("%s: no backend: pass --backend URL or set BATON_BACKEND (the embedded sqlite default arrives with the SQL engine)", cmd)
 	}
-	return cfg, nil
+	return nil
 }

@@ -12,15 +12,25 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/queue"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
-// backend is a connected engine, as much of it as `run` needs.
+// backend is a connected engine, as much of it as the commands need.
 type backend struct {
-	mutex func(name string) (baton.Locker, error)
-	close func()
+	engine string // "zk", "etcd"
+	// locker returns the coordination object `run` takes for mode.
+	locker func(name string, mode lockMode, permits int) (baton.Locker, error)
+	// election returns the election `elect` campaigns in.
+	election func(name string) (*queue.Election, error)
+	// inspector, remover and bounder serve `inspect` and `clean`; bounder
+	// is nil where tokens are exact (etcd).
+	inspector queue.Inspector
+	remover   queue.Remover
+	bounder   queue.TokenBounder
+	close     func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
@@ -156,8 +166,14 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		return nil, err
 	}
 	return &backend{
-		mutex: func(name string) (baton.Locker, error) { return lc.Mutex(name) },
-		close: func() { _ = lc.Close(); _ = cli.Close() },
+		engine: "etcd",
+		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
+			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
+		},
+		election:  lc.Election,
+		inspector: lc,
+		remover:   lc,
+		close:     func() { _ = lc.Close(); _ = cli.Close() },
 		granted: func() {
 			if got := lc.GrantedTTL(); got != 0 && got != ttl {
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
@@ -210,4 +226,27 @@ func etcdTLS() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	return tc, nil
+}
+
+// pickLocker returns the Locker of mode from an engine's recipe
+// constructors: the mutex, a side of the read/write lock, or the
+// semaphore (each Acquire is one permit).
+func pickLocker(name string, mode lockMode, permits int,
+	mutex func(string) (*queue.Mutex, error),
+	rw func(string) (*queue.RWMutex, error),
+	sem func(string, int) (*queue.Semaphore, error),
+) (baton.Locker, error) {
+	switch mode {
+	case modeRead:
+		l, err := rw(name)
+		if err != nil {
+			return nil, err
+		}
+		return l.RLocker(), nil
+	case modeWrite:
+		return rw(name)
+	case modeShared:
+		return sem(name, permits)
+	}
+	return mutex(name)
 }

@@ -46,7 +46,14 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) 
 		note("--ttl %v: the ZooKeeper server negotiated a session timeout of %v", cfg.ttl, got)
 	}
 	return &backend{
-		mutex: func(name string) (baton.Locker, error) { return c.Mutex(name) },
-		close: func() { _ = c.Close() },
+		engine: "zk",
+		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
+			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
+		},
+		election:  c.Election,
+		inspector: c,
+		remover:   c,
+		bounder:   c,
+		close:     func() { _ = c.Close() },
 	}, nil
 }

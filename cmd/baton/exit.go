@@ -23,6 +23,9 @@ const (
 	// a bad or unsupported backend URL, an invalid lock name, a missing
 	// COMMAND, or a subcommand this release does not implement yet.
 	exitUsage = 64
+	// exitNoEntry (EX_NOINPUT): `clean --force-release ENTRY` names no
+	// entry of the queue (it may have gone meanwhile).
+	exitNoEntry = 66
 	// exitUnavailable (EX_UNAVAILABLE): no connection or session within
 	// --connect-timeout, or the session was lost while waiting.
 	exitUnavailable = 69
@@ -31,6 +34,9 @@ const (
 	// exitTempFail (EX_TEMPFAIL): the backend answered but the lock stayed
 	// taken until --wait ran out (or the single --wait 0 attempt failed).
 	exitTempFail = 75
+	// exitCantCreate (EX_CANTCREAT): `clean --force-release --apply` could
+	// not save its evidence, so it removed nothing.
+	exitCantCreate = 73
 	// exitLost (EX_PROTOCOL): the lock was lost while COMMAND ran. The
 	// command was sent SIGTERM (SIGKILL after --grace); whatever it
 	// returned, its work may have overlapped the next holder's.

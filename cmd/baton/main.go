@@ -2,13 +2,19 @@
 // carries a fencing token, and shows why that token matters.
 //
 //	baton run [flags] NAME -- COMMAND [ARG...]
+//	baton elect [flags] NAME -- COMMAND [ARG...]
+//	baton inspect [flags] NAME
+//	baton clean [flags] NAME
 //	baton demo
 //	baton help [COMMAND]
 //	baton version
 //
-// baton is just another client of the public API. It writes only to
-// stderr, so COMMAND owns stdout. See `baton help run` for the flags, the
-// environment and the exit codes.
+// baton is just another client of the public API. run, elect and demo
+// write only to stderr, so COMMAND owns stdout. inspect and clean print
+// their report (the data the operator asked for: a table, or JSON with
+// --json) on stdout and their diagnostics on stderr, so the report can be
+// piped or saved. See `baton help run` for the flags, the environment and
+// the exit codes.
 package main
 
 import (
@@ -25,12 +31,16 @@ var version = ""
 const mainUsage = `baton — distributed locks with fencing tokens
 
 Usage:
-  baton run [flags] NAME -- COMMAND [ARG...]   run COMMAND while holding the mutex NAME
+  baton run [flags] NAME -- COMMAND [ARG...]   run COMMAND while holding the lock NAME
+                                               (a mutex; --read/--write: a read/write
+                                               lock; --shared N: a semaphore permit)
+  baton elect [flags] NAME -- COMMAND [ARG...] run COMMAND while leader of election NAME
+  baton inspect [flags] NAME                   print NAME's queue (stdout; --json)
+  baton clean [flags] NAME                     remove duplicates and dead entries (dry run
+                                               unless --apply)
   baton demo                                   the paused-holder story on an embedded etcd
   baton help [COMMAND]                         this text, or a command's
   baton version                                print the version
-
-Not in this release (exit 64): baton elect, baton inspect, baton clean.
 
 A lock grants coordination, not correctness: COMMAND gets BATON_TOKEN and
 must hand it to the resource it writes, which rejects stale tokens.
@@ -38,8 +48,9 @@ must hand it to the resource it writes, which rejects stale tokens.
 
 const runUsage = `Usage: baton run [flags] NAME -- COMMAND [ARG...]
 
-Acquire the mutex NAME, run COMMAND, release when it exits, and exit with
-its status. Flags may come before or after NAME; "--" starts COMMAND.
+Acquire the lock NAME (a mutex unless --read, --write or --shared), run
+COMMAND, release when it exits, and exit with its status. Flags may come
+before or after NAME; "--" starts COMMAND.
 
 Flags:
   --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379 or
@@ -55,9 +66,14 @@ Flags:
                          Default 5s.
   --on-suspend none|stop stop: SIGSTOP COMMAND while ownership is in doubt and
                          SIGCONT it when the session recovers. Default none.
-  --read, --write, --shared N
-                         reserved for the read/write lock and the semaphore of a
-                         later release (exit 64 now).
+  --read                 take the shared side of the read/write lock NAME: readers
+                         share; a reader never overtakes a queued writer.
+  --write                take the exclusive side of the read/write lock NAME.
+  --shared N             take one of N permits of the semaphore NAME (N >= 1;
+                         every client of NAME must use the same N).
+                         --read, --write and --shared exclude each other. A mutex,
+                         a read/write lock and a semaphore are different objects:
+                         give them different NAMEs.
 Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
@@ -76,7 +92,7 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
-      missing COMMAND, feature not in this release
+      missing COMMAND, --read/--write/--shared combined, --shared < 1
   69  backend unreachable (at start, or the session died while waiting)
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
@@ -84,6 +100,91 @@ Exit codes:
   126 COMMAND not executable; 127 COMMAND not found
   128+n COMMAND (or baton, while acquiring) killed by signal n
   otherwise COMMAND's own status
+`
+
+const electUsage = `Usage: baton elect [flags] NAME -- COMMAND [ARG...]
+
+Campaign in the election NAME; once leader, run COMMAND; when COMMAND
+exits, resign and exit with its status. Candidates queue (Curator's
+LeaderLatch layout on ZooKeeper, etcdctl elect's on etcd): the first is the
+leader, the next takes over when it resigns or its session dies.
+
+COMMAND's environment adds BATON_EPOCH, the leadership's epoch (decimal,
+strictly greater than every earlier leader's), and BATON_TOKEN equal to it,
+beside BATON_LOCK (NAME) and BATON_ENGINE. Commit work with the epoch so a
+deposed leader's late writes are rejected.
+
+When leadership is lost (the session expired or the link stayed silent too
+long), COMMAND gets SIGTERM, SIGKILL after --grace, and baton exits 76, as
+baton run does: a new leader may already be running by then.
+
+Flags and exit codes are those of baton run (see baton help run), without
+--read, --write and --shared. --wait bounds the campaign (75 when it runs
+out); --wait 0 exits 75 at once when the election has a leader.
+`
+
+const inspectUsage = `Usage: baton inspect [flags] NAME
+
+Print the queue of the lock, RW lock, semaphore or election NAME, without
+taking part in it: position, entry (as baton clean names it), kind, owning
+session, fencing token where the engine can tell it, age, holder or
+waiting, and flags: "duplicate" (a protected create retried after a lost
+response left a second entry of one attempt; the smallest is the real one)
+and "dead" (no live session owns the entry: nothing will remove it by
+itself). The report goes to stdout; diagnostics to stderr.
+
+ZooKeeper: tokens are unknown from outside (a holder's token is the
+directory's pzxid at its granting read); session liveness comes from the
+server's "dump" four-letter word (4lw.commands.whitelist) and is reported
+unknown without it. etcd: the token is the key's create revision; etcd
+keeps no creation time, so age is unknown and the lease TTL is shown.
+
+Flags:
+  --backend URL          as for baton run (default $BATON_BACKEND)
+  --connect-timeout D    reach the backend within D or exit 69. Default 10s.
+  --json                 print a JSON array of entries instead of the table
+                         (token and age_ms are null when unknown)
+
+Exit codes: 0 printed (also for an empty queue); 64 usage; 69 backend
+unreachable; 77 authentication or TLS refused.
+`
+
+const cleanUsage = `Usage: baton clean [flags] NAME
+
+Find the residue in NAME's queue and, with --apply, remove it — only what
+is provably residue: protected-create duplicates (same "_c_<uuid>-" prefix,
+same owning session, not the smallest) and entries no live session owns.
+Entries of live sessions are never removed for looking old. Without
+--apply nothing changes: baton prints what it would remove and why.
+
+baton never removes the lock directory itself, nor anything outside it:
+that would release the real holder and every waiter at once (they would
+all enter together) and destroy the evidence of what happened.
+
+A live holder can only be released by force, one exact entry at a time:
+  baton clean --force-release ENTRY NAME           print the evidence and
+                                                   the fence to raise
+  baton clean --force-release ENTRY --apply NAME   save the evidence, then
+                                                   delete ENTRY
+ENTRY is the entry exactly as baton inspect prints it. The holder is not
+told: its session lives on and it keeps writing until its resource rejects
+it. So first raise the fence of every resource NAME guards to the token
+printed (under an owner name of your own): the (token, owner) rule then
+rejects the old holder and admits the next one, whose token is larger.
+
+Flags:
+  --backend URL          as for baton run (default $BATON_BACKEND)
+  --connect-timeout D    reach the backend within D or exit 69. Default 10s.
+  --apply                remove; without it, a dry run
+  --force-release ENTRY  release this one live entry (needs --apply to act)
+  --evidence-dir DIR     where --force-release --apply saves its evidence
+                         (default $XDG_STATE_HOME/baton, else
+                         ~/.local/state/baton)
+
+Exit codes: 0 done (or dry run printed); 64 usage, including a request to
+remove the lock directory; 66 --force-release names no entry of the queue;
+69 backend unreachable; 73 the evidence could not be saved (nothing was
+removed); 77 authentication or TLS refused.
 `
 
 const demoUsage = `Usage: baton demo
@@ -125,8 +226,12 @@ func dispatch(args []string) int {
 	case "version", "--version":
 		fmt.Fprintln(os.Stderr, "baton", buildVersion())
 		return exitOK
-	case "elect", "inspect", "clean":
-		return fail(usagef("%s is not implemented in this release (it arrives with a later one); see `baton help`", cmd))
+	case "elect":
+		return electMain(rest)
+	case "inspect":
+		return inspectMain(rest)
+	case "clean":
+		return cleanMain(rest)
 	default:
 		fmt.Fprintf(os.Stderr, "baton: unknown command %q\n\n", cmd)
 		fmt.Fprint(os.Stderr, mainUsage)
@@ -142,6 +247,12 @@ func helpMain(w io.Writer, args []string) int {
 	switch args[0] {
 	case "run":
 		fmt.Fprint(w, runUsage)
+	case "elect":
+		fmt.Fprint(w, electUsage)
+	case "inspect":
+		fmt.Fprint(w, inspectUsage)
+	case "clean":
+		fmt.Fprint(w, cleanUsage)
 	case "demo":
 		fmt.Fprint(w, demoUsage)
 	default:

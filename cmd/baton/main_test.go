@@ -236,9 +236,21 @@ func TestUsageErrors(t *testing.T) {
 		{"missing name", nil, []string{"run", "--backend", "etcd://127.0.0.1:1"}},
 		{"missing command", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "n", "--"}},
 		{"missing --", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "n", "true"}},
-		{"read lock reserved", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--read", "n", "--", "true"}},
-		{"semaphore reserved", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--shared", "3", "n", "--", "true"}},
-		{"elect not in this release", nil, []string{"elect", "n", "--", "true"}},
+		{"read and write", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--read", "--write", "n", "--", "true"}},
+		{"read and shared", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--read", "--shared", "2", "n", "--", "true"}},
+		{"write and shared", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--shared", "2", "--write", "n", "--", "true"}},
+		{"shared zero", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--shared", "0", "n", "--", "true"}},
+		{"shared negative", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--shared", "-2", "n", "--", "true"}},
+		{"shared not a number", nil, []string{"run", "--backend", "etcd://127.0.0.1:1", "--shared", "two", "n", "--", "true"}},
+		{"elect with --read", nil, []string{"elect", "--backend", "etcd://127.0.0.1:1", "--read", "n", "--", "true"}},
+		{"elect without backend", nil, []string{"elect", "n", "--", "true"}},
+		{"elect missing command", nil, []string{"elect", "--backend", "etcd://127.0.0.1:1", "n", "--"}},
+		{"inspect missing name", nil, []string{"inspect", "--backend", "etcd://127.0.0.1:1"}},
+		{"inspect two names", nil, []string{"inspect", "--backend", "etcd://127.0.0.1:1", "a", "b"}},
+		{"inspect invalid name", nil, []string{"inspect", "--backend", "etcd://127.0.0.1:1", "a/../b"}},
+		{"clean unknown flag", nil, []string{"clean", "--backend", "etcd://127.0.0.1:1", "--all", "n"}},
+		{"clean the directory", nil, []string{"clean", "--backend", "etcd://127.0.0.1:1", "--apply", "--force-release", "", "n"}},
+		{"clean the directory by name", nil, []string{"clean", "--backend", "etcd://127.0.0.1:1", "--apply", "--force-release", "/n/", "n"}},
 		{"demo with arguments", nil, []string{"demo", "extra"}},
 	}
 	for _, tt := range tests {
@@ -259,7 +271,8 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "run"}, {"run", "--help"}, {"version"}, {"demo", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "run"}, {"run", "--help"}, {"version"}, {"demo", "--help"},
+		{"help", "elect"}, {"elect", "--help"}, {"help", "inspect"}, {"inspect", "--help"}, {"help", "clean"}, {"clean", "--help"}} {
 		r := runBaton(t, nil, args...)
 		if r.code != 0 || r.stdout != "" || r.stderr == "" {
 			t.Errorf("baton %q = exit %d, stdout %q, stderr %d bytes; want 0, empty, some", args, r.code, r.stdout, len(r.stderr))

@@ -15,17 +15,41 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
 )
 
-// runMain is `baton run`: check everything that can be checked offline,
-// connect, acquire, supervise COMMAND, release.
+// runMain is `baton run`: hold a lock (mutex, a side of a read/write
+// lock, or a semaphore permit) while COMMAND runs.
 func runMain(args []string) int {
 	cfg, err := parseRun(args, os.Getenv)
+	return holdMain(cfg, err, runUsage, takeLock)
+}
+
+// electMain is `baton elect`: lead while COMMAND runs.
+func electMain(args []string) int {
+	cfg, err := parseElect(args, os.Getenv)
+	return holdMain(cfg, err, electUsage, campaign)
+}
+
+// holding is what run or elect holds while COMMAND runs.
+type holding struct {
+	lease   *baton.Lease
+	noun    string   // "lock" or "leadership", for messages
+	env     []string // environment beyond BATON_LOCK/TOKEN/ENGINE
+	release func(ctx context.Context) error
+}
+
+// taker obtains the holding on a connected backend, honouring --wait.
+type taker func(ctx context.Context, cfg *runConfig, b *backend, name string) (*holding, error)
+
+// holdMain is the body `run` and `elect` share: check everything that can
+// be checked offline, connect, take, supervise COMMAND, give back.
+func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	if err != nil {
 		return fail(err)
 	}
 	if cfg.help {
-		fmt.Fprint(os.Stderr, runUsage)
+		fmt.Fprint(os.Stderr, usage)
 		return exitOK
 	}
 	name, err := baton.ValidateName(cfg.name)
@@ -49,11 +73,7 @@ func runMain(args []string) int {
 		return failAcquire(ctx, cfg, name, err, false)
 	}
 	defer b.close()
-	m, err := b.mutex(name)
-	if err != nil {
-		return failAcquire(ctx, cfg, name, err, false)
-	}
-	lease, err := acquire(ctx, cfg, m)
+	h, err := take(ctx, cfg, b, name)
 	if err != nil {
 		return failAcquire(ctx, cfg, name, err, cfg.waitSet && cfg.wait > 0)
 	}
@@ -76,23 +96,37 @@ func runMain(args []string) int {
 		note("interrupted by %v before COMMAND started", s)
 		code = exitSignalBase + int(s)
 	} else {
-		code = supervise(lease, cfg, path, sigc)
+		code = supervise(h, cfg, path, sigc)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), cfg.connectTimeout)
 	defer cancel()
-	if err := lease.Release(rctx); err != nil {
+	if err := h.release(rctx); err != nil {
 		if errors.Is(err, baton.ErrLost) {
 			if code != exitLost {
-				note("lock %q was lost after COMMAND exited, before release: %v", name, err)
+				note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
 			}
 		} else {
-			note("release of %q failed (the entry goes with the session): %v", name, err)
+			note("release of %s %q failed (the entry goes with the session): %v", h.noun, name, err)
 		}
 	}
 	return code
 }
 
-// acquire takes the mutex as --wait says: forever, one attempt, or until
+// takeLock takes the lock of `run`: the mutex, or the --read / --write
+// side of the RW lock, or a --shared permit.
+func takeLock(ctx context.Context, cfg *runConfig, b *backend, name string) (*holding, error) {
+	m, err := b.locker(name, cfg.mode, cfg.permits)
+	if err != nil {
+		return nil, err
+	}
+	l, err := acquire(ctx, cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	return &holding{lease: l, noun: "lock", release: l.Release}, nil
+}
+
+// acquire takes the lock as --wait says: forever, one attempt, or until
 // the wait runs out. A single attempt is bounded by --connect-timeout, so
 // that an unreachable backend is not mistaken for a busy lock.
 func acquire(ctx context.Context, cfg *runConfig, m baton.Locker) (*baton.Lease, error) {
@@ -110,6 +144,56 @@ func acquire(ctx context.Context, cfg *runConfig, m baton.Locker) (*baton.Lease,
 	}
 }
 
+// campaign wins the election of `elect` as --wait says. Elections have no
+// single-attempt campaign, so --wait 0 fails at once when there is a
+// leader, and otherwise campaigns for at most --connect-timeout (a rival
+// that wins the race in between makes that 75, too).
+func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*holding, error) {
+	e, err := b.election(name)
+	if err != nil {
+		return nil, err
+	}
+	var ld *queue.Leader
+	switch {
+	case !cfg.waitSet:
+		ld, err = e.Campaign(ctx)
+	case cfg.wait == 0:
+		tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+		defer cancel()
+		cur, lerr := e.Leader(tctx)
+		switch {
+		case lerr == nil:
+			return nil, fmt.Errorf("election %q is led by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
+		case !errors.Is(lerr, baton.ErrNoLeader):
+			return nil, lerr
+		}
+		ld, err = e.Campaign(tctx)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			lctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+			defer cancel()
+			if cur, lerr := e.Leader(lctx); lerr == nil {
+				err = fmt.Errorf("election %q was won by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
+			}
+		}
+	default:
+		wctx, cancel := context.WithTimeout(ctx, cfg.wait)
+		defer cancel()
+		ld, err = e.Campaign(wctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	epoch := strconv.FormatUint(ld.Epoch(), 10)
+	return &holding{
+		lease: ld.Lease(),
+		noun:  "leadership",
+		env:   []string{"BATON_EPOCH=" + epoch},
+		// COMMAND has exited: there is nothing left to drain or
+		// checkpoint, so resigning is releasing in the seed's order.
+		release: func(ctx context.Context) error { return ld.Resign(ctx, queue.ResignPlan{}) },
+	}, nil
+}
+
 // failAcquire reports a connect or acquire failure and returns its code.
 func failAcquire(sigCtx context.Context, cfg *runConfig, name string, err error, waited bool) int {
 	code := classify(sigCtx, err, waited)
@@ -117,9 +201,9 @@ func failAcquire(sigCtx context.Context, cfg *runConfig, name string, err error,
 	case code == exitUsage:
 		return fail(err)
 	case code == exitTempFail && errors.Is(err, baton.ErrNotAcquired):
-		note("lock %q is held by another owner", name)
+		note("%q is held by another owner: %v", name, err)
 	case code == exitTempFail:
-		note("lock %q stayed taken for --wait %v", name, cfg.wait)
+		note("%q stayed taken for --wait %v", name, cfg.wait)
 	case code == exitUnavailable:
 		note("backend unreachable: %v", err)
 	case code == exitNoPerm:
@@ -153,29 +237,37 @@ func failExec(name string, err error) int {
 }
 
 // childEnv is the environment of COMMAND: baton's own, with BATON_LOCK,
-// BATON_TOKEN and BATON_ENGINE replaced. BATON_BACKEND stays as inherited.
-func childEnv(env []string, l *baton.Lease) []string {
-	out := make([]string, 0, len(env)+3)
+// BATON_TOKEN, BATON_ENGINE and the keys of extra replaced. BATON_BACKEND
+// stays as inherited.
+func childEnv(env []string, l *baton.Lease, extra []string) []string {
+	replaced := map[string]bool{"BATON_LOCK": true, "BATON_TOKEN": true, "BATON_ENGINE": true}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced[k] = true
+	}
+	out := make([]string, 0, len(env)+3+len(extra))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "BATON_LOCK" || k == "BATON_TOKEN" || k == "BATON_ENGINE" {
+		if replaced[k] {
 			continue
 		}
 		out = append(out, kv)
 	}
-	return append(out,
+	out = append(out,
 		"BATON_LOCK="+l.Name(),
 		"BATON_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"BATON_ENGINE="+l.Engine())
+	return append(out, extra...)
 }
 
 // supervise runs COMMAND under the lease and returns baton's exit code. It
 // owns the child: every path out of it has reaped the child.
-func supervise(l *baton.Lease, cfg *runConfig, path string, sigc <-chan os.Signal) int {
+func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal) int {
+	l := h.lease
 	cmd := exec.Command(path, cfg.command[1:]...)
 	cmd.Args[0] = cfg.command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = childEnv(os.Environ(), l)
+	cmd.Env = childEnv(os.Environ(), l, h.env)
 	// Own process group: signals reach COMMAND and everything it spawned,
 	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
 	// baton is SIGKILLed, so it never runs on without a lock holder.
@@ -224,21 +316,21 @@ func supervise(l *baton.Lease, cfg *runConfig, path string, sigc <-chan os.Signa
 				if cfg.stopOnSuspend {
 					signalGroup(pgid, syscall.SIGSTOP)
 					stopped = true
-					note("lock %q suspended (ownership in doubt): COMMAND stopped", l.Name())
+					note("%s %q suspended (ownership in doubt): COMMAND stopped", h.noun, l.Name())
 				} else {
-					note("lock %q suspended (ownership in doubt)", l.Name())
+					note("%s %q suspended (ownership in doubt)", h.noun, l.Name())
 				}
 			case baton.Held:
 				if stopped {
 					signalGroup(pgid, syscall.SIGCONT)
 					stopped = false
-					note("lock %q held again: COMMAND continued", l.Name())
+					note("%s %q held again: COMMAND continued", h.noun, l.Name())
 				} else {
-					note("lock %q held again", l.Name())
+					note("%s %q held again", h.noun, l.Name())
 				}
 			case baton.Lost:
 				lost = true
-				note("lock %q lost (token %d): SIGTERM to COMMAND, SIGKILL after %v", l.Name(), l.Token(), cfg.grace)
+				note("%s %q lost (token %d): SIGTERM to COMMAND, SIGKILL after %v", h.noun, l.Name(), l.Token(), cfg.grace)
 				signalGroup(pgid, syscall.SIGTERM)
 				if stopped {
 					// Continue it after the SIGTERM is pending, so the first
@@ -271,7 +363,7 @@ func supervise(l *baton.Lease, cfg *runConfig, path string, sigc <-chan os.Signa
 		// Whatever COMMAND left behind in its group was running without the
 		// lock; it had its SIGTERM.
 		signalGroup(pgid, syscall.SIGKILL)
-		note("exit %d: lock %q was lost while COMMAND ran (COMMAND's status was %d)", exitLost, l.Name(), status)
+		note("exit %d: %s %q was lost while COMMAND ran (COMMAND's status was %d)", exitLost, h.noun, l.Name(), status)
 		return exitLost
 	}
 	return status

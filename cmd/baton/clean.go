@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton/queue"
+)
+
+// cleanMain is `baton clean`: residue removal (dry run unless --apply), or
+// the forced release of one exact entry.
+func cleanMain(args []string) int {
+	a, code := openAdmin("clean", cleanUsage, args)
+	if a == nil {
+		return code
+	}
+	defer a.close()
+	q, err := a.inspect()
+	if err != nil {
+		return failAdmin(a.ctx, err)
+	}
+	if a.cfg.forceSet {
+		return forceRelease(a, q, os.Stdout)
+	}
+	return cleanResidue(a, q, os.Stdout)
+}
+
+// refuseDirectory rejects a --force-release that names the lock directory
+// (or a semaphore's queue directory) instead of an entry. Removing the
+// directory would release the real holder and every waiter at once and
+// destroy the evidence (seed 2.4.5.3, Q15/Q18). The engines' Remove refuses
+// anything but an entry, too; this check only gives the reason.
+func refuseDirectory(name, entry string) error {
+	e := strings.Trim(entry, "/")
+	if e == "" || e == "." || e == "locks" || e == "leases" || e == name || strings.HasSuffix(e, "/"+name) {
+		return usagef("clean: --force-release %q names the lock directory, not an entry: baton never removes the directory "+
+			"(it would free the holder and every waiter at once and destroy the evidence); name one entry as baton inspect prints it", entry)
+	}
+	return nil
+}
+
+// residueReason says why clean may remove e, or "" when it may not.
+// Only two kinds of entry are provably residue: a protected-create
+// duplicate (the engine flags only one of the same session as its
+// smallest sibling), and an entry no live session owns.
+func residueReason(e queue.EntryInfo) string {
+	switch {
+	case e.DeadSession:
+		return "no live session owns it"
+	case e.Duplicate:
+		return "protected-create duplicate of the same session"
+	}
+	return ""
+}
+
+func cleanResidue(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
+	verb := "would remove"
+	if a.cfg.apply {
+		verb = "removing"
+	}
+	found, failed := 0, 0
+	for _, e := range q {
+		why := residueReason(e)
+		if why == "" {
+			continue
+		}
+		found++
+		fmt.Fprintf(w, "%s %s (%s, session %s): %s\n", verb, e.Entry, kindName(e.Kind), orDash(e.Session), why)
+		if !a.cfg.apply {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+		err := a.b.remover.Remove(ctx, a.name, e.Entry)
+		cancel()
+		if err != nil {
+			failed++
+			note("remove %s: %v", e.Entry, err)
+			continue
+		}
+		fmt.Fprintf(w, "removed %s\n", e.Entry)
+	}
+	kept := len(q) - found
+	switch {
+	case found == 0:
+		fmt.Fprintf(w, "nothing to clean in %q: %d entries, none a duplicate, none known to lack a live session\n", a.name, kept)
+	case !a.cfg.apply:
+		fmt.Fprintf(w, "dry run: nothing removed; %d entries kept; re-run with --apply to remove %d\n", kept, found)
+	default:
+		fmt.Fprintf(w, "removed %d of %d; %d entries kept\n", found-failed, found, kept)
+	}
+	if failed > 0 {
+		return exitUnavailable
+	}
+	return exitOK
+}
+
+// evidence is what --force-release saves before it removes anything.
+type evidence struct {
+	Time       time.Time   `json:"time"`
+	Engine     string      `json:"engine"`
+	Backend    string      `json:"backend"` // credentials redacted
+	Lock       string      `json:"lock"`
+	Entry      entryJSON   `json:"entry"`
+	FenceToken *uint64     `json:"fence_token"` // raise the fence to this
+	FenceExact bool        `json:"fence_token_exact"`
+	Queue      []entryJSON `json:"queue"` // the whole queue at the time
+}
+
+// forceRelease releases one exact live entry: it prints the evidence and
+// the fence to raise; with --apply it saves the evidence, then removes.
+func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
+	var target *queue.EntryInfo
+	for i := range q {
+		if q[i].Entry == a.cfg.forceRelease {
+			target = &q[i]
+		}
+	}
+	if target == nil {
+		note("clean: --force-release %q: no such entry in %q (it may be gone already; run baton inspect %s for the exact names)",
+			a.cfg.forceRelease, a.name, a.name)
+		return exitNoEntry
+	}
+	u, _ := splitURL(a.cfg.backend)
+	ev := evidence{
+		Time:    time.Now().UTC(),
+		Engine:  a.b.engine,
+		Backend: u.redacted,
+		Lock:    a.name,
+		Entry:   entryToJSON(*target),
+		Queue:   toJSON(q),
+	}
+	fence, exact := target.Token, target.Token != 0
+	if !exact && a.b.bounder != nil {
+		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+		b, err := a.b.bounder.TokenBound(ctx, a.name)
+		cancel()
+		if err != nil {
+			return failAdmin(a.ctx, err)
+		}
+		fence = b
+	}
+	if fence != 0 {
+		ev.FenceToken, ev.FenceExact = &fence, exact
+	}
+
+	e := target
+	fmt.Fprintf(w, "force-release of %s in %q (%s):\n", e.Entry, a.name, a.b.engine)
+	fmt.Fprintf(w, "  kind %s, %s, owner session %s, token %s, age %s\n",
+		kindName(e.Kind), stateName(*e), orDash(e.Session), tokenText(e.Token), ageText(e.Age))
+	if e.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", e.Note)
+	}
+	if !e.DeadSession {
+		fmt.Fprintf(w, "  its session is alive and will not be told: it keeps working until its resource rejects it\n")
+	}
+	switch {
+	case exact:
+		fmt.Fprintf(w, "FIRST raise the fence of every resource %q guards to token %d under an owner name of your own:\n", a.name, fence)
+	case fence != 0:
+		fmt.Fprintf(w, "FIRST raise the fence of every resource %q guards to token %d (no grant so far has a larger one) under an owner name of your own:\n", a.name, fence)
+	default:
+		fmt.Fprintf(w, "FIRST raise the fence of every resource %q guards above this holder's token (unknown here):\n", a.name)
+	}
+	fmt.Fprintf(w, "  the (token, owner) rule then rejects this holder's writes and admits the next holder, whose token is larger.\n")
+	if !a.cfg.apply {
+		fmt.Fprintf(w, "dry run: nothing removed, no evidence saved; re-run with --apply once the fence is raised\n")
+		return exitOK
+	}
+	path, err := saveEvidence(a.cfg.evidenceDir, a.name, ev)
+	if err != nil {
+		note("clean: evidence not saved, nothing removed: %v", err)
+		return exitCantCreate
+	}
+	fmt.Fprintf(w, "evidence saved to %s\n", path)
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	defer cancel()
+	if err := a.b.remover.Remove(ctx, a.name, e.Entry); err != nil {
+		return failAdmin(a.ctx, err)
+	}
+	fmt.Fprintf(w, "removed %s\n", e.Entry)
+	return exitOK
+}
+
+// evidenceDir is where evidence goes without --evidence-dir: the user's
+// state directory (XDG), as baton's embedded default backend will be.
+func evidenceDir(flagDir string) (string, error) {
+	if flagDir != "" {
+		return flagDir, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "baton"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no --evidence-dir, no XDG_STATE_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "baton"), nil
+}
+
+// saveEvidence writes ev to a new file (never overwriting one) and returns
+// its path.
+func saveEvidence(flagDir, name string, ev evidence) (string, error) {
+	dir, err := evidenceDir(flagDir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '/' || r < ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, name)
+	if len(safe) > 100 {
+		safe = safe[:100]
+	}
+	path := filepath.Join(dir, fmt.Sprintf("baton-evidence-%s-%s.json", safe, ev.Time.Format("20060102T150405.000000000Z")))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if err := writeJSON(f, ev); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", errors.Join(err, os.Remove(path))
+	}
+	return path, nil
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+)
+
+// adminConfig is a parsed `baton inspect` or `baton clean` command line.
+type adminConfig struct {
+	runConfig           // backend, connect timeout, session TTL, NAME
+	json         bool   // inspect --json
+	apply        bool   // clean --apply
+	forceRelease string // clean --force-release ENTRY
+	forceSet     bool
+	evidenceDir  string // clean --evidence-dir
+}
+
+// parseAdmin parses `inspect` or `clean` (cmd) arguments: flags before or
+// after the one NAME.
+func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminConfig, error) {
+	cfg := &adminConfig{runConfig: runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout}}
+	backendGiven := false
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("backend", "", func(s string) error { cfg.backend, backendGiven = s, true; return nil })
+	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	switch cmd {
+	case "inspect":
+		fs.BoolVar(&cfg.json, "json", false, "")
+	case "clean":
+		fs.BoolVar(&cfg.apply, "apply", false, "")
+		fs.Func("force-release", "", func(s string) error { cfg.forceRelease, cfg.forceSet = s, true; return nil })
+		fs.StringVar(&cfg.evidenceDir, "evidence-dir", "", "")
+	}
+	var positional []string
+	for own := args; ; {
+		if err := fs.Parse(own); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				cfg.help = true
+				return cfg, nil
+			}
+			return nil, usagef("%s: %v", cmd, err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		own = fs.Args()[1:]
+	}
+	switch {
+	case len(positional) == 0:
+		return nil, usagef("%s: missing NAME (baton %s [flags] NAME)", cmd, cmd)
+	case len(positional) > 1:
+		return nil, usagef("%s: unexpected %q: %s takes one NAME", cmd, positional[1], cmd)
+	}
+	cfg.name = positional[0]
+	if err := checkCommon(cmd, &cfg.runConfig); err != nil {
+		return nil, err
+	}
+	if err := resolveBackend(cmd, &cfg.runConfig, backendGiven, getenv); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// adminSession is a connected inspect or clean: the backend, the
+// normalised name, and the signal context.
+type adminSession struct {
+	cfg  *adminConfig
+	name string
+	b    *backend
+	ctx  context.Context
+	stop func()
+}
+
+// openAdmin parses, validates and connects for inspect or clean. A
+// non-negative code means the command is over with that exit code.
+func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
+	cfg, err := parseAdmin(cmd, args, os.Getenv)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if cfg.help {
+		fmt.Fprint(os.Stderr, usage)
+		return nil, exitOK
+	}
+	name, err := baton.ValidateName(cfg.name)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if cfg.forceSet {
+		if err := refuseDirectory(name, cfg.forceRelease); err != nil {
+			return nil, fail(err)
+		}
+	}
+	if err := parseBackend(cfg.backend); err != nil {
+		return nil, fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	b, err := openBackend(ctx, &cfg.runConfig, name)
+	if err != nil {
+		code := failAdmin(ctx, err)
+		stop()
+		return nil, code
+	}
+	return &adminSession{cfg: cfg, name: name, b: b, ctx: ctx, stop: stop}, -1
+}
+
+func (a *adminSession) close() {
+	a.b.close()
+	a.stop()
+}
+
+// inspect reads the queue, bounded by --connect-timeout.
+func (a *adminSession) inspect() ([]queue.EntryInfo, error) {
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	defer cancel()
+	return a.b.inspector.Inspect(ctx, a.name)
+}
+
+// failAdmin reports a failure of inspect or clean and returns its code.
+func failAdmin(sigCtx context.Context, err error) int {
+	code := classify(sigCtx, err, false)
+	switch {
+	case code == exitUsage:
+		return fail(err)
+	case code == exitUnavailable:
+		note("backend unreachable: %v", err)
+	case code == exitNoPerm:
+		note("backend refused authentication or TLS: %v", err)
+	case code > exitSignalBase:
+		note("interrupted by %v", syscall.Signal(code-exitSignalBase))
+	default:
+		note("%v", err)
+	}
+	return code
+}
+
+// inspectMain is `baton inspect`: the queue on stdout.
+func inspectMain(args []string) int {
+	a, code := openAdmin("inspect", inspectUsage, args)
+	if a == nil {
+		return code
+	}
+	defer a.close()
+	q, err := a.inspect()
+	if err != nil {
+		return failAdmin(a.ctx, err)
+	}
+	if a.cfg.json {
+		err = writeJSON(os.Stdout, toJSON(q))
+	} else {
+		err = writeTable(os.Stdout, q)
+	}
+	if err != nil {
+		note("write: %v", err)
+		return exitSoftware
+	}
+	if len(q) == 0 {
+		note("%q has no entries on %s", a.name, a.b.engine)
+	}
+	return exitOK
+}
+
+// kindName is the word `inspect` shows for an entry's recipe.
+func kindName(k queue.Kind) string {
+	switch k {
+	case queue.KindMutex:
+		return "mutex"
+	case queue.KindRead:
+		return "read"
+	case queue.KindWrite:
+		return "write"
+	case queue.KindLatch:
+		return "leader"
+	case queue.KindLease:
+		return "lease"
+	}
+	return string(k)
+}
+
+func stateName(e queue.EntryInfo) string {
+	if e.Holder {
+		return "holder"
+	}
+	return "waiting"
+}
+
+func flagsOf(e queue.EntryInfo) string {
+	switch {
+	case e.Duplicate && e.DeadSession:
+		return "duplicate,dead"
+	case e.Duplicate:
+		return "duplicate"
+	case e.DeadSession:
+		return "dead"
+	}
+	return "-"
+}
+
+// ageText rounds an age for the table; 0 is unknown.
+func ageText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "?"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tokenText(t uint64) string {
+	if t == 0 {
+		return "?"
+	}
+	return strconv.FormatUint(t, 10)
+}
+
+// writeTable prints the queue as aligned columns.
+func writeTable(w io.Writer, q []queue.EntryInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tENTRY\tKIND\tSESSION\tTOKEN\tAGE\tSTATE\tFLAGS\tNOTE")
+	for _, e := range q {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, e.Entry, kindName(e.Kind),
+			orDash(e.Session), tokenText(e.Token), ageText(e.Age), stateName(e), flagsOf(e), e.Note)
+	}
+	return tw.Flush()
+}
+
+// entryJSON is one entry in `inspect --json` and in clean's evidence.
+// Unknown token and age are null.
+type entryJSON struct {
+	Position    int     `json:"position"`
+	Entry       string  `json:"entry"`
+	Kind        string  `json:"kind"`
+	Marker      string  `json:"marker"`
+	Session     string  `json:"session"`
+	Token       *uint64 `json:"token"`
+	AgeMS       *int64  `json:"age_ms"`
+	State       string  `json:"state"`
+	Holder      bool    `json:"holder"`
+	Duplicate   bool    `json:"duplicate"`
+	DeadSession bool    `json:"dead_session"`
+	Note        string  `json:"note,omitempty"`
+}
+
+func entryToJSON(e queue.EntryInfo) entryJSON {
+	j := entryJSON{
+		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
+		Session: e.Session, State: stateName(e), Holder: e.Holder,
+		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Note: e.Note,
+	}
+	if e.Token != 0 {
+		t := e.Token
+		j.Token = &t
+	}
+	if e.Age > 0 {
+		ms := e.Age.Milliseconds()
+		j.AgeMS = &ms
+	}
+	return j
+}
+
+func toJSON(q []queue.EntryInfo) []entryJSON {
+	out := make([]entryJSON, 0, len(q))
+	for _, e := range q {
+		out = append(out, entryToJSON(e))
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
