@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestEtcdctlAndBatonMutex(t *testing.T) {
 	etcdctlSide := func(who string) side {
 		return side{who: who, env: []string{"ETCDCTL_API=3"}, argv: func(name, dir, who, hold string, n int) []string {
 			argv := []string{etcdctl, "--endpoints=" + endpoint, "lock", name, "--",
-				"sh", criticalSh, dir, who, hold}
+				"sh", criticalSh, dir, who, hold, "mutex"}
 			if n == 1 {
 				return argv
 			}
@@ -77,15 +78,52 @@ func TestEtcdctlAndBatonMutex(t *testing.T) {
 		}}
 	}
 
+	bat := func(who string) side { return batonSide(srv.backend, who, "mutex") }
+
 	t.Run("EtcdctlFirst", func(t *testing.T) {
-		ordered(t, srv, etcdctlSide("etcdctl"), batonSide(srv.backend, "baton"))
+		ordered(t, srv, etcdctlSide("etcdctl"), bat("baton"))
 	})
 	t.Run("BatonFirst", func(t *testing.T) {
-		ordered(t, srv, batonSide(srv.backend, "baton"), etcdctlSide("etcdctl"))
+		ordered(t, srv, bat("baton"), etcdctlSide("etcdctl"))
 	})
 	t.Run("Interleaved", func(t *testing.T) {
-		interleaved(t, srv, 5,
-			etcdctlSide("etcdctl-1"), etcdctlSide("etcdctl-2"),
-			batonSide(srv.backend, "baton-1"), batonSide(srv.backend, "baton-2"))
+		interleaved(t, srv, 5, "0.05",
+			etcdctlSide("etcdctl-1"), etcdctlSide("etcdctl-2"), bat("baton-1"), bat("baton-2"))
+	})
+}
+
+// TestEtcdctlAndBatonElect checks `baton elect NAME` against
+// `etcdctl elect NAME PROPOSAL` (testdata/etcdctl-elect.sh) on one etcd:
+// one leader at a time, in both start orders, and leadership passes to the
+// other client's candidate when the leader resigns.
+func TestEtcdctlAndBatonElect(t *testing.T) {
+	needBaton(t)
+	etcdctl := testenv.Binary(t, "etcdctl")
+	srv := etcdServer(t)
+	endpoint := strings.TrimPrefix(srv.backend, "etcd://")
+	elect, err := filepath.Abs(filepath.Join("testdata", "etcdctl-elect.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdctlSide := func(who string) side {
+		return side{who: who, env: []string{"ETCDCTL_API=3"}, argv: func(name, dir, who, hold string, n int) []string {
+			argv := []string{"sh", elect, etcdctl, endpoint, name, dir, who, hold}
+			if n == 1 {
+				return argv
+			}
+			return loop(n, argv...)
+		}}
+	}
+	bat := func(who string) side { return batonSide(srv.backend, who, "leader") }
+
+	t.Run("EtcdctlFirst", func(t *testing.T) {
+		ordered(t, srv, etcdctlSide("etcdctl"), bat("baton"))
+	})
+	t.Run("BatonFirst", func(t *testing.T) {
+		ordered(t, srv, bat("baton"), etcdctlSide("etcdctl"))
+	})
+	t.Run("Interleaved", func(t *testing.T) {
+		interleaved(t, srv, 3, "0.05",
+			etcdctlSide("etcdctl-1"), etcdctlSide("etcdctl-2"), bat("baton-1"), bat("baton-2"))
 	})
 }

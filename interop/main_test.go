@@ -21,6 +21,9 @@ var (
 	batonBuildErr error
 	// criticalSh is the absolute path of testdata/critical.sh.
 	criticalSh string
+	// scratch is a directory that lives as long as the test binary, for
+	// what several tests share (the compiled Java classes).
+	scratch string
 )
 
 // TestMain builds cmd/baton once for every test: the interop tests run the
@@ -34,6 +37,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	scratch = tmp
 	batonBin = filepath.Join(tmp, "baton")
 	// Built without -race even under go test -race: a race-enabled binary
 	// takes about a second to start on this machine, which would stretch
@@ -61,11 +65,39 @@ func needBaton(t *testing.T) {
 	}
 }
 
-// batonRun returns the argv of `baton run` on name that runs the critical
-// section as who.
-func batonRun(backend, name, dir, who, hold string) []string {
-	return []string{batonBin, "run", "--backend", backend, name, "--",
-		"sh", criticalSh, dir, who, hold}
+// batonArgv returns the argv of the baton command that takes recipe on
+// name and runs the critical section as who with the grant's kind:
+//
+//	mutex        baton run NAME            kind mutex
+//	read         baton run --read NAME     kind read
+//	write        baton run --write NAME    kind write
+//	semaphore:N  baton run --shared N NAME kind permit
+//	leader       baton elect NAME          kind leader
+//
+// The recipes are the ones java/CuratorRecipes.java names the same way.
+func batonArgv(backend, recipe, name, dir, who, hold string) []string {
+	cmd, flags := "run", []string(nil)
+	switch {
+	case recipe == "read" || recipe == "write":
+		flags = []string{"--" + recipe}
+	case strings.HasPrefix(recipe, "semaphore:"):
+		flags = []string{"--shared", strings.TrimPrefix(recipe, "semaphore:")}
+	case recipe == "leader":
+		cmd = "elect"
+	}
+	argv := append([]string{batonBin, cmd, "--backend", backend}, flags...)
+	return append(argv, name, "--", "sh", criticalSh, dir, who, hold, kindOf(recipe))
+}
+
+// kindOf is the kind a holder of recipe logs (see testdata/critical.sh).
+func kindOf(recipe string) string {
+	switch {
+	case strings.HasPrefix(recipe, "semaphore:"):
+		return "permit"
+	case recipe == "read", recipe == "write", recipe == "leader":
+		return recipe
+	}
+	return "mutex"
 }
 
 // loop returns an argv that runs argv n times in a row and stops at the
