@@ -53,6 +53,13 @@ type Engine struct {
 	// slack) and the next waiter granted within SessionTTL +
 	// max(0.5s, SessionTTL/4) (fault matrix I5).
 	SessionTTL time.Duration
+
+	// SemaphoreEntries lists the remote entries of the semaphore called
+	// name (its permits' entries and any guard entries), like Entries.
+	// Nil means Entries(t, name); set it when a semaphore's entries live
+	// below the name rather than directly under it (Curator's layout has
+	// "<name>/leases" and "<name>/locks").
+	SemaphoreEntries func(t testing.TB, name string) []string
 }
 
 // Client is one client of the engine under test.
@@ -93,15 +100,7 @@ const (
 // TestMutex runs the exclusive-lock conformance subtests against e.
 func TestMutex(t *testing.T, e Engine) {
 	t.Helper()
-	switch {
-	case e.Name == "":
-		t.Fatal("batontest: Engine.Name is empty")
-	case e.NewClient == nil || e.Entries == nil:
-		t.Fatalf("batontest: engine %s: NewClient and Entries are required", e.Name)
-	case e.SessionTTL <= 0:
-		t.Fatalf("batontest: engine %s: SessionTTL = %v, want > 0", e.Name, e.SessionTTL)
-	}
-	s := &suite{e: e}
+	s := newSuite(t, e)
 	for _, st := range []struct {
 		name string
 		run  func(*testing.T)
@@ -124,6 +123,33 @@ func TestMutex(t *testing.T, e Engine) {
 
 // suite carries the engine through the subtests.
 type suite struct{ e Engine }
+
+// newSuite checks e's description or stops the test.
+func newSuite(t *testing.T, e Engine) *suite {
+	t.Helper()
+	switch {
+	case e.Name == "":
+		t.Fatal("batontest: Engine.Name is empty")
+	case e.NewClient == nil || e.Entries == nil:
+		t.Fatalf("batontest: engine %s: NewClient and Entries are required", e.Name)
+	case e.SessionTTL <= 0:
+		t.Fatalf("batontest: engine %s: SessionTTL = %v, want > 0", e.Name, e.SessionTTL)
+	}
+	return &suite{e: e}
+}
+
+// subtest is one named conformance check.
+type subtest struct {
+	name string
+	run  func(*testing.T)
+}
+
+// runAll runs the subtests in order.
+func runAll(t *testing.T, sts []subtest) {
+	for _, st := range sts {
+		t.Run(st.name, st.run)
+	}
+}
 
 // errorf reports a violation of invariant, prefixed with the engine name.
 func (s *suite) errorf(t testing.TB, invariant, format string, args ...any) {
@@ -227,7 +253,12 @@ func (s *suite) release(t testing.TB, l *baton.Lease) {
 // entries lists name's remote entries, sorted.
 func (s *suite) entries(t testing.TB, name string) []string {
 	t.Helper()
-	es := slices.Clone(s.e.Entries(t, name))
+	return sortedClone(s.e.Entries(t, name))
+}
+
+// sortedClone returns a sorted copy of es.
+func sortedClone(es []string) []string {
+	es = slices.Clone(es)
 	slices.Sort(es)
 	return es
 }
@@ -236,10 +267,16 @@ func (s *suite) entries(t testing.TB, name string) []string {
 // within passes, and returns the last listing and whether it matched.
 func (s *suite) awaitEntries(t testing.TB, name string, want []string, within time.Duration) ([]string, bool) {
 	t.Helper()
+	return awaitList(t, s.entries, name, want, within)
+}
+
+// awaitList is awaitEntries over any listing of name's entries.
+func awaitList(t testing.TB, list func(testing.TB, string) []string, name string, want []string, within time.Duration) ([]string, bool) {
+	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	deadline := time.Now().Add(within)
 	for {
-		got := s.entries(t, name)
+		got := list(t, name)
 		if slices.Equal(got, want) {
 			return got, true
 		}

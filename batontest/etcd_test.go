@@ -13,7 +13,16 @@ import (
 
 // TestEtcd runs the conformance suite against etcdlock on the embedded
 // etcd server, each client partitioned by its own fault proxy.
-func TestEtcd(t *testing.T) {
+func TestEtcd(t *testing.T) { batontest.TestMutex(t, etcdTestEngine(t)) }
+
+// TestEtcdRWMutex, TestEtcdSemaphore and TestEtcdElection run the recipe
+// suites against etcdlock.
+func TestEtcdRWMutex(t *testing.T)   { batontest.TestRWMutex(t, etcdTestEngine(t)) }
+func TestEtcdSemaphore(t *testing.T) { batontest.TestSemaphore(t, etcdTestEngine(t)) }
+func TestEtcdElection(t *testing.T)  { batontest.TestElection(t, etcdTestEngine(t)) }
+
+// etcdTestEngine is etcdEngine with an admin client closed at the end of t.
+func etcdTestEngine(t *testing.T) batontest.Engine {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{etcdServer.Endpoint},
 		DialTimeout: 5 * time.Second,
@@ -28,7 +37,7 @@ func TestEtcd(t *testing.T) {
 		t.Fatalf("etcdlock.New() = %v", err)
 	}
 	t.Cleanup(func() { _ = admin.Close() })
-	batontest.TestMutex(t, etcdEngine(etcdServer.Endpoint, admin))
+	return etcdEngine(etcdServer.Endpoint, admin)
 }
 
 // TestEtcdMinimumTTL records what the embedded server does with a TTL

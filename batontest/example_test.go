@@ -75,6 +75,16 @@ func (c *etcdClient) Mutex(name string) (baton.Locker, error) {
 	return m, nil
 }
 
+func (c *etcdClient) RWMutex(name string) (batontest.RW, error) { return rwOf(c.Client.RWMutex(name)) }
+
+func (c *etcdClient) Semaphore(name string, n int) (batontest.Sem, error) {
+	return semOf(c.Client.Semaphore(name, n))
+}
+
+func (c *etcdClient) Election(name string) (batontest.Elect, error) {
+	return electOf(c.Client.Election(name))
+}
+
 // Kill partitions the client: its keepalives stop reaching the server,
 // which expires the lease after its TTL.
 func (c *etcdClient) Kill(t testing.TB) {

@@ -111,3 +111,110 @@ func (m *brokenMutex) Lock(ctx context.Context) (*baton.Lease, error) {
 	}
 	return l, err
 }
+
+// TestSuiteCatchesRecipeViolations is the negative control of the recipe
+// suites: etcdlock's recipes, wrapped so that each breaks one invariant,
+// must fail the suites with the invariant named.
+func TestSuiteCatchesRecipeViolations(t *testing.T) {
+	if os.Getenv(brokenEnv) != "" {
+		t.Skip("in the child process")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.count=1",
+		"-test.run=^TestBrokenRecipes$/^(RW|Semaphore|Election)$/^(QueueOrder|TryAcquire|ResignOrder)$")
+	cmd.Env = append(os.Environ(), brokenEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the suites passed recipes that break the contract; output:\n%s", out)
+	}
+	for _, want := range []string{
+		"etcd-broken: reader never overtakes a queued writer",
+		"etcd-broken: writer waits for earlier readers",
+		"etcd-broken: at most N holders",
+		"etcd-broken: resign order",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("suite output lacks %q; output:\n%s", want, out)
+		}
+	}
+}
+
+// TestBrokenRecipes is the child half of TestSuiteCatchesRecipeViolations.
+func TestBrokenRecipes(t *testing.T) {
+	if os.Getenv(brokenEnv) == "" {
+		t.Skip("run by TestSuiteCatchesRecipeViolations in a child process")
+	}
+	e := etcdTestEngine(t)
+	newClient := e.NewClient
+	e.Name = "etcd-broken"
+	e.NewClient = func(t testing.TB) batontest.Client {
+		return &brokenRecipes{etcdClient: newClient(t).(*etcdClient)}
+	}
+	t.Run("RW", func(t *testing.T) { batontest.TestRWMutex(t, e) })
+	t.Run("Semaphore", func(t *testing.T) { batontest.TestSemaphore(t, e) })
+	t.Run("Election", func(t *testing.T) { batontest.TestElection(t, e) })
+}
+
+// brokenRecipes hands out a read/write lock whose readers take a shadow
+// lock (so they ignore writers), semaphores with one permit too many, and
+// leaders that release before they drain.
+type brokenRecipes struct{ *etcdClient }
+
+func (c *brokenRecipes) RWMutex(name string) (batontest.RW, error) {
+	m, err := c.etcdClient.RWMutex(name)
+	if err != nil {
+		return nil, err
+	}
+	shadow, err := c.etcdClient.RWMutex(name + "/shadow")
+	if err != nil {
+		return nil, err
+	}
+	return brokenRW{RW: m, shadow: shadow}, nil
+}
+
+type brokenRW struct {
+	batontest.RW
+	shadow batontest.RW
+}
+
+func (m brokenRW) RLock(ctx context.Context) (*baton.Lease, error)    { return m.shadow.RLock(ctx) }
+func (m brokenRW) TryRLock(ctx context.Context) (*baton.Lease, error) { return m.shadow.TryRLock(ctx) }
+
+func (c *brokenRecipes) Semaphore(name string, n int) (batontest.Sem, error) {
+	return c.etcdClient.Semaphore(name, n+1)
+}
+
+func (c *brokenRecipes) Election(name string) (batontest.Elect, error) {
+	el, err := c.etcdClient.Election(name)
+	if err != nil {
+		return nil, err
+	}
+	return brokenElection{el}, nil
+}
+
+type brokenElection struct{ batontest.Elect }
+
+func (e brokenElection) Campaign(ctx context.Context) (batontest.Leadership, error) {
+	ld, err := e.Elect.Campaign(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return brokenLeader{ld}, nil
+}
+
+type brokenLeader struct{ batontest.Leadership }
+
+// Resign releases first and drains afterwards: the next leader runs while
+// this one still works.
+func (l brokenLeader) Resign(ctx context.Context, p batontest.ResignPlan) error {
+	epoch := l.Epoch()
+	err := l.Leadership.Resign(ctx, batontest.ResignPlan{})
+	if p.Drain != nil {
+		_ = p.Drain(ctx)
+	}
+	if p.Checkpoint != nil {
+		_ = p.Checkpoint(ctx, epoch)
+	}
+	return err
+}

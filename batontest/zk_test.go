@@ -19,10 +19,28 @@ const zkSessionTimeout = time.Second
 
 // TestZK runs the conformance suite against zklock on the private
 // ZooKeeper server, each client dialling through its own fault proxy.
-func TestZK(t *testing.T) {
+func TestZK(t *testing.T) { batontest.TestMutex(t, zkEngine(t)) }
+
+// TestZKRWMutex, TestZKSemaphore and TestZKElection run the recipe suites
+// against zklock.
+func TestZKRWMutex(t *testing.T)   { batontest.TestRWMutex(t, zkEngine(t)) }
+func TestZKSemaphore(t *testing.T) { batontest.TestSemaphore(t, zkEngine(t)) }
+func TestZKElection(t *testing.T)  { batontest.TestElection(t, zkEngine(t)) }
+
+// zkEngine describes zklock on the private test server to the suite.
+func zkEngine(t *testing.T) batontest.Engine {
 	addr := testenv.ZK(t)
 	admin := dialZK(t, addr)
-	batontest.TestMutex(t, batontest.Engine{
+	entries := func(t testing.TB, name string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		es, err := admin.Entries(ctx, name)
+		if err != nil {
+			t.Fatalf("Entries(%q) = %v", name, err)
+		}
+		return es
+	}
+	return batontest.Engine{
 		Name: "zk",
 		NewClient: func(t testing.TB) batontest.Client {
 			p, err := faultproxy.Start(addr)
@@ -38,19 +56,23 @@ func TestZK(t *testing.T) {
 			}
 			return &zkClient{Client: c, proxy: p}
 		},
-		Entries: func(t testing.TB, name string) []string {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			es, err := admin.Entries(ctx, name)
-			if err != nil {
-				t.Fatalf("Entries(%q) = %v", name, err)
+		Entries: entries,
+		// Curator's semaphore layout: the guard mutex's entries under
+		// "<name>/locks", the permits under "<name>/leases"; the two
+		// container directories themselves are not entries.
+		SemaphoreEntries: func(t testing.TB, name string) []string {
+			var es []string
+			for _, sub := range []string{"locks", "leases"} {
+				for _, e := range entries(t, name+"/"+sub) {
+					es = append(es, sub+"/"+e)
+				}
 			}
 			return es
 		},
 		// The server expires a session a session timeout after it last
 		// heard from it, in buckets of one tickTime (200ms).
 		SessionTTL: zkSessionTimeout + 200*time.Millisecond,
-	})
+	}
 }
 
 // dialZK dials a client that is never killed, closed at the end of t.
@@ -85,4 +107,14 @@ func (c *zkClient) Kill(t testing.TB) {
 	if err := c.proxy.Blackhole(""); err != nil {
 		t.Fatalf("Blackhole() = %v", err)
 	}
+}
+
+func (c *zkClient) RWMutex(name string) (batontest.RW, error) { return rwOf(c.Client.RWMutex(name)) }
+
+func (c *zkClient) Semaphore(name string, n int) (batontest.Sem, error) {
+	return semOf(c.Client.Semaphore(name, n))
+}
+
+func (c *zkClient) Election(name string) (batontest.Elect, error) {
+	return electOf(c.Client.Election(name))
 }

@@ -13,6 +13,7 @@
 //     create EPHEMERAL_SEQUENTIAL + getChildren + delete; etcd: one
 //     put-if-absent transaction that also reads the first key, + delete)
 //     and against the engine's usual Go lock (zk.Lock, concurrency.Mutex).
+//
 //   - Handoff under contention: N waiters queued on one name, each on its
 //     own session, and a holder that releases over and over (the released
 //     contender queues again at the back, so the queue stays N long). It
@@ -20,6 +21,26 @@
 //     the next waiter's Lock, and the server requests per handoff. A
 //     herd-free recipe wakes one waiter per release, so both figures must
 //     stay flat from 5 to 500 waiters.
+//
+//   - Recipes, uncontended acquire+release: the RW lock's read and write
+//     sides and the semaphore, each beside the bare round trips its
+//     protocol needs (neither engine's usual Go client has these recipes,
+//     so there is no peer). ZooKeeper: RW = create "__READ__"/"__WRIT__" +
+//     getChildren + delete; semaphore = Curator's V2 protocol, guard
+//     create + getChildren, lease create + getChildren, guard delete, lease
+//     delete. etcd: RW = one put-if-absent transaction reading the queue +
+//     delete; semaphore = the same V2 protocol (two transactions, two
+//     deletes), and, for comparison, a guard-free "first N by create
+//     revision" semaphore (one transaction + delete).
+//
+//   - Leader handoff: the time from the start of Resign to the next
+//     candidate's Campaign returning, and from a kill of the leader to the
+//     same. A kill is SIGKILL as the network sees it: the leader's fault
+//     proxy drops its connection and refuses new ones, so the server keeps
+//     the session or lease until it expires; the handoff is then bounded by
+//     the session timeout or TTL T (2s, stated in the report), and the old
+//     leader must see its leadership end before the next one leads.
+//     etcd's concurrency.Election is measured beside baton as a reference.
 //
 // Server requests are counted on the server for ZooKeeper (mntr's
 // zk_packets_received, minus the pings measured over an idle window of the

@@ -48,6 +48,12 @@ func TestRatios(t *testing.T) {
 	t.Run("handoff", func(t *testing.T) {
 		misses = append(misses, handoffReport(t)...)
 	})
+	t.Run("recipes", func(t *testing.T) {
+		misses = append(misses, recipeReport(t, rounds)...)
+	})
+	t.Run("leader", func(t *testing.T) {
+		misses = append(misses, leaderReport(t)...)
+	})
 	if len(misses) > 0 {
 		msg := "targets missed: " + strings.Join(misses, "; ")
 		if os.Getenv("BATON_BENCH_STRICT") == "1" {
