@@ -3,8 +3,6 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,31 +13,14 @@ import (
 	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 )
 
 // server is the embedded etcd every test of this binary talks to.
 var server *etcdtest.Server
 
-func TestMain(m *testing.M) {
-	s, err := etcdtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcdtest:", err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		// Every goroutine a Client owns must be gone once the clients and
-		// the server are closed.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain runs the tests beside one embedded etcd; every goroutine a
+// Client owns must be gone once the clients and the server are closed.
+func TestMain(m *testing.M) { etcdtest.Main(m, &server) }
 
 // rawClient returns a plain etcd client to endpoint (the server when "").
 func rawClient(t *testing.T, endpoint string) *clientv3.Client {

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,28 +25,12 @@ import (
 // the private server of scripts/servers.sh (BATON_TEST_ZK).
 var etcdServer *etcdtest.Server
 
-// TestMain starts the embedded etcd server, runs the tests, stops the
-// server and fails the binary if any goroutine outlived its owner.
+// TestMain runs the tests beside one embedded etcd and checks for leaked
+// goroutines; toxiproxy's shared in-process server outlives single tests.
 func TestMain(m *testing.M) {
-	srv, err := etcdtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "queue: start embedded etcd:", err)
-		os.Exit(1)
-	}
-	etcdServer = srv
-	code := m.Run()
-	srv.Close()
-	if code == 0 {
-		if err := goleak.Find(
-			// toxiproxy's shared in-process server outlives single tests.
-			goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
-			goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "queue: goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	etcdtest.Main(m, &etcdServer,
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"))
 }
 
 // client is what the recipe tests need of an engine's client: both

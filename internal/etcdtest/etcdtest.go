@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 )
 
@@ -75,4 +77,27 @@ func freePorts() (int, int, error) {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports[0], ports[1], nil
+}
+
+// Main is the TestMain of a test binary that talks to one embedded etcd:
+// it starts the server and stores it in *srv, runs the tests, stops the
+// server and, when the tests passed, fails the binary if any goroutine
+// outlived its owner (fault matrix I8). leakOpts name the few known
+// background goroutines goleak should ignore. It does not return.
+func Main(m *testing.M, srv **Server, leakOpts ...goleak.Option) {
+	s, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdtest: start embedded etcd:", err)
+		os.Exit(1)
+	}
+	*srv = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(leakOpts...); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
