@@ -8,6 +8,8 @@ package deps
 import (
 	_ "github.com/Shopify/toxiproxy/v2"
 	_ "github.com/anishathalye/porcupine"
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/redis/go-redis/v9"
 	_ "github.com/go-zookeeper/zk"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "go.etcd.io/etcd/client/v3"
