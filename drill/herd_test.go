@@ -1,0 +1,279 @@
+package drill_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// TestRow09Herd: 500 waiters, each with its own session, queue on one
+// name and hold it ~5 ms each. Each acquires exactly once, tokens
+// increase, grants come in queue order (I10), nothing overlaps at the
+// resource (I1), and the server requests per handoff at 500 waiters stay
+// within 1.1× those at 5: a release wakes one waiter, not the herd
+// (ZooKeeper's documented herd effect; etcd's concurrency.Mutex also waits
+// only on its predecessor).
+func TestRow09Herd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 sessions")
+	}
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		seed := drill.BaseSeed()
+		var small, perLarge float64
+		large := herdSize()
+		for i, n := range []int{5, 5, 5, 5, large} {
+			per := herd(t, e, seed+uint64(i), n)
+			if n == 5 {
+				small += per / 4
+			} else {
+				perLarge = per
+			}
+		}
+		t.Logf("%s: %.2f requests per handoff at 5 waiters, %.2f at %d", e.name, small, perLarge, large)
+		if perLarge > 1.1*small {
+			t.Errorf("%s: %.2f server requests per handoff at %d waiters, want ≤ 1.1 × %.2f (at 5): a release wakes more than one waiter", e.name, perLarge, large, small)
+		}
+	})
+}
+
+// herdSize is the large round's number of waiters: 500 in the long drill
+// (BATON_DRILL_TRIALS set, as scripts/drill.sh does) or with
+// BATON_DRILL_HERD=n; 100 by default, because 500 sessions with the race
+// detector on two shared cores spend more time starving than queueing.
+func herdSize() int {
+	if n, err := strconv.Atoi(os.Getenv("BATON_DRILL_HERD")); err == nil && n > 0 {
+		return n
+	}
+	if drill.Trials(0) > 0 {
+		return 500
+	}
+	return 100
+}
+
+// herd runs one round with n waiters behind a plug holder and returns the
+// waiters' server requests per handoff (pings and keepalives excluded).
+func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
+	run := drill.Start(t, seed)
+	name := lockName("row09", e, seed)
+	res := newCounters(t, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }() // a failed trial stops its waiters
+	plug := newHolder(t, run, e, "plug", name, clientOpts{})
+	lp, err := plug.lock(ctx)
+	if err != nil {
+		t.Fatalf("plug's Lock = %v", err)
+	}
+
+	var count func() int64
+	// Hundreds of sessions with a 1.5–2 s timeout on two loaded cores under
+	// -race lose sessions to scheduling delays alone; expiry is not what
+	// this row tests, so the waiters get a long timeout.
+	o := clientOpts{ttl: 20 * time.Second}
+	switch e.name {
+	case "zk":
+		cp := startZKCounter(t, testenv.ZK(t))
+		o.upstream, count = cp.addr, cp.requests.Load
+	case "etcd":
+		var rc rpcCounter
+		o.etcdCli = rawEtcd(t, etcdServer.Endpoint, grpc.WithChainUnaryInterceptor(rc.unary), grpc.WithChainStreamInterceptor(rc.stream))
+		count = rc.n.Load
+	}
+	ws := make([]*holder, n)
+	for i := range ws {
+		ws[i] = newHolder(t, run, e, "w"+strconv.Itoa(i), name, o)
+	}
+	mntr0 := zkPackets(t, e)
+	before := count()
+	for _, w := range ws {
+		wg.Go(func() { // owner: this test (wg)
+			l, err := w.lock(ctx)
+			if err != nil {
+				t.Errorf("%s's Lock = %v", w.id, err)
+				return
+			}
+			hold := time.After(5 * time.Millisecond)
+			if ferr, uerr := res.increment(ctx, run, w.id, l.Token(), l.Owner()); ferr != nil || uerr != nil {
+				t.Errorf("%s's increment = %v, %v", w.id, ferr, uerr)
+			}
+			<-hold
+			if err := w.release(ctx, l); err != nil {
+				t.Errorf("%s's Release = %v", w.id, err)
+			}
+		})
+	}
+	waitEntries(t, e, name, n+1)
+	_ = plug.release(ctx, lp)
+	wg.Wait()
+	requests := count() - before
+	if mntr0 >= 0 {
+		t.Logf("mntr zk_packets_received grew by %d (includes pings of every session and other tests' traffic)", zkPackets(t, e)-mntr0)
+	}
+
+	events := run.Rec.Events()
+	grants := map[string]int{}
+	for _, g := range drill.Grants(events, name) {
+		grants[g.Client]++
+	}
+	for _, w := range ws {
+		if grants[w.id] != 1 {
+			t.Errorf("%s acquired %d times, want exactly once", w.id, grants[w.id])
+		}
+	}
+	run.Report(drill.CheckTokens(events))
+	run.Report(drill.CheckExclusive(events))
+	run.Report(drill.CheckFIFO(events))
+	run.Report(drill.CheckWakeups(events, name, 1))
+	res.check(t, run, false)
+	run.Report(drill.Orphans(ctx, name, time.Second, e.scan))
+	return float64(requests) / float64(n)
+}
+
+// zkCounter is a TCP proxy to ZooKeeper that counts the client requests
+// it forwards, excluding the session handshake and pings (xid −2): the
+// requests a recipe makes. Unlike mntr's zk_packets_received it sees only
+// this drill's clients and no pings.
+type zkCounter struct {
+	addr     string
+	requests atomic.Int64
+	l        net.Listener
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func startZKCounter(t *testing.T, upstream string) *zkCounter {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &zkCounter{addr: l.Addr().String(), l: l}
+	c.wg.Go(func() { // owner: c; ends when Close closes the listener
+		for {
+			down, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				down.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, down, up)
+			c.mu.Unlock()
+			c.wg.Go(func() { io.Copy(down, up); down.Close() })
+			c.wg.Go(func() { c.forward(up, down); up.Close() })
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		c.mu.Lock()
+		for _, x := range c.conns {
+			x.Close()
+		}
+		c.mu.Unlock()
+		c.wg.Wait()
+	})
+	return c
+}
+
+// forward copies ZooKeeper frames (4-byte length, then the body) from
+// client to server, counting requests: the first frame is the connect
+// request; every later one starts with xid and opcode.
+func (c *zkCounter) forward(up, down net.Conn) {
+	r := bufio.NewReader(down)
+	first := true
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return
+		}
+		size := binary.BigEndian.Uint32(hdr[:])
+		body := make([]byte, size)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		if !first && size >= 8 && int32(binary.BigEndian.Uint32(body[:4])) != -2 {
+			c.requests.Add(1)
+		}
+		first = false
+		if _, err := up.Write(append(hdr[:], body...)); err != nil {
+			return
+		}
+	}
+}
+
+// rpcCounter counts etcd client requests: unary calls and messages sent on
+// streams (watch creations, …), except lease keepalives, which are the
+// sessions' heartbeat and not the recipe's work.
+type rpcCounter struct{ n atomic.Int64 }
+
+const keepAliveMethod = "/etcdserverpb.Lease/LeaseKeepAlive"
+
+func (rc *rpcCounter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	rc.n.Add(1)
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (rc *rpcCounter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil || method == keepAliveMethod {
+		return s, err
+	}
+	return &countedStream{ClientStream: s, n: &rc.n}, nil
+}
+
+type countedStream struct {
+	grpc.ClientStream
+	n *atomic.Int64
+}
+
+func (s *countedStream) SendMsg(m any) error {
+	s.n.Add(1)
+	return s.ClientStream.SendMsg(m)
+}
+
+// zkPackets reads zk_packets_received from ZooKeeper's mntr (4lw), or -1
+// for other engines or when mntr cannot be read.
+func zkPackets(t *testing.T, e *engine) int64 {
+	if e.name != "zk" {
+		return -1
+	}
+	c, err := net.DialTimeout("tcp", e.endpoint, 2*time.Second)
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		return -1
+	}
+	b, err := io.ReadAll(c)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received\t"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return -1
+}

@@ -1,0 +1,55 @@
+package drill_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/baton-go/baton/internal/etcdtest"
+)
+
+// nopZap silences clientv3's logger.
+var nopZap = zap.NewNop()
+
+// etcdServer is the embedded etcd every etcd drill of this binary uses.
+var etcdServer *etcdtest.Server
+
+func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		// Re-executed as the holder of a process-fault drill (row 2).
+		os.Exit(holderMain())
+	}
+	// The embedded etcd fsyncs every write; on a loaded shared disk that
+	// alone can stall lease renewals for seconds. Its data lives on tmpfs
+	// when the machine has one (the drills test baton, not the disk).
+	tmp, hadTmp := os.LookupEnv("TMPDIR")
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		os.Setenv("TMPDIR", "/dev/shm")
+	}
+	s, err := etcdtest.Start()
+	if hadTmp {
+		os.Setenv("TMPDIR", tmp)
+	} else {
+		os.Unsetenv("TMPDIR")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdtest:", err)
+		os.Exit(1)
+	}
+	etcdServer = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		// toxiproxy (inside internal/faultproxy) can leave a link's pipe
+		// goroutine blocked on a send after a blackholed link is cut and
+		// healed; it is the fault tool's, not baton's (reported).
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,130 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Trials returns how many seeded trials a scenario runs: def (CI keeps
+// it small), or BATON_DRILL_TRIALS for the long randomized drill
+// (scripts/drill.sh sets 50).
+func Trials(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("BATON_DRILL_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BaseSeed returns BATON_DRILL_SEED when set (to replay a failing trial),
+// else a seed from the clock. Trial i of a scenario uses BaseSeed()+i.
+func BaseSeed() uint64 {
+	if s, err := strconv.ParseUint(os.Getenv("BATON_DRILL_SEED"), 10, 64); err == nil {
+		return s
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// Run is one trial's bookkeeping: its seed and random source, and a
+// Recorder writing history.jsonl into a directory that is removed when the
+// test passes and kept (its path logged) when it fails, or always with
+// BATON_DRILL_KEEP=1. BATON_DRILL_DIR picks the parent directory.
+type Run struct {
+	T    testing.TB
+	Dir  string
+	Seed uint64
+	Rand *rand.Rand
+	Rec  *Recorder
+}
+
+// Start begins a trial of t with seed, logging the seed so that
+// BATON_DRILL_SEED replays it.
+func Start(t testing.TB, seed uint64) *Run {
+	t.Helper()
+	parent := os.Getenv("BATON_DRILL_DIR")
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			t.Fatalf("BATON_DRILL_DIR: %v", err)
+		}
+	}
+	pattern := "baton-drill-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-*"
+	dir, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		t.Fatalf("drill: history directory: %v", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatalf("drill: history file: %v", err)
+	}
+	r := &Run{T: t, Dir: dir, Seed: seed, Rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), Rec: NewRecorder(f)}
+	t.Logf("drill seed %d (replay with BATON_DRILL_SEED=%d)", seed, seed)
+	r.Rec.Record(Event{Client: "drill", Op: OpSeed, Phase: Info, Value: Int(int64(seed)), Detail: t.Name()})
+	t.Cleanup(func() {
+		f.Close()
+		if err := r.Rec.Err(); err != nil {
+			t.Errorf("drill: %v", err)
+		}
+		if t.Failed() || os.Getenv("BATON_DRILL_KEEP") != "" {
+			t.Logf("drill history kept in %s (seed %d)", dir, seed)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return r
+}
+
+// Report fails the test with every violation.
+func (r *Run) Report(vs []Violation) {
+	r.T.Helper()
+	for _, v := range vs {
+		r.T.Errorf("%s", v)
+	}
+}
+
+// Register checks resource's history against FencedRegister. When the
+// history is not linearizable it writes porcupine's visualisation next to
+// the history. It fails the test only on a check that could not run; the
+// caller asserts the result (true for fenced resources, false for the
+// unfenced control after a fault).
+func (r *Run) Register(resource string) RegisterResult {
+	r.T.Helper()
+	res, err := CheckRegister(r.Rec.Events(), resource, time.Minute)
+	if err != nil {
+		r.T.Fatalf("CheckRegister(%q): %v", resource, err)
+	}
+	if !res.Linearizable() {
+		p := filepath.Join(r.Dir, strings.ReplaceAll(resource, "/", "_")+".html")
+		if err := res.Visualize(p); err != nil {
+			r.T.Errorf("porcupine visualisation: %v", err)
+		} else {
+			r.T.Logf("porcupine: %q is %s; visualisation %s", resource, res.Result, p)
+		}
+	}
+	return res
+}
+
+// Orphans polls entries until it lists nothing or wait has passed, and
+// returns an I8 violation naming what is left. entries is the engine's
+// orphan scan (zklock and etcdlock Client.Entries).
+func Orphans(ctx context.Context, name string, wait time.Duration, entries func(context.Context, string) ([]string, error)) []Violation {
+	deadline := time.Now().Add(wait)
+	for {
+		es, err := entries(ctx, name)
+		if err == nil && len(es) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if err != nil {
+				return []Violation{{"I8", fmt.Sprintf("%q: orphan scan failed: %v", name, err)}}
+			}
+			return []Violation{{"I8", fmt.Sprintf("%q: %d entries left after %v: %v", name, len(es), wait, es)}}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
