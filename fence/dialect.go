@@ -13,20 +13,22 @@ import (
 // (directly, or once through DialectOf).
 type Dialect int
 
-// Dialects. MySQL/MariaDB (no RETURNING; ON DUPLICATE KEY UPDATE instead of
-// ON CONFLICT) are planned as a further dialect.
+// Dialects.
 const (
 	Postgres Dialect = iota + 1 // PostgreSQL 9.5+ (ON CONFLICT … DO UPDATE … WHERE)
 	SQLite                      // SQLite 3.35+ (upsert with RETURNING)
+	MySQL                       // MySQL 5.7+ / MariaDB 10.2+ (ON DUPLICATE KEY UPDATE, then a locking read)
 )
 
-// String returns the dialect's name ("postgres", "sqlite").
+// String returns the dialect's name ("postgres", "sqlite", "mysql").
 func (d Dialect) String() string {
 	switch d {
 	case Postgres:
 		return "postgres"
 	case SQLite:
 		return "sqlite"
+	case MySQL:
+		return "mysql"
 	}
 	return "Dialect(" + strconv.Itoa(int(d)) + ")"
 }
@@ -34,7 +36,8 @@ func (d Dialect) String() string {
 // DialectOf recognises the dialect from the driver behind db, without
 // importing any driver: PostgreSQL for github.com/jackc/pgx (v4, v5 stdlib)
 // and github.com/lib/pq; SQLite for modernc.org/sqlite,
-// github.com/mattn/go-sqlite3 and github.com/ncruces/go-sqlite3. Any other
+// github.com/mattn/go-sqlite3 and github.com/ncruces/go-sqlite3; MySQL for
+// github.com/go-sql-driver/mysql (MySQL and MariaDB). Any other
 // driver (including a wrapping one, such as a tracing driver) returns an
 // error wrapping baton.ErrInvalidOption: set Table.Dialect yourself.
 func DialectOf(db *sql.DB) (Dialect, error) {
@@ -50,21 +53,37 @@ func DialectOf(db *sql.DB) (Dialect, error) {
 		return Postgres, nil
 	case p == "modernc.org/sqlite", p == "github.com/mattn/go-sqlite3", strings.HasPrefix(p, "github.com/ncruces/go-sqlite3"):
 		return SQLite, nil
+	case p == "github.com/go-sql-driver/mysql":
+		return MySQL, nil
 	default:
 		return 0, invalid("driver %s (%s) not recognised; set Table.Dialect", t.Name(), p)
 	}
 }
 
 // dialect is what a fence needs to know about one SQL flavour. Schemes
-// (the fencing_tokens table today; business-row columns and externally
-// minted tokens later) build their statements from it, and a dialect whose
-// SQL cannot express the one-statement upsert (MySQL) supplies its own
-// advance.
+// (the fencing_tokens table, business-row columns, the object pointer
+// table) build their statements from it, and a dialect whose SQL cannot
+// express the one-statement upsert (MySQL) supplies its own advance.
 type dialect struct {
 	quote  func(ident string) string // quotes one validated identifier part
 	param  func(n int) string        // the n-th (1-based) placeholder
 	now    string                    // the database clock, as an SQL expression
 	create func(table string) string // CREATE TABLE IF NOT EXISTS for the token table
+	// lockRead is appended to the read that explains a rejection: it must
+	// see the latest committed row, not a transaction snapshot (MySQL's
+	// REPEATABLE READ default would otherwise show an older version).
+	lockRead string
+	// tokenType and ownerType are the column types the row scheme adds to
+	// a business table; both columns are nullable (NULL: never fenced).
+	tokenType, ownerType string
+	// columnExists counts the columns named $3 of table $2 in schema $1
+	// (NULL: the current schema); it takes exactly three parameters.
+	columnExists string
+	// keyType is the type of a text primary key (the pointer table's name).
+	keyType string
+	// ensureRow inserts a row with the given key columns unless one exists,
+	// without changing an existing row.
+	ensureRow func(table, cols string, params string) string
 	// advance stores (token, owner) for resource when the fence rule allows
 	// it (or always, when force is set: the unfenced twin), and reports
 	// whether it did. It must be one atomic step at the database.
@@ -77,6 +96,8 @@ func dialectFor(d Dialect) (*dialect, error) {
 		return &postgres, nil
 	case SQLite:
 		return &sqlite, nil
+	case MySQL:
+		return &mysql, nil
 	case 0:
 		return nil, invalid("no dialect set (use DialectOf)")
 	}
@@ -99,7 +120,17 @@ var postgres = dialect{
 	updated_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
 )`
 	},
-	advance: advanceUpsert,
+	advance:   advanceUpsert,
+	tokenType: "BIGINT",
+	ownerType: "TEXT",
+	columnExists: `SELECT count(*) FROM information_schema.columns
+WHERE table_schema = COALESCE($1::text, current_schema()::text) AND table_name = $2 AND column_name = $3`,
+	keyType:   "TEXT",
+	ensureRow: ensureOnConflict,
+}
+
+func ensureOnConflict(table, cols, params string) string {
+	return `INSERT INTO ` + table + ` (` + cols + `) VALUES (` + params + `) ON CONFLICT DO NOTHING`
 }
 
 var sqlite = dialect{
@@ -114,7 +145,13 @@ var sqlite = dialect{
 	updated_at TEXT NOT NULL
 )`
 	},
-	advance: advanceUpsert,
+	advance:   advanceUpsert,
+	tokenType: "INTEGER",
+	ownerType: "TEXT",
+	// pragma_table_info's hidden arguments are the table and the schema.
+	columnExists: `SELECT count(*) FROM pragma_table_info(?2, COALESCE(?1, 'main')) WHERE name = ?3`,
+	keyType:      "TEXT",
+	ensureRow:    ensureOnConflict,
 }
 
 // advanceUpsert is the fence as one statement, for dialects with

@@ -62,20 +62,59 @@
 //	return tx.Commit()
 //
 // Table.Write does exactly this around a function. Advance the fence
-// before the business writes: on PostgreSQL the fence row stays locked
-// until the transaction ends, so the fenced writers of one resource commit
-// one at a time and a stale writer stops before it writes anything. The
-// token need not come from a baton lock: a token minted elsewhere (seed 004
-// scheme 3, such as Redis INCR) is checked the same way, as long as every
-// writer of the resource gets its tokens from the same source. The
-// resource key is whatever you fence: usually the lock name, at most
-// MaxResourceLen bytes.
+// before the business writes: the fence row stays locked until the
+// transaction ends, so the fenced writers of one resource commit one at a
+// time and a stale writer stops before it writes anything. The resource
+// key is whatever you fence: usually the lock name, at most MaxResourceLen
+// bytes.
+//
+// # The three SQL schemes
+//
+// Seed 004 (question 4) names three ways to fence a SQL database without
+// changing it; all three apply the same rule:
+//
+//  1. Row: token columns on the business row itself (fence_token,
+//     fence_owner, added by Row.Migrate). Row.Update is the business
+//     UPDATE with the rule in its WHERE clause; no second table, no second
+//     lock. It tells a stale token (*StaleError) from a missing row
+//     (sql.ErrNoRows) by reading the row back in the same transaction.
+//     Use it when the resource is one existing row.
+//  2. Table: the fencing_tokens table above, for resources that are not
+//     one row (several tables, rows still to be created, files).
+//  3. Tokens minted elsewhere — Redis INCR, another database's sequence,
+//     another lock service — and checked here: Table and Row take any
+//     uint64, so nothing changes in the code. What must hold is outside
+//     it: every writer of a resource takes its tokens from the same
+//     source, and that source never goes back (a Redis counter needs
+//     persistence and must survive failover; see the token floor below).
+//     Two sources, or one that restarts, produce tokens that do not order
+//     the writers; the fence then refuses the newcomers (visible) or, with
+//     unrelated sources, lets anyone through (not visible). A baton lease
+//     is one such source, as long as the whole deployment uses one engine.
 //
 // # Dialects
 //
-// The statement is INSERT … ON CONFLICT (resource) DO UPDATE … WHERE
-// (rule) RETURNING; a stale write updates no row and returns none. Set
-// Table.Dialect, or get it once from DialectOf.
+// Set Table.Dialect (Row.Dialect, Publisher.Dialect), or get it once from
+// DialectOf. On PostgreSQL and SQLite the fence is one statement, INSERT …
+// ON CONFLICT (resource) DO UPDATE … WHERE (rule) RETURNING; a stale write
+// updates no row and returns none.
+//
+// MySQL and MariaDB (github.com/go-sql-driver/mysql, MariaDB 10.2+ or
+// MySQL 5.7+, InnoDB) have no RETURNING for that statement and no WHERE on
+// its update part. There the fence is INSERT … ON DUPLICATE KEY UPDATE with
+// every assignment conditional on the rule, followed by SELECT … FOR UPDATE
+// of the row, still inside the caller's transaction: the upsert leaves the
+// row exclusively locked, and the locking read sees the latest committed
+// version (not the REPEATABLE READ snapshot) so it tells exactly whether
+// the row now holds this write. The affected-rows count is never trusted:
+// with clientFoundRows=true (CLIENT_FOUND_ROWS) an unchanged row counts as
+// affected, without it a repeated identical write counts as unaffected;
+// the fence is tested under both settings. Resource and owner columns are
+// VARBINARY/BLOB, because the default collations compare text
+// case-insensitively and ignore trailing spaces, which would let owner "A"
+// pass for owner "a". DDL commits the surrounding transaction, so run
+// Migrate on a *sql.DB. A deadlock among many first writers of one new
+// resource (error 1213) is possible in InnoDB: retry the transaction.
 //
 // PostgreSQL (github.com/jackc/pgx/v5/stdlib, lib/pq): atomic under any
 // concurrency at READ COMMITTED, because the conflicting row is locked and
@@ -92,14 +131,32 @@
 //	sql.Open("sqlite", "file:/path/app.db?_pragma=busy_timeout(5000)&_txlock=immediate")
 //
 // Tokens are stored as signed 64-bit integers: a token above MaxToken
-// (2^63−1) is refused with baton.ErrInvalidOption, as are an empty owner,
-// an empty or oversized resource key and a table name that is not a plain
-// identifier (or schema.table); table names are validated, quoted, and the
-// only text ever spliced into SQL.
+// (2^63−1) is refused with baton.ErrInvalidOption, as are an empty owner
+// or one longer than MaxOwnerLen, an empty or oversized resource key, and
+// a table or column name that is not a plain identifier (or schema.table).
+// Table and column names are validated, quoted, and the only text ever
+// spliced into SQL; every value is a parameter.
 //
-// # The unfenced twin
+// # Redis and object stores
 //
-// Unfenced has the same methods and records every write unconditionally,
+// Package fence/redisfence is the same rule for data kept in Redis: one
+// Lua script checks the fence hash and SETs or HSETs the value, or changes
+// nothing and returns a *StaleError.
+//
+// Object stores without conditional writes cannot refuse a stale upload,
+// so nothing is ever overwritten (seed 000, 2.4.5.5): Publisher uploads
+// each grant's result as a new object "<name>/<token>-<owner tag>" and
+// then publishes a pointer to it in a fenced database row (the Row scheme).
+// A stale holder's pointer is refused and its upload is left as an
+// orphan, which Orphans lists after a grace period for deletion. Readers
+// follow the pointer (Published). ObjectStore is the three calls the
+// pattern needs (Put, List, Delete); DirStore implements it on a
+// directory.
+//
+// # The unfenced twins
+//
+// Unfenced (and UnfencedRow, UnfencedPublisher, redisfence.Unfenced) has
+// the same methods and records every write unconditionally,
 // as an application that trusts its lock would. Tests and baton demo run
 // the same story against both: the stale write must be refused by Table
 // and land through Unfenced, or the test cannot tell fencing from luck.
@@ -112,7 +169,7 @@
 // fence working: it cannot tell the new holders from zombies. Do not lower
 // or delete fence rows to get going again, which would let the zombies
 // back in. Instead read the highest stored token (Table.Max on every fence
-// table, and any token column of your own), and configure every client of
+// table, and the largest fence_token of every Row table), and configure every client of
 // the deployment with a baton token floor above it; new tokens then exceed
 // everything the resources have seen.
 package fence

@@ -8,6 +8,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
@@ -139,4 +141,75 @@ func ExampleUnfenced() {
 	// B (502): <nil>
 	// A (501): <nil>
 	// recorded: 501 A
+}
+
+// Scheme 1: the fence as two columns of the business row. The late
+// update with the older token affects no row and is reported as stale.
+func ExampleRow_Update() {
+	ctx := context.Background()
+	db, done := openExampleDB()
+	defer done()
+
+	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL);
+		INSERT INTO orders VALUES ('1001', 'NEW')`); err != nil {
+		log.Fatal(err)
+	}
+	orders := fence.Row{Table: "orders", Dialect: fence.SQLite}
+	if err := orders.Migrate(ctx, db); err != nil { // adds fence_token, fence_owner
+		log.Fatal(err)
+	}
+	setStatus := func(token uint64, owner, status string) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		key := []fence.Column{{Name: "id", Value: "1001"}}
+		if err := orders.Update(ctx, tx, key, []fence.Column{{Name: "status", Value: status}}, token, owner); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	fmt.Println("B (502) pays:", setStatus(502, "B", "PAID"))
+	fmt.Println("A (501) cancels late, stale:", errors.Is(setStatus(501, "A", "CANCELLED"), baton.ErrStaleToken))
+	var status string
+	_ = db.QueryRowContext(ctx, `SELECT status FROM orders WHERE id = '1001'`).Scan(&status)
+	fmt.Println("status:", status)
+	// Output:
+	// B (502) pays: <nil>
+	// A (501) cancels late, stale: true
+	// status: PAID
+}
+
+// The object-store pattern: each grant uploads its own object, only the
+// current token's pointer is published, and the stale upload is an orphan.
+func ExamplePublisher() {
+	ctx := context.Background()
+	db, done := openExampleDB()
+	defer done()
+	dir, err := os.MkdirTemp("", "fence-objects")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	p := fence.Publisher{Store: fence.DirStore{Root: dir}, Dialect: fence.SQLite}
+	if err := p.Migrate(ctx, db); err != nil {
+		log.Fatal(err)
+	}
+	_, err = p.Write(ctx, db, "export-88", 702, "B", strings.NewReader("B's result"))
+	fmt.Println("B (702) publishes:", err)
+	_, err = p.Write(ctx, db, "export-88", 701, "A", strings.NewReader("A's result"))
+	fmt.Println("A (701) publishes late, stale:", errors.Is(err, baton.ErrStaleToken))
+	ptr, _ := p.Published(ctx, db, "export-88")
+	fmt.Println("published token:", ptr.Token, ptr.Owner)
+	orphans, _ := p.Orphans(ctx, db, "export-88", time.Now().Add(time.Second)) // grace passed
+	for _, o := range orphans {
+		fmt.Println("orphan of token 701:", strings.HasPrefix(o.Name, "export-88/701-"))
+	}
+	// Output:
+	// B (702) publishes: <nil>
+	// A (701) publishes late, stale: true
+	// published token: 702 B
+	// orphan of token 701: true
 }

@@ -43,6 +43,11 @@ const MaxToken = math.MaxInt64
 // key, and keeps the key well inside every database's index-entry limit.
 const MaxResourceLen = 1024
 
+// MaxOwnerLen is the longest owner identity a fence accepts, in bytes:
+// every dialect must store it whole, since a truncated owner could make
+// two grants look like one. baton's own owner IDs are 32 bytes.
+const MaxOwnerLen = 1024
+
 // StaleError is the error a fence returns for a rejected write. It wraps
 // baton.ErrStaleToken (test with errors.Is) and carries what the resource
 // had already accepted, for logs and for the operator who has to decide
@@ -122,10 +127,19 @@ func checkWrite(resource string, token uint64, owner string) error {
 	if token > MaxToken {
 		return invalid("token %d above the largest storable token %d", token, uint64(MaxToken))
 	}
-	if owner == "" {
-		return invalid("empty owner for resource %q", resource)
+	if err := checkOwner(owner); err != nil {
+		return fmt.Errorf("resource %q: %w", resource, err)
 	}
-	if !utf8.ValidString(owner) || strings.IndexByte(owner, 0) >= 0 {
+	return nil
+}
+
+func checkOwner(owner string) error {
+	switch {
+	case owner == "":
+		return invalid("empty owner")
+	case len(owner) > MaxOwnerLen:
+		return invalid("owner longer than %d bytes", MaxOwnerLen)
+	case !utf8.ValidString(owner) || strings.IndexByte(owner, 0) >= 0:
 		return invalid("owner %q is not valid UTF-8 text without NUL", owner)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -36,6 +35,9 @@ func TestAdvanceRule(t *testing.T) {
 		{name: "higher token same owner", before: &stored{5, "a"}, token: 6, owner: "a"},
 		{name: "equal token same owner", before: &stored{5, "a"}, token: 5, owner: "a"},
 		{name: "equal token other owner", before: &stored{5, "a"}, token: 5, owner: "b", wantStale: true},
+		// MySQL's default collations would call these equal owners.
+		{name: "equal token owner differs in case", before: &stored{5, "a"}, token: 5, owner: "A", wantStale: true},
+		{name: "equal token owner with trailing space", before: &stored{5, "a"}, token: 5, owner: "a ", wantStale: true},
 		{name: "lower token", before: &stored{5, "a"}, token: 4, owner: "b", wantStale: true},
 		{name: "lower token same owner", before: &stored{5, "a"}, token: 4, owner: "a", wantStale: true},
 		{name: "zero after one", before: &stored{1, "a"}, token: 0, owner: "b", wantStale: true},
@@ -396,8 +398,11 @@ func TestBadInput(t *testing.T) {
 		}
 		// Good names work, including reserved words and schema.table.
 		schema := "main"
-		if b.table.Dialect == fence.Postgres {
+		switch b.table.Dialect {
+		case fence.Postgres:
 			schema = "public"
+		case fence.MySQL:
+			schema = mysqlDatabase(t, b.db)
 		}
 		for _, name := range []string{"order", schema + ".fence_" + baton.NewOwnerID()[:8], "_X9"} {
 			tb := fence.Table{Name: name, Dialect: b.table.Dialect}
@@ -408,30 +413,35 @@ func TestBadInput(t *testing.T) {
 			if err := b.write(ctx, tb, "r", 1, "a", "x"); err != nil {
 				t.Errorf("Table{Name: %q}.Advance = %v", name, err)
 			}
-			if _, err := b.db.ExecContext(context.Background(), `DROP TABLE `+quoteParts(name)); err != nil {
+			if _, err := b.db.ExecContext(context.Background(), `DROP TABLE `+quote(b.table.Dialect, name)); err != nil {
 				t.Errorf("DROP TABLE %s = %v", name, err)
 			}
 		}
 		var n int
 		q := `SELECT count(*) FROM sqlite_master WHERE type = 'table'`
-		if b.table.Dialect == fence.Postgres {
+		switch b.table.Dialect {
+		case fence.Postgres:
 			q = `SELECT count(*) FROM pg_tables WHERE tablename IN ('a b', 'x"y', 'tbl-name', '1abc')`
+		case fence.MySQL:
+			q = `SELECT count(*) FROM information_schema.tables WHERE table_name IN ('a b', 'x"y', 'tbl-name', '1abc', 'x')`
 		}
 		if err := b.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
 			t.Fatalf("count tables = %v", err)
 		}
-		if want := map[fence.Dialect]int{fence.SQLite: 2, fence.Postgres: 0}[b.table.Dialect]; n != want {
+		if want := map[fence.Dialect]int{fence.SQLite: 2, fence.Postgres: 0, fence.MySQL: 0}[b.table.Dialect]; n != want {
 			t.Errorf("%d tables after the bad names, want %d (only the test's own)", n, want)
 		}
 	})
 }
 
-func quoteParts(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = `"` + p + `"`
+// mysqlDatabase returns the database the MySQL DSN selected.
+func mysqlDatabase(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var name string
+	if err := db.QueryRowContext(t.Context(), `SELECT DATABASE()`).Scan(&name); err != nil {
+		t.Fatalf("SELECT DATABASE() = %v", err)
 	}
-	return strings.Join(parts, ".")
+	return name
 }
 
 type unknownDriver struct{}
@@ -448,10 +458,11 @@ func TestDialectOf(t *testing.T) {
 	}{
 		{driver: "sqlite", want: fence.SQLite},
 		{driver: "pgx", want: fence.Postgres},
+		{driver: "mysql", want: fence.MySQL},
 		{driver: "fence_test_unknown", wantErr: baton.ErrInvalidOption},
 	}
 	for _, c := range cases {
-		db, err := sql.Open(c.driver, "unused") // sql.Open does not connect
+		db, err := sql.Open(c.driver, "u@tcp(127.0.0.1:1)/unused") // sql.Open does not connect
 		if err != nil {
 			t.Fatalf("sql.Open(%q) = %v", c.driver, err)
 		}

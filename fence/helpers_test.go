@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/testenv"
 
+	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 )
@@ -28,8 +30,9 @@ type backend struct {
 	biz   string
 }
 
-// forEachDB runs fn against SQLite (a temp file) and PostgreSQL (skipped by
-// hand, failed under CI when BATON_TEST_POSTGRES is missing).
+// forEachDB runs fn against SQLite (a temp file), PostgreSQL and MariaDB/
+// MySQL (each skipped by hand, failed under CI when BATON_TEST_POSTGRES or
+// BATON_TEST_MYSQL is missing).
 func forEachDB(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) {
@@ -47,6 +50,54 @@ func forEachDB(t *testing.T, fn func(t *testing.T, b backend)) {
 		}
 		fn(t, setup(t, db))
 	})
+	t.Run("mysql", func(t *testing.T) {
+		fn(t, setup(t, openMySQL(t, "")))
+	})
+	// Affected rows count found rows, not changed rows: the setting that
+	// breaks a fence built on "0 affected rows means stale".
+	t.Run("mysql-foundrows", func(t *testing.T) {
+		fn(t, setup(t, openMySQL(t, "clientFoundRows=true")))
+	})
+}
+
+// openMySQL opens the test MariaDB/MySQL database with extra DSN
+// parameters. The pool is closed by setup's cleanup (or by the caller).
+func openMySQL(t *testing.T, params string) *sql.DB {
+	t.Helper()
+	dsn := testenv.MySQL(t)
+	if params != "" {
+		if strings.Contains(dsn, "?") {
+			dsn += "&" + params
+		} else {
+			dsn += "?" + params
+		}
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatalf("sql.Open(mysql) = %v", err)
+	}
+	return db
+}
+
+// quote quotes one identifier (or schema.table) for d.
+func quote(d fence.Dialect, name string) string {
+	q := `"`
+	if d == fence.MySQL {
+		q = "`"
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = q + p + q
+	}
+	return strings.Join(parts, ".")
+}
+
+// ph is the n-th placeholder of d.
+func ph(d fence.Dialect, n int) string {
+	if d == fence.Postgres {
+		return "$" + strconv.Itoa(n)
+	}
+	return "?"
 }
 
 // setup creates uniquely named tables (tests share one PostgreSQL
@@ -73,8 +124,11 @@ func setup(t *testing.T, db *sql.DB) backend {
 	if err := b.table.Migrate(ctx, db); err != nil {
 		t.Fatalf("Migrate = %v", err)
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE `+b.biz+
-		` (id TEXT PRIMARY KEY, value TEXT NOT NULL, history TEXT NOT NULL)`); err != nil {
+	ddl := `CREATE TABLE ` + b.biz + ` (id TEXT PRIMARY KEY, value TEXT NOT NULL, history TEXT NOT NULL)`
+	if d == fence.MySQL {
+		ddl = `CREATE TABLE ` + b.biz + ` (id VARBINARY(1024) PRIMARY KEY, value TEXT NOT NULL, history LONGTEXT NOT NULL)`
+	}
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
 		t.Fatalf("create business table = %v", err)
 	}
 	return b
@@ -84,6 +138,11 @@ func setup(t *testing.T, db *sql.DB) backend {
 // history. Fenced writers hold the fence row lock until commit, so the
 // history lists accepted writes in commit order.
 func (b backend) put(ctx context.Context, tx *sql.Tx, id, value string) error {
+	if b.table.Dialect == fence.MySQL {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+b.biz+` (id, value, history) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE history = CONCAT(history, ',', VALUES(value)), value = VALUES(value)`, id, value, value)
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO `+b.biz+` (id, value, history) VALUES ($1, $2, $2)
 ON CONFLICT (id) DO UPDATE SET value = excluded.value, history = `+b.biz+`.history || ',' || excluded.value`, id, value)
 	return err
@@ -93,7 +152,7 @@ ON CONFLICT (id) DO UPDATE SET value = excluded.value, history = `+b.biz+`.histo
 func (b backend) get(t *testing.T, id string) (value string, history []string) {
 	t.Helper()
 	var h string
-	err := b.db.QueryRowContext(t.Context(), `SELECT value, history FROM `+b.biz+` WHERE id = $1`, id).Scan(&value, &h)
+	err := b.db.QueryRowContext(t.Context(), `SELECT value, history FROM `+b.biz+` WHERE id = `+ph(b.table.Dialect, 1), id).Scan(&value, &h)
 	if err == sql.ErrNoRows {
 		return "", nil
 	}

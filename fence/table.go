@@ -42,7 +42,8 @@ func (t Table) prepare() (*dialect, string, error) {
 // Pass a *sql.Tx to make it part of your own migration. On PostgreSQL two
 // sessions creating the same table at the same moment can fail on a catalog
 // unique constraint; run Migrate from one place (deployment, not every
-// process start), or retry it.
+// process start), or retry it. On MySQL and MariaDB, DDL commits the
+// transaction it runs in, so pass a *sql.DB there.
 func (t Table) Migrate(ctx context.Context, q Querier) error {
 	d, name, err := t.prepare()
 	if err != nil {
@@ -89,7 +90,7 @@ func (t Table) advance(ctx context.Context, tx *sql.Tx, resource string, token u
 	// Rejected. The conflicting row is still locked by this transaction
 	// (PostgreSQL locks it even when the WHERE fails; SQLite holds the write
 	// lock), so this read sees exactly what rejected us.
-	storedToken, storedOwner, err := t.Current(ctx, tx, resource)
+	storedToken, storedOwner, err := t.current(ctx, tx, resource, d.lockRead)
 	if err != nil {
 		return fmt.Errorf("fence: %q: token %d rejected; reading the stored token: %w", resource, token, err)
 	}
@@ -100,6 +101,10 @@ func (t Table) advance(ctx context.Context, tx *sql.Tx, resource string, token u
 // never written it returns an error wrapping sql.ErrNoRows. Inside a
 // transaction that has advanced the fence it sees that transaction's value.
 func (t Table) Current(ctx context.Context, q Querier, resource string) (token uint64, owner string, err error) {
+	return t.current(ctx, q, resource, "")
+}
+
+func (t Table) current(ctx context.Context, q Querier, resource, suffix string) (token uint64, owner string, err error) {
 	if err := checkResource(resource); err != nil {
 		return 0, "", err
 	}
@@ -108,7 +113,7 @@ func (t Table) Current(ctx context.Context, q Querier, resource string) (token u
 		return 0, "", err
 	}
 	var tok int64
-	err = q.QueryRowContext(ctx, `SELECT token, owner FROM `+name+` WHERE resource = `+d.param(1), resource).Scan(&tok, &owner)
+	err = q.QueryRowContext(ctx, `SELECT token, owner FROM `+name+` WHERE resource = `+d.param(1)+suffix, resource).Scan(&tok, &owner)
 	if err != nil {
 		return 0, "", fmt.Errorf("fence: current token of %q: %w", resource, err)
 	}
