@@ -123,11 +123,18 @@ func pausedHolder(t *testing.T, e *engine, seed uint64) {
 // waitEntries waits until name's queue has at least n entries.
 func waitEntries(t *testing.T, e *engine, name string, n int) {
 	t.Helper()
+	waitEntriesOr(t, e, name, n, func() bool { return false })
+}
+
+// waitEntriesOr is waitEntries that also stops waiting once done reports
+// true (the entry's owner already came and went).
+func waitEntriesOr(t *testing.T, e *engine, name string, n int, done func() bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
 		es, err := e.scan(ctx, name)
-		if err == nil && len(es) >= n {
+		if (err == nil && len(es) >= n) || done() {
 			return
 		}
 		if ctx.Err() != nil {

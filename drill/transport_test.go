@@ -70,7 +70,9 @@ func createResponseLost(t *testing.T, e *engine, seed uint64) {
 	}
 	if bFirst {
 		startB()
-		waitEntries(t, e, name, 1)
+		// B may take the free lock and finish before a scan sees its
+		// entry: either is "B enqueued first".
+		waitEntriesOr(t, e, name, 1, func() bool { return len(bDone) > 0 })
 	}
 
 	heal := run.Rec.Fault("a", "limit_data downstream 0 (create response lost)")
