@@ -1,0 +1,5 @@
+//go:build !race
+
+package keeper_test
+
+const raceEnabled = false

@@ -1,0 +1,353 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/keeper"
+)
+
+// Client is one process's handle on the locks table of one database. It
+// owns a keeper (two goroutines renewing every lease it holds) and, on
+// PostgreSQL with pgx, a share of the process's LISTEN connection for its
+// server and table (see listen.go). Close stops and releases them.
+type Client struct {
+	db     *sql.DB
+	o      Options
+	q      *statements
+	st     *store
+	k      *keeper.Keeper
+	engine string
+	hubp   atomic.Pointer[tableHub] // set at the first use, once the server is identified
+
+	schemaMu sync.Mutex
+	schemaOK bool
+
+	ctx     context.Context // cancelled by Close: in-flight attempts end with it
+	cancel  context.CancelFunc
+	closing chan struct{}
+	mu      sync.Mutex
+	closed  bool
+}
+
+// New returns a client on db, which the caller keeps owning (Close does not
+// close it). It does not touch the database: the schema is created at the
+// first use (or by Migrate), and the PostgreSQL listener connects in the
+// background.
+func New(db *sql.DB, o Options) (*Client, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: sqllock: nil *sql.DB", baton.ErrInvalidOption)
+	}
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	if o.Dialect == 0 {
+		if o.Dialect, err = fence.DialectOf(db); err != nil {
+			return nil, fmt.Errorf("sqllock: %w", err)
+		}
+	}
+	switch o.Dialect {
+	case fence.Postgres, fence.MySQL, fence.SQLite:
+	default:
+		return nil, fmt.Errorf("%w: sqllock: unknown dialect %v", baton.ErrInvalidOption, o.Dialect)
+	}
+	c := &Client{
+		db:      db,
+		o:       o,
+		q:       newStatements(o.Dialect, o.TablePrefix),
+		engine:  o.Dialect.String(),
+		closing: make(chan struct{}),
+	}
+	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize}
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	if err != nil {
+		return nil, fmt.Errorf("sqllock: %w", err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Engine returns "postgres", "mysql" or "sqlite".
+func (c *Client) Engine() string { return c.engine }
+
+// TTL returns the lease time of a row.
+func (c *Client) TTL() time.Duration { return c.o.TTL }
+
+// Keeper returns the keeper holding this client's leases (for its Stats).
+func (c *Client) Keeper() *keeper.Keeper { return c.k }
+
+// Table returns the name of the locks table.
+func (c *Client) Table() string { return c.q.locks }
+
+// Migrate creates the schema (see the package doc) if it does not exist.
+// It is idempotent and safe to run from several processes at once.
+func (c *Client) Migrate(ctx context.Context) error {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	if err := migrate(ctx, c.db, c.q); err != nil {
+		return err
+	}
+	c.schemaOK = true
+	return nil
+}
+
+// Migrate creates the schema for o (dialect, table prefix) on db without a
+// Client, for deployment steps.
+func Migrate(ctx context.Context, db *sql.DB, o Options) error {
+	o, err := o.validate()
+	if err != nil {
+		return err
+	}
+	if o.Dialect == 0 {
+		if o.Dialect, err = fence.DialectOf(db); err != nil {
+			return fmt.Errorf("sqllock: %w", err)
+		}
+	}
+	return migrate(ctx, db, newStatements(o.Dialect, o.TablePrefix))
+}
+
+func migrate(ctx context.Context, db *sql.DB, q *statements) error {
+	if q.d == fence.MySQL {
+		// DDL commits implicitly in MySQL; IF NOT EXISTS and INSERT IGNORE
+		// make each statement safe to race.
+		for _, stmt := range q.schema {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("sqllock: migrate: %w", err)
+			}
+		}
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqllock: migrate: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if q.d == fence.Postgres {
+		// Concurrent CREATE … IF NOT EXISTS can still collide in the
+		// catalog on PostgreSQL: serialise migrations.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "baton-migrate:"+q.locks); err != nil {
+			return fmt.Errorf("sqllock: migrate: %w", err)
+		}
+	}
+	for _, stmt := range q.schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqllock: migrate: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqllock: migrate: %w", err)
+	}
+	return nil
+}
+
+// ensureSchema migrates once per client, at the first use.
+func (c *Client) ensureSchema(ctx context.Context) error {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	if c.schemaOK {
+		return nil
+	}
+	if err := migrate(ctx, c.db, c.q); err != nil {
+		return err
+	}
+	if err := c.identify(ctx); err != nil {
+		return err
+	}
+	c.schemaOK = true
+	return nil
+}
+
+// identify names the database server and table, so that clients of one
+// process on the same table wake each other and share one LISTEN
+// connection, whatever route (proxy, DSN) their *sql.DB takes. It runs
+// once, under schemaMu.
+func (c *Client) identify(ctx context.Context) error {
+	if c.hubp.Load() != nil {
+		return nil
+	}
+	var q string
+	switch c.q.d {
+	case fence.Postgres:
+		q = `SELECT current_database() || '@' || coalesce(host(inet_server_addr()), 'local') || ':' || coalesce(inet_server_port()::text, '')`
+	case fence.MySQL:
+		q = `SELECT CONCAT(DATABASE(), '@', @@hostname, ':', @@port)`
+	default:
+		q = `SELECT file FROM pragma_database_list WHERE name = 'main'`
+	}
+	var id string
+	if err := c.db.QueryRowContext(ctx, q).Scan(&id); err != nil {
+		return fmt.Errorf("sqllock: identify the server: %w", err)
+	}
+	h := &tableHub{id: c.engine + "://" + id + "/" + c.q.locks}
+	c.hubp.Store(h)
+	if c.q.d == fence.Postgres && !c.o.NoListen && c.checkOpen() == nil {
+		register(c, h.id)
+	}
+	return nil
+}
+
+// hub returns the client's wake-up hub (a no-op one before the first use).
+func (c *Client) hub() *tableHub {
+	if h := c.hubp.Load(); h != nil {
+		return h
+	}
+	return &tableHub{id: "\x00unidentified/" + c.q.locks}
+}
+
+// checkOpen returns an error wrapping baton.ErrClosed after Close.
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("sqllock: %w", baton.ErrClosed)
+	}
+	return nil
+}
+
+// Close ends every lease of the client (Lost, cause wrapping
+// baton.ErrClosed), frees their rows, wakes its waiters with ErrClosed and
+// stops its goroutines. It does not close the *sql.DB. A second Close
+// returns an error wrapping baton.ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("sqllock: %w", baton.ErrClosed)
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	c.cancel()
+	c.schemaMu.Lock() // no registration in flight
+	if h := c.hubp.Load(); h != nil && c.q.d == fence.Postgres && !c.o.NoListen {
+		unregister(c, h.id)
+	}
+	c.schemaMu.Unlock()
+	return c.k.Close()
+}
+
+// Entries lists the owned rows of name as "slot/kind/owner", read on the
+// database; a row whose lease expired but was not taken yet is listed.
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ensureSchema(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, c.q.entries(), n)
+	if err != nil {
+		return nil, fmt.Errorf("sqllock: entries %q: %w", n, err)
+	}
+	defer rows.Close()
+	var es []string
+	for rows.Next() {
+		var (
+			slot        int64
+			kind, owner string
+		)
+		if err := rows.Scan(&slot, &kind, &owner); err != nil {
+			return nil, fmt.Errorf("sqllock: entries %q: %w", n, err)
+		}
+		es = append(es, fmt.Sprintf("%d/%s/%s", slot, kind, owner))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqllock: entries %q: %w", n, err)
+	}
+	return es, nil
+}
+
+// Prune deletes the rows whose lease ended more than olderThan ago (free
+// rows and expired rows nobody took), and returns how many it deleted.
+// olderThan must be far beyond any statement's duration; see "Acquire,
+// renew, release" in the package doc for why (an hour is the suggestion).
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if olderThan < time.Minute {
+		return 0, fmt.Errorf("%w: sqllock: Prune(%v), want ≥ 1m", baton.ErrInvalidOption, olderThan)
+	}
+	if err := c.ensureSchema(ctx); err != nil {
+		return 0, err
+	}
+	res, err := c.db.ExecContext(ctx, c.q.prune(), olderThan.Microseconds())
+	if err != nil {
+		return 0, fmt.Errorf("sqllock: prune: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// hub wakes waiters in this process when a name they wait for is released
+// (by a client in this process, or by a NOTIFY). Waking is a hint: a woken
+// waiter simply retries at once instead of at its next backoff.
+type hub struct {
+	mu    sync.Mutex
+	waits map[string]*waitSet
+}
+
+type waitSet struct {
+	ch   chan struct{}
+	refs int
+}
+
+// processHub is shared by every Client of the process, so that clients on
+// the same table (SQLite files opened twice, tests) wake each other.
+var processHub = &hub{waits: make(map[string]*waitSet)}
+
+// tableHub is processHub seen from one table of one database server.
+type tableHub struct{ id string }
+
+func (h *tableHub) key(name string) string { return h.id + "\x00" + name }
+
+// watch returns a channel closed at the next wake of name, and a func to
+// call when no longer waiting.
+func (h *tableHub) watch(name string) (<-chan struct{}, func()) {
+	k := h.key(name)
+	processHub.mu.Lock()
+	defer processHub.mu.Unlock()
+	w := processHub.waits[k]
+	if w == nil {
+		w = &waitSet{ch: make(chan struct{})}
+		processHub.waits[k] = w
+	}
+	w.refs++
+	return w.ch, func() {
+		processHub.mu.Lock()
+		defer processHub.mu.Unlock()
+		w.refs--
+		if w.refs == 0 && processHub.waits[k] == w {
+			delete(processHub.waits, k)
+		}
+	}
+}
+
+// wake wakes the waiters of name.
+func (h *tableHub) wake(name string) {
+	k := h.key(name)
+	processHub.mu.Lock()
+	defer processHub.mu.Unlock()
+	if w := processHub.waits[k]; w != nil {
+		close(w.ch)
+		delete(processHub.waits, k)
+	}
+}
+
+// wakeAll wakes every waiter on the table.
+func (h *tableHub) wakeAll() {
+	prefix := h.id + "\x00"
+	processHub.mu.Lock()
+	defer processHub.mu.Unlock()
+	for k, w := range processHub.waits {
+		if strings.HasPrefix(k, prefix) {
+			close(w.ch)
+			delete(processHub.waits, k)
+		}
+	}
+}

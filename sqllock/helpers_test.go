@@ -1,0 +1,194 @@
+package sqllock_test
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest"
+	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/sqllock"
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+)
+
+// testTTL is the row lease time of the tests: short, so losses and
+// expiries happen within a couple of seconds.
+const testTTL = 1500 * time.Millisecond
+
+// sqliteDSN is the DSN the package doc recommends.
+const sqliteDSN = "?_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_pragma=synchronous(normal)&_txlock=immediate"
+
+// backend is one real database the tests run against.
+type backend struct {
+	name string
+	// open opens a new *sql.DB on the database; with proxied set, through
+	// a fault proxy of its own, returned so the test can cut it (nil for
+	// SQLite, which has no network).
+	open func(t testing.TB, proxied bool) (*sql.DB, *faultproxy.Proxy)
+}
+
+// backends returns the three databases, skipping (by hand) those not
+// configured.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "locks.db")
+	return []backend{
+		{name: "postgres", open: func(t testing.TB, proxied bool) (*sql.DB, *faultproxy.Proxy) {
+			u, err := url.Parse(testenv.Postgres(t))
+			if err != nil {
+				t.Fatalf("url.Parse(BATON_TEST_POSTGRES) = %v", err)
+			}
+			var p *faultproxy.Proxy
+			if proxied {
+				p = startProxy(t, u.Host)
+				u.Host = p.Addr
+			}
+			return openDB(t, "pgx", u.String()), p
+		}},
+		{name: "mysql", open: func(t testing.TB, proxied bool) (*sql.DB, *faultproxy.Proxy) {
+			cfg, err := mysql.ParseDSN(testenv.MySQL(t))
+			if err != nil {
+				t.Fatalf("mysql.ParseDSN(BATON_TEST_MYSQL) = %v", err)
+			}
+			cfg.InterpolateParams = true
+			var p *faultproxy.Proxy
+			if proxied {
+				p = startProxy(t, cfg.Addr)
+				cfg.Addr = p.Addr
+			}
+			return openDB(t, "mysql", cfg.FormatDSN()), p
+		}},
+		{name: "sqlite", open: func(t testing.TB, _ bool) (*sql.DB, *faultproxy.Proxy) {
+			return openDB(t, "sqlite", "file:"+file+sqliteDSN), nil
+		}},
+	}
+}
+
+func startProxy(t testing.TB, upstream string) *faultproxy.Proxy {
+	t.Helper()
+	if _, _, err := net.SplitHostPort(upstream); err != nil {
+		upstream = net.JoinHostPort(upstream, "5432")
+	}
+	p, err := faultproxy.Start(upstream)
+	if err != nil {
+		t.Fatalf("faultproxy.Start(%q) = %v", upstream, err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func openDB(t testing.TB, driver, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("sql.Open(%q) = %v", driver, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("Ping(%s) = %v", driver, err)
+	}
+	return db
+}
+
+// newClient returns a client on db closed at the end of the test.
+func newClient(t testing.TB, db *sql.DB, o sqllock.Options) *sqllock.Client {
+	t.Helper()
+	if o.TTL == 0 {
+		o.TTL = testTTL
+	}
+	c, err := sqllock.New(db, o)
+	if err != nil {
+		t.Fatalf("sqllock.New() = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// opCtx bounds one blocking call of a test.
+func opCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lock acquires name on c or stops the test.
+func lock(t *testing.T, c *sqllock.Client, name string) *baton.Lease {
+	t.Helper()
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	l, err := m.Lock(opCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v, want a lease", name, err)
+	}
+	return l
+}
+
+// engine describes backend b to the conformance suite.
+func engine(t *testing.T, b backend) batontest.Engine {
+	adminDB, _ := b.open(t, false)
+	admin := newClient(t, adminDB, sqllock.Options{})
+	return batontest.Engine{
+		Name: "sql/" + b.name,
+		NewClient: func(t testing.TB) batontest.Client {
+			db, p := b.open(t, true)
+			c, err := sqllock.New(db, sqllock.Options{TTL: testTTL})
+			if err != nil {
+				t.Fatalf("sqllock.New() = %v", err)
+			}
+			return &sqlClient{Client: c, db: db, proxy: p}
+		},
+		Entries: func(t testing.TB, name string) []string {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			es, err := admin.Entries(ctx, name)
+			if err != nil {
+				t.Fatalf("Entries(%q) = %v", name, err)
+			}
+			return es
+		},
+		// A row expires TTL after its last renewal executed; waiters poll
+		// at least every TTL/4.
+		SessionTTL: testTTL + 100*time.Millisecond,
+	}
+}
+
+// sqlClient adapts *sqllock.Client to batontest.Client.
+type sqlClient struct {
+	*sqllock.Client
+	db    *sql.DB
+	proxy *faultproxy.Proxy
+}
+
+func (c *sqlClient) Mutex(name string) (baton.Locker, error) {
+	m, err := c.Client.Mutex(name)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return m, nil
+}
+
+// Kill cuts the client off the database without telling it: the fault
+// proxy blackholes its connections (PostgreSQL, MySQL), or its *sql.DB is
+// closed under it (SQLite, which has no network), so every renewal fails
+// and the row expires by the database clock.
+func (c *sqlClient) Kill(t testing.TB) {
+	if c.proxy != nil {
+		if err := c.proxy.Blackhole(""); err != nil {
+			t.Fatalf("Blackhole() = %v", err)
+		}
+		return
+	}
+	_ = c.db.Close()
+}

@@ -1,0 +1,258 @@
+package sqllock
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/baton-go/baton/fence"
+)
+
+// statements holds one dialect's SQL for the configured table names. Every
+// statement that judges expiry uses the database clock (now).
+type statements struct {
+	d      fence.Dialect
+	locks  string // table of rows
+	tokens string // one-row counter (MySQL, SQLite)
+	seq    string // sequence (PostgreSQL)
+	now    string // the database clock as an SQL expression of expires_at's type
+	plus   string // expression adding the TTL parameter (µs) to now; contains %s for the param
+
+	schema []string
+}
+
+func newStatements(d fence.Dialect, prefix string) *statements {
+	s := &statements{d: d, locks: prefix + "locks", tokens: prefix + "tokens", seq: prefix + "token_seq"}
+	switch d {
+	case fence.Postgres:
+		s.now = "clock_timestamp()"
+		s.schema = []string{
+			`CREATE TABLE IF NOT EXISTS ` + s.locks + ` (
+	name       text        NOT NULL,
+	slot       integer     NOT NULL DEFAULT 0,
+	kind       text        NOT NULL DEFAULT 'mutex',
+	owner      text        NOT NULL DEFAULT '',
+	token      bigint      NOT NULL DEFAULT 0,
+	expires_at timestamptz NOT NULL,
+	renewal    bigint      NOT NULL DEFAULT 0,
+	PRIMARY KEY (name, slot))`,
+			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq,
+		}
+	case fence.MySQL:
+		s.now = "UTC_TIMESTAMP(6)"
+		s.schema = []string{
+			`CREATE TABLE IF NOT EXISTS ` + s.locks + ` (
+	name       VARBINARY(1024) NOT NULL,
+	slot       INT             NOT NULL DEFAULT 0,
+	kind       VARCHAR(16)     NOT NULL DEFAULT 'mutex',
+	owner      VARCHAR(64)     NOT NULL DEFAULT '',
+	token      BIGINT UNSIGNED NOT NULL DEFAULT 0,
+	expires_at DATETIME(6)     NOT NULL,
+	renewal    BIGINT          NOT NULL DEFAULT 0,
+	PRIMARY KEY (name, slot)) ENGINE=InnoDB`,
+			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
+	id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
+			`INSERT IGNORE INTO ` + s.tokens + ` (id, v) VALUES (1, 0)`,
+		}
+	case fence.SQLite:
+		// julianday('now') works on every SQLite 3; 'now' is fixed for the
+		// duration of one statement.
+		s.now = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+		s.schema = []string{
+			`CREATE TABLE IF NOT EXISTS ` + s.locks + ` (
+	name       TEXT    NOT NULL,
+	slot       INTEGER NOT NULL DEFAULT 0,
+	kind       TEXT    NOT NULL DEFAULT 'mutex',
+	owner      TEXT    NOT NULL DEFAULT '',
+	token      INTEGER NOT NULL DEFAULT 0,
+	expires_at INTEGER NOT NULL,
+	renewal    INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (name, slot)) WITHOUT ROWID`,
+			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
+	id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL)`,
+			`INSERT OR IGNORE INTO ` + s.tokens + ` (id, v) VALUES (1, 0)`,
+		}
+	}
+	return s
+}
+
+// p returns the n-th (1-based) placeholder.
+func (s *statements) p(n int) string {
+	if s.d == fence.Postgres {
+		return "$" + strconv.Itoa(n)
+	}
+	return "?"
+}
+
+// later is now plus the TTL in microseconds given as placeholder n.
+func (s *statements) later(n int) string {
+	switch s.d {
+	case fence.Postgres:
+		return "clock_timestamp() + " + s.p(n) + "::bigint * interval '1 microsecond'"
+	case fence.MySQL:
+		return "UTC_TIMESTAMP(6) + INTERVAL " + s.p(n) + " MICROSECOND"
+	default:
+		return s.now + " + " + s.p(n)
+	}
+}
+
+// pgAcquire takes slot of name for owner if the row is free or missing, in
+// one statement, returning the token. The UPDATE evaluates nextval only for
+// a row it locked and found free; the INSERT runs only when the row did not
+// exist in the statement's snapshot, and ON CONFLICT DO NOTHING loses a
+// race with a concurrent insert instead of waiting.
+// Parameters: name, slot, kind, owner, ttl µs.
+func (s *statements) pgAcquire() string {
+	return `WITH u AS (
+	UPDATE ` + s.locks + ` SET kind = $3, owner = $4, token = nextval('` + s.seq + `'), expires_at = ` + s.later(5) + `
+	WHERE name = $1 AND slot = $2 AND expires_at <= clock_timestamp()
+	RETURNING token
+), i AS (
+	INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at)
+	SELECT $1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `
+	WHERE NOT EXISTS (SELECT 1 FROM ` + s.locks + ` WHERE name = $1 AND slot = $2)
+	ON CONFLICT (name, slot) DO NOTHING
+	RETURNING token
+)
+SELECT token FROM u UNION ALL SELECT token FROM i`
+}
+
+// txUpsert is the first step of the MySQL/SQLite acquire transaction: take
+// the row (insert it, or overwrite it if it is free) and lock it; rows
+// affected is 0 when the row is held. Parameters: name, slot, kind, owner,
+// ttl µs.
+func (s *statements) txUpsert() string {
+	if s.d == fence.MySQL {
+		// Assignments run left to right: expires_at sees the new owner.
+		return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, 0, ` + s.later(5) + `)
+ON DUPLICATE KEY UPDATE
+	kind = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(kind), kind),
+	owner = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner), owner),
+	expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`
+	}
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, 0, ` + s.later(5) + `)
+ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner, expires_at = excluded.expires_at
+WHERE ` + s.locks + `.expires_at <= ` + s.now
+}
+
+// txBump advances the shared counter by one; MySQL returns the new value
+// as the result's LastInsertId, SQLite as a row.
+func (s *statements) txBump() string {
+	if s.d == fence.MySQL {
+		return `UPDATE ` + s.tokens + ` SET v = LAST_INSERT_ID(v + 1) WHERE id = 1`
+	}
+	return `UPDATE ` + s.tokens + ` SET v = v + 1 WHERE id = 1 RETURNING v`
+}
+
+// txSetToken writes the token into the row this transaction took.
+// Parameters: token, name, slot, owner.
+func (s *statements) txSetToken() string {
+	return `UPDATE ` + s.locks + ` SET token = ? WHERE name = ? AND slot = ? AND owner = ?`
+}
+
+// refList is "(name, slot, owner) IN (…)" for n refs, with placeholders
+// numbered from first, and the arguments appended by the caller in that
+// order.
+func (s *statements) refList(n, first int) string {
+	var b strings.Builder
+	b.WriteString("(name, slot, owner) IN (")
+	if s.d == fence.SQLite {
+		b.WriteString("VALUES ")
+	}
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k := first + 3*i
+		b.WriteString("(" + s.p(k) + ", " + s.p(k+1) + ", " + s.p(k+2) + ")")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// renew extends n rows still owned and unexpired. PostgreSQL and SQLite
+// return the renewed rows; MySQL marks them with the renewal parameter
+// (read back only when fewer rows than asked changed). Parameters: ttl µs,
+// renewal mark, then the refs (PostgreSQL: as three arrays; MySQL: the
+// refs first).
+func (s *statements) renew(n int) string {
+	switch s.d {
+	case fence.Postgres:
+		// Arrays joined by unnest: one index probe per ref. A row-value IN
+		// list of hundreds of refs is planned as a scan evaluating every
+		// alternative on every row.
+		return `UPDATE ` + s.locks + ` AS l SET expires_at = ` + s.later(1) + `, renewal = $2
+FROM unnest($3::text[], $4::bigint[], $5::text[]) AS r(name, slot, owner)
+WHERE l.name = r.name AND l.slot = r.slot AND l.owner = r.owner AND l.expires_at > clock_timestamp()
+RETURNING l.name, l.slot, l.owner`
+	case fence.MySQL:
+		// A derived table joined on the primary key, for the same reason;
+		// its placeholders come first in the text, so the refs are passed
+		// before ttl and mark.
+		return `UPDATE ` + s.locks + ` AS l JOIN (` + s.unionRefs(n) + `) AS r
+ON l.name = r.name AND l.slot = r.slot AND l.owner = r.owner
+SET l.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, l.renewal = ?
+WHERE l.expires_at > UTC_TIMESTAMP(6)`
+	}
+	return `UPDATE ` + s.locks + ` SET expires_at = ` + s.later(1) + `, renewal = ` + s.p(2) + `
+WHERE ` + s.refList(n, 3) + ` AND expires_at > ` + s.now + ` RETURNING name, slot, owner`
+}
+
+// unionRefs is a derived table of n refs (MySQL).
+func (s *statements) unionRefs(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i == 0 {
+			b.WriteString("SELECT CAST(? AS BINARY) AS name, ? AS slot, ? AS owner")
+		} else {
+			b.WriteString(" UNION ALL SELECT ?, ?, ?")
+		}
+	}
+	return b.String()
+}
+
+// pgRelease frees the refs given as three arrays and notifies the channel
+// ($4) with each freed name.
+func (s *statements) pgRelease() string {
+	return `WITH r AS (
+	UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp()
+	FROM unnest($1::text[], $2::bigint[], $3::text[]) AS x(name, slot, owner)
+	WHERE l.name = x.name AND l.slot = x.slot AND l.owner = x.owner
+	RETURNING l.name
+) SELECT pg_notify($4, name) FROM r`
+}
+
+// renewedMarked lists which of n refs carry the renewal mark (MySQL).
+// Parameters: mark, then the refs.
+func (s *statements) renewedMarked(n int) string {
+	return `SELECT name, slot, owner FROM ` + s.locks + ` WHERE renewal = ? AND ` + s.refList(n, 2)
+}
+
+// release frees n rows still owned by the given owners: owner cleared,
+// expires_at set to now (so it records when the row became free), token
+// kept. On PostgreSQL it also notifies the table's channel with each
+// freed name. Parameters: the refs (then the channel on PostgreSQL).
+func (s *statements) release(n int) string {
+	upd := `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + ` WHERE ` + s.refList(n, 1)
+	if s.d == fence.Postgres {
+		return `WITH r AS (` + upd + ` RETURNING name) SELECT pg_notify(` + s.p(3*n+1) + `, name) FROM r`
+	}
+	return upd
+}
+
+// entries lists a name's owned rows. Parameter: name.
+func (s *statements) entries() string {
+	return `SELECT slot, kind, owner FROM ` + s.locks + ` WHERE name = ` + s.p(1) + ` AND owner <> '' ORDER BY slot`
+}
+
+// prune deletes rows whose expiry is older than now minus the parameter
+// (µs).
+func (s *statements) prune() string {
+	switch s.d {
+	case fence.Postgres:
+		return `DELETE FROM ` + s.locks + ` WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 microsecond'`
+	case fence.MySQL:
+		return `DELETE FROM ` + s.locks + ` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND`
+	default:
+		return `DELETE FROM ` + s.locks + ` WHERE expires_at < ` + s.now + ` - ?`
+	}
+}

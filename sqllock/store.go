@@ -1,0 +1,189 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/keeper"
+)
+
+// store is the keeper.Store of a Client: batched owner-checked renewals
+// and releases on the locks table, plus the acquire the keeper does not
+// need to know about.
+type store struct {
+	c     *Client
+	db    *sql.DB
+	q     *statements
+	batch int
+}
+
+var _ keeper.Store = (*store)(nil)
+
+// slotOf is the slot a keeper.Ref carries in Aux.
+func slotOf(r keeper.Ref) int64 {
+	s, _ := r.Aux.(int64)
+	return s
+}
+
+func (s *store) BatchSize() int { return s.batch }
+
+// refArgs appends each ref's (name, slot, owner) to args.
+func refArgs(args []any, refs []keeper.Ref) []any {
+	for _, r := range refs {
+		args = append(args, r.Key, slotOf(r), r.Owner)
+	}
+	return args
+}
+
+// refArrays splits refs into the three arrays PostgreSQL unnests.
+func refArrays(refs []keeper.Ref) (names []string, slots []int64, owners []string) {
+	names, slots, owners = make([]string, len(refs)), make([]int64, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		names[i], slots[i], owners[i] = r.Key, slotOf(r), r.Owner
+	}
+	return names, slots, owners
+}
+
+type rowID struct {
+	name  string
+	slot  int64
+	owner string
+}
+
+func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
+	mark := rand.Int64()
+	var rows *sql.Rows
+	switch s.q.d {
+	case fence.MySQL:
+		args := append(refArgs(nil, refs), ttl.Microseconds(), mark)
+		res, err := s.db.ExecContext(ctx, s.q.renew(len(refs)), args...)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		renewed := make([]bool, len(refs))
+		if int(n) == len(refs) {
+			for i := range renewed {
+				renewed[i] = true
+			}
+			return renewed, nil
+		}
+		rows, err = s.db.QueryContext(ctx, s.q.renewedMarked(len(refs)), refArgs([]any{mark}, refs)...)
+		if err != nil {
+			return nil, err
+		}
+	case fence.Postgres:
+		names, slots, owners := refArrays(refs)
+		var err error
+		rows, err = s.db.QueryContext(ctx, s.q.renew(len(refs)), ttl.Microseconds(), mark, names, slots, owners)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		var err error
+		rows, err = s.db.QueryContext(ctx, s.q.renew(len(refs)), refArgs([]any{ttl.Microseconds(), mark}, refs)...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	defer rows.Close()
+	got := make(map[rowID]bool, len(refs))
+	for rows.Next() {
+		var id rowID
+		if err := rows.Scan(&id.name, &id.slot, &id.owner); err != nil {
+			return nil, err
+		}
+		got[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	renewed := make([]bool, len(refs))
+	for i, r := range refs {
+		renewed[i] = got[rowID{r.Key, slotOf(r), r.Owner}]
+	}
+	return renewed, nil
+}
+
+func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	var err error
+	if s.q.d == fence.Postgres {
+		names, slots, owners := refArrays(refs)
+		_, err = s.db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
+	} else {
+		_, err = s.db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		s.c.hub().wake(r.Key)
+	}
+	return nil
+}
+
+// acquire makes one attempt at slot of name for owner, with a lease time
+// of ttl on the database clock. ok is false when the row is held by
+// another owner. An error leaves the outcome unknown: the caller hands
+// owner to keeper.Abandon.
+func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+	if s.q.d == fence.Postgres {
+		var tok int64
+		err := s.db.QueryRowContext(ctx, s.q.pgAcquire(), name, slot, kind, owner, ttl.Microseconds()).Scan(&tok)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return 0, false, nil
+		case err != nil:
+			return 0, false, err
+		}
+		return uint64(tok), true, nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
+	res, err := tx.ExecContext(ctx, s.q.txUpsert(), name, slot, kind, owner, ttl.Microseconds())
+	if err != nil {
+		return 0, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, false, err // held by another owner (or the driver failed to say)
+	}
+	var tok int64
+	if s.q.d == fence.MySQL {
+		res, err := tx.ExecContext(ctx, s.q.txBump())
+		if err != nil {
+			return 0, false, err
+		}
+		if tok, err = res.LastInsertId(); err != nil {
+			return 0, false, err
+		}
+	} else if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
+		return 0, false, err
+	}
+	res, err = tx.ExecContext(ctx, s.q.txSetToken(), tok, name, slot, owner)
+	if err != nil {
+		return 0, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		// Not ours after all (MySQL with clientFoundRows reports a held
+		// row as affected): roll back, the counter with it.
+		return 0, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, fmt.Errorf("commit: %w", err)
+	}
+	return uint64(tok), true, nil
+}
