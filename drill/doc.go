@@ -41,6 +41,9 @@
 //     grants of a lock (Grants).
 //   - Orphans polls an engine's entry listing until the lock's queue is
 //     empty (I8).
+//   - CheckOccupancy: a resource shared by at most N holders (a Permits,
+//     the semaphore's resource) never has more than N grants working at it
+//     at once (I1 for N permits); CheckHolders is CheckExclusive for N.
 //
 // # Resource
 //
@@ -50,6 +53,11 @@
 // one has read, and a rejected write returns baton.ErrStaleToken. Unfenced,
 // it writes directly: the negative control, which loses updates as soon as
 // two holders overlap — Jepsen's etcd 3.4.3 finding.
+//
+// Permits is the semaphore's resource: one fence cannot guard what N
+// holders share, so the fenced Permits keeps an admission table of at most
+// N grants (a newer grant evicts the oldest) and rejects the uses of an
+// evicted one; the unfenced twin admits everyone.
 //
 // The drills themselves (the _test files of this package) run every row
 // of the matrix that the queue engines (zklock, etcdlock) must survive and

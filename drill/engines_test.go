@@ -61,6 +61,10 @@ type lockClient struct {
 	mutex func(name string) (*queue.Mutex, error)
 	close func() error
 	zk    *zklock.Client // set on ZooKeeper
+	// recipes makes the other recipes (RW lock, semaphore, election) on
+	// this client; entries is its orphan scan.
+	recipes recipeEngine
+	entries func(ctx context.Context, name string) ([]string, error)
 }
 
 // forEachEngine runs f as a subtest per queue engine.
@@ -99,6 +103,7 @@ func zkEngine(t *testing.T) *engine {
 		}
 		t.Cleanup(func() { c.Close() })
 		lc.zk, lc.mutex, lc.close = c, c.Mutex, c.Close
+		lc.recipes, lc.entries = c, c.Entries
 		return lc
 	}
 	scanner := e.open(t, clientOpts{})
@@ -156,6 +161,7 @@ func etcdEngine(t *testing.T) *engine {
 		}
 		t.Cleanup(func() { c.Close() })
 		lc.mutex = c.Mutex
+		lc.recipes, lc.entries = c, c.Entries
 		lc.close = func() error {
 			err := c.Close()
 			if errors.Is(err, baton.ErrClosed) {

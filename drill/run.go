@@ -53,7 +53,11 @@ func Start(t testing.TB, seed uint64) *Run {
 			t.Fatalf("BATON_DRILL_DIR: %v", err)
 		}
 	}
-	pattern := "baton-drill-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-*"
+	// No '#' or '?' (t.Name() has "#00" for unnamed subtests): the
+	// directory ends up in OpenSQLite's file: URI, where '#' would cut the
+	// path short and every trial of a test, in every concurrent run, would
+	// share one database beside the directory.
+	pattern := "baton-drill-" + strings.NewReplacer("/", "_", " ", "_", "#", "", "?", "_").Replace(t.Name()) + "-*"
 	dir, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		t.Fatalf("drill: history directory: %v", err)
