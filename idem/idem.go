@@ -169,7 +169,7 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 	if opt.Table == "" {
 		opt.Table = DefaultTable
 	}
-	table, last, err := f.tableName(opt.Table)
+	table, last, err := f.TableName("idem", opt.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -194,30 +194,30 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 	if len(idx) > 57 {
 		idx = idx[:57]
 	}
-	return &Store{db: db, f: f, table: table, index: f.quote(idx + "_open"), opt: opt}, nil
+	return &Store{db: db, f: f, table: table, index: f.Quote(idx + "_open"), opt: opt}, nil
 }
 
 // Migrate creates the table (and its index on state) if it does not exist.
 func (s *Store) Migrate(ctx context.Context) error {
 	f := s.f
 	cols := `
-	idem_key   ` + f.keyType + ` NOT NULL PRIMARY KEY,
+	idem_key   ` + f.KeyType + ` NOT NULL PRIMARY KEY,
 	state      VARCHAR(16) NOT NULL,
 	version    BIGINT NOT NULL,
 	attempts   BIGINT NOT NULL,
-	owner      ` + f.ownerType + ` NOT NULL,
-	result     ` + f.blobType + `,
+	owner      ` + f.OwnerType + ` NOT NULL,
+	result     ` + f.BlobType + `,
 	err_text   TEXT NOT NULL,
 	manual     SMALLINT NOT NULL,
 	created_us BIGINT NOT NULL,
 	changed_us BIGINT NOT NULL`
-	if f.inlineIndex {
+	if f.InlineIndex {
 		cols += `,
 	INDEX ` + s.index + ` (state, changed_us)`
 	}
 	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + s.table + ` (` + cols + `
-)` + f.tableSuffix}
-	if !f.inlineIndex {
+)` + f.TableSuffix}
+	if !f.InlineIndex {
 		stmts = append(stmts, `CREATE INDEX IF NOT EXISTS `+s.index+` ON `+s.table+` (state, changed_us)`)
 	}
 	for _, q := range stmts {
@@ -249,7 +249,7 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 	if err := checkKey(key); err != nil {
 		return Record{}, err
 	}
-	r, err := scanRecord(s.db.QueryRowContext(ctx, s.f.rebind(`SELECT `+columns+` FROM `+s.table+` WHERE idem_key = ?`), key))
+	r, err := scanRecord(s.db.QueryRowContext(ctx, s.f.Rebind(`SELECT `+columns+` FROM `+s.table+` WHERE idem_key = ?`), key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, fmt.Errorf("idem: key %q: %w", key, ErrNotFound)
 	}
@@ -275,7 +275,7 @@ func checkKey(key string) error {
 // Every UPDATE of this package changes version or manual, so MySQL's
 // "changed rows" count equals the matched rows whatever clientFoundRows is.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.f.rebind(q), args...)
+	res, err := s.db.ExecContext(ctx, s.f.Rebind(q), args...)
 	if err != nil {
 		return false, err
 	}
@@ -330,8 +330,8 @@ func (s *Store) Do(ctx context.Context, key string,
 	if call == nil {
 		return Record{}, invalid("nil call")
 	}
-	if _, err := s.exec(ctx, s.f.insertIgnore(`INSERT INTO `+s.table+` (`+columns+`)
-VALUES (?, 'INIT', NULL, '', ?, 0, 0, 0, `+s.f.nowUS+`, `+s.f.nowUS+`)`), key, s.opt.Owner); err != nil {
+	if _, err := s.exec(ctx, s.f.InsertIgnore(`INSERT INTO `+s.table+` (`+columns+`)
+VALUES (?, 'INIT', NULL, '', ?, 0, 0, 0, `+s.f.NowUS+`, `+s.f.NowUS+`)`), key, s.opt.Owner); err != nil {
 		return Record{}, fmt.Errorf("idem: record %q: %w", key, err)
 	}
 	var rec Record
@@ -350,7 +350,7 @@ VALUES (?, 'INIT', NULL, '', ?, 0, 0, 0, `+s.f.nowUS+`, `+s.f.nowUS+`)`), key, s
 				return rec, err // nothing sent: the record stays Init for the next caller
 			}
 			won, err := s.exec(ctx, `UPDATE `+s.table+` SET state = 'REQUESTING', owner = ?, version = version + 1,
-attempts = attempts + 1, manual = 0, err_text = '', changed_us = `+s.f.nowUS+`
+attempts = attempts + 1, manual = 0, err_text = '', changed_us = `+s.f.NowUS+`
 WHERE idem_key = ? AND state = 'INIT' AND version = ?`, s.opt.Owner, key, rec.Version)
 			if err != nil {
 				return rec, fmt.Errorf("idem: claim %q: %w", key, err)
@@ -364,8 +364,8 @@ WHERE idem_key = ? AND state = 'INIT' AND version = ?`, s.opt.Owner, key, rec.Ve
 			}
 			// Presume the caller dead only by the database's clock.
 			moved, err := s.exec(ctx, `UPDATE `+s.table+` SET state = 'UNKNOWN', version = version + 1,
-err_text = 'caller did not record an outcome within the request budget', changed_us = `+s.f.nowUS+`
-WHERE idem_key = ? AND state = 'REQUESTING' AND version = ? AND changed_us < `+s.f.nowUS+` - ?`,
+err_text = 'caller did not record an outcome within the request budget', changed_us = `+s.f.NowUS+`
+WHERE idem_key = ? AND state = 'REQUESTING' AND version = ? AND changed_us < `+s.f.NowUS+` - ?`,
 				key, rec.Version, us(s.opt.RequestBudget))
 			if err != nil {
 				return rec, fmt.Errorf("idem: expire %q: %w", key, err)
@@ -408,7 +408,7 @@ func (s *Store) run(ctx context.Context, rec Record, call func(context.Context) 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.RecordTimeout)
 	defer cancel()
 	ok, err := s.exec(wctx, `UPDATE `+s.table+` SET state = ?, result = ?, err_text = ?, version = version + 1,
-manual = 0, changed_us = `+s.f.nowUS+`
+manual = 0, changed_us = `+s.f.NowUS+`
 WHERE idem_key = ? AND state = 'REQUESTING' AND version = ?`, string(state), result, text, rec.Key, version)
 	if err != nil {
 		// The record stays Requesting and becomes Unknown after
@@ -456,7 +456,7 @@ func (s *Store) settle(ctx context.Context, rec Record, query func(context.Conte
 			result = nil
 		}
 		_, err := s.exec(ctx, `UPDATE `+s.table+` SET state = ?, result = ?, err_text = ?, version = version + 1,
-manual = 0, changed_us = `+s.f.nowUS+`
+manual = 0, changed_us = `+s.f.NowUS+`
 WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ?`, string(state), result, text, rec.Key, rec.Version)
 		if err != nil {
 			return rec, true, fmt.Errorf("idem: settle %q: %w", rec.Key, err)
@@ -468,7 +468,7 @@ WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ?`, string(state), result
 	}
 	// Still unknown: past the budget it becomes a person's problem.
 	if _, err := s.exec(ctx, `UPDATE `+s.table+` SET manual = 1
-WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ? AND manual = 0 AND changed_us < `+s.f.nowUS+` - ?`,
+WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ? AND manual = 0 AND changed_us < `+s.f.NowUS+` - ?`,
 		rec.Key, rec.Version, us(s.opt.UnknownBudget)); err != nil {
 		return rec, true, fmt.Errorf("idem: mark %q for manual handling: %w", rec.Key, err)
 	}
@@ -497,9 +497,9 @@ WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ? AND manual = 0 AND chan
 // person checks with the supplier or the bill and calls Resolve. The list
 // is ordered by how long the records have been stuck, oldest first.
 func (s *Store) Stuck(ctx context.Context) ([]Record, error) {
-	if _, err := s.db.ExecContext(ctx, s.f.rebind(`UPDATE `+s.table+` SET manual = 1
-WHERE manual = 0 AND ((state = 'UNKNOWN' AND changed_us < `+s.f.nowUS+` - ?)
- OR (state = 'REQUESTING' AND changed_us < `+s.f.nowUS+` - ?))`),
+	if _, err := s.db.ExecContext(ctx, s.f.Rebind(`UPDATE `+s.table+` SET manual = 1
+WHERE manual = 0 AND ((state = 'UNKNOWN' AND changed_us < `+s.f.NowUS+` - ?)
+ OR (state = 'REQUESTING' AND changed_us < `+s.f.NowUS+` - ?))`),
 		us(s.opt.UnknownBudget), us(s.opt.RequestBudget+s.opt.UnknownBudget)); err != nil {
 		return nil, fmt.Errorf("idem: mark stuck records: %w", err)
 	}
@@ -541,7 +541,7 @@ func (s *Store) Resolve(ctx context.Context, key string, state State, result []b
 		return Record{}, invalid("Resolve(%q) to %q: only SUCCESS, FAILED or INIT", key, state)
 	}
 	ok, err := s.exec(ctx, `UPDATE `+s.table+` SET state = ?, result = ?, err_text = ?, version = version + 1,
-manual = 0, changed_us = `+s.f.nowUS+`
+manual = 0, changed_us = `+s.f.NowUS+`
 WHERE idem_key = ? AND state IN ('REQUESTING', 'UNKNOWN')`, string(state), result, note, key)
 	if err != nil {
 		return Record{}, fmt.Errorf("idem: resolve %q: %w", key, err)

@@ -51,7 +51,7 @@ func (cl *Claim) Task() Task {
 // clock). Call it well within the lease (a third of it); a heartbeat after
 // the lease expired fails with baton.ErrLost and does not revive it.
 func (cl *Claim) Heartbeat(ctx context.Context) error {
-	return cl.write(ctx, "heartbeat", `lease_until = `+cl.s.f.nowUS+` + ?`, cl.s.lease.Microseconds())
+	return cl.write(ctx, "heartbeat", `lease_until = `+cl.s.f.NowUS+` + ?`, cl.s.lease.Microseconds())
 }
 
 // Checkpoint records progress: data replaces the task's checkpoint, and
@@ -84,7 +84,7 @@ func (cl *Claim) Retry(ctx context.Context, delay time.Duration) error {
 	if delay < 0 {
 		return invalid("negative delay %v", delay)
 	}
-	return cl.write(ctx, "retry", `state = 'PENDING', lease_until = 0, next_run = `+cl.s.f.nowUS+` + ?`, delay.Microseconds())
+	return cl.write(ctx, "retry", `state = 'PENDING', lease_until = 0, next_run = `+cl.s.f.NowUS+` + ?`, delay.Microseconds())
 }
 
 // write runs one fenced transition: set, plus version+1 and updated_us,
@@ -96,8 +96,8 @@ func (cl *Claim) write(ctx context.Context, op, set string, arg any) error {
 		return cl.ended
 	}
 	s := cl.s
-	ok, err := s.exec(ctx, `UPDATE `+s.table+` SET `+set+`, version = version + 1, updated_us = `+s.f.nowUS+`
-WHERE task_key = ? AND owner = ? AND epoch = ? AND version = ? AND state = 'RUNNING' AND lease_until >= `+s.f.nowUS,
+	ok, err := s.exec(ctx, `UPDATE `+s.table+` SET `+set+`, version = version + 1, updated_us = `+s.f.NowUS+`
+WHERE task_key = ? AND owner = ? AND epoch = ? AND version = ? AND state = 'RUNNING' AND lease_until >= `+s.f.NowUS,
 		arg, cl.key, cl.c.Owner, int64(cl.c.Epoch), cl.version)
 	if err != nil {
 		return fmt.Errorf("tasks: %s %q: %w", op, cl.key, err)

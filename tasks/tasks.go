@@ -151,7 +151,7 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 	if opt.Table == "" {
 		opt.Table = DefaultTable
 	}
-	table, last, err := f.tableName(opt.Table)
+	table, last, err := f.TableName("tasks", opt.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -166,34 +166,34 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 	if len(last) > 57 {
 		last = last[:57]
 	}
-	return &Store{db: db, f: f, table: table, index: f.quote(last + "_due"), lease: opt.Lease}, nil
+	return &Store{db: db, f: f, table: table, index: f.Quote(last + "_due"), lease: opt.Lease}, nil
 }
 
 // Migrate creates the task table and its index if they do not exist.
 func (s *Store) Migrate(ctx context.Context) error {
 	f := s.f
 	cols := `
-	task_key    ` + f.keyType + ` NOT NULL PRIMARY KEY,
+	task_key    ` + f.KeyType + ` NOT NULL PRIMARY KEY,
 	state       VARCHAR(16) NOT NULL,
-	owner       ` + f.ownerType + ` NOT NULL,
+	owner       ` + f.OwnerType + ` NOT NULL,
 	epoch       BIGINT NOT NULL,
 	version     BIGINT NOT NULL,
 	lease_until BIGINT NOT NULL,
 	attempts    BIGINT NOT NULL,
 	next_run    BIGINT NOT NULL,
-	payload     ` + f.blobType + `,
-	checkpoint  ` + f.blobType + `,
-	result      ` + f.blobType + `,
+	payload     ` + f.BlobType + `,
+	checkpoint  ` + f.BlobType + `,
+	result      ` + f.BlobType + `,
 	err_text    TEXT NOT NULL,
 	created_us  BIGINT NOT NULL,
 	updated_us  BIGINT NOT NULL`
-	if f.inlineIndex {
+	if f.InlineIndex {
 		cols += `,
 	INDEX ` + s.index + ` (state, next_run)`
 	}
 	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + s.table + ` (` + cols + `
-)` + f.tableSuffix}
-	if !f.inlineIndex {
+)` + f.TableSuffix}
+	if !f.InlineIndex {
 		stmts = append(stmts, `CREATE INDEX IF NOT EXISTS `+s.index+` ON `+s.table+` (state, next_run)`)
 	}
 	for _, q := range stmts {
@@ -233,7 +233,7 @@ func checkKey(key string) error {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.f.rebind(q), args...)
+	res, err := s.db.ExecContext(ctx, s.f.Rebind(q), args...)
 	if err != nil {
 		return false, err
 	}
@@ -249,7 +249,7 @@ func (s *Store) Get(ctx context.Context, key string) (Task, error) {
 	if err := checkKey(key); err != nil {
 		return Task{}, err
 	}
-	t, err := scanTask(s.db.QueryRowContext(ctx, s.f.rebind(`SELECT `+columns+` FROM `+s.table+` WHERE task_key = ?`), key))
+	t, err := scanTask(s.db.QueryRowContext(ctx, s.f.Rebind(`SELECT `+columns+` FROM `+s.table+` WHERE task_key = ?`), key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Task{}, fmt.Errorf("tasks: %q: %w", key, ErrNotFound)
 	}
@@ -270,8 +270,8 @@ func (s *Store) Enqueue(ctx context.Context, key string, payload []byte, delay t
 	if delay < 0 {
 		return Task{}, false, invalid("negative delay %v", delay)
 	}
-	created, err := s.exec(ctx, s.f.insertIgnore(`INSERT INTO `+s.table+` (`+columns+`)
-VALUES (?, 'PENDING', '', 0, 1, 0, 0, `+s.f.nowUS+` + ?, ?, NULL, NULL, '', `+s.f.nowUS+`, `+s.f.nowUS+`)`),
+	created, err := s.exec(ctx, s.f.InsertIgnore(`INSERT INTO `+s.table+` (`+columns+`)
+VALUES (?, 'PENDING', '', 0, 1, 0, 0, `+s.f.NowUS+` + ?, ?, NULL, NULL, '', `+s.f.NowUS+`, `+s.f.NowUS+`)`),
 		key, delay.Microseconds(), payload)
 	if err != nil {
 		return Task{}, false, fmt.Errorf("tasks: enqueue %q: %w", key, err)
@@ -295,8 +295,8 @@ func (s *Store) Claim(ctx context.Context, c Claimant) (*Claim, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.f.rebind(`SELECT task_key, version FROM `+s.table+`
-WHERE state = 'PENDING' AND next_run <= `+s.f.nowUS+` AND (epoch < ? OR (epoch = ? AND owner = ?))
+	rows, err := s.db.QueryContext(ctx, s.f.Rebind(`SELECT task_key, version FROM `+s.table+`
+WHERE state = 'PENDING' AND next_run <= `+s.f.NowUS+` AND (epoch < ? OR (epoch = ? AND owner = ?))
 ORDER BY next_run, task_key LIMIT `+fmt.Sprint(claimBatch)), int64(c.Epoch), int64(c.Epoch), c.Owner)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: claim: %w", err)
@@ -320,8 +320,8 @@ ORDER BY next_run, task_key LIMIT `+fmt.Sprint(claimBatch)), int64(c.Epoch), int
 	}
 	for _, k := range cands {
 		won, err := s.exec(ctx, `UPDATE `+s.table+` SET state = 'RUNNING', owner = ?, epoch = ?, version = version + 1,
-lease_until = `+s.f.nowUS+` + ?, attempts = attempts + 1, updated_us = `+s.f.nowUS+`
-WHERE task_key = ? AND state = 'PENDING' AND version = ? AND next_run <= `+s.f.nowUS+`
+lease_until = `+s.f.NowUS+` + ?, attempts = attempts + 1, updated_us = `+s.f.NowUS+`
+WHERE task_key = ? AND state = 'PENDING' AND version = ? AND next_run <= `+s.f.NowUS+`
 AND (epoch < ? OR (epoch = ? AND owner = ?))`,
 			c.Owner, int64(c.Epoch), s.lease.Microseconds(), k.key, k.version, int64(c.Epoch), int64(c.Epoch), c.Owner)
 		if err != nil {
@@ -353,8 +353,8 @@ func (s *Store) Expired(ctx context.Context, limit int) ([]Task, error) {
 	if limit <= 0 {
 		return nil, invalid("limit %d", limit)
 	}
-	rows, err := s.db.QueryContext(ctx, s.f.rebind(`SELECT `+columns+` FROM `+s.table+`
-WHERE state = 'RUNNING' AND lease_until < `+s.f.nowUS+` ORDER BY lease_until, task_key LIMIT `+fmt.Sprint(limit)))
+	rows, err := s.db.QueryContext(ctx, s.f.Rebind(`SELECT `+columns+` FROM `+s.table+`
+WHERE state = 'RUNNING' AND lease_until < `+s.f.NowUS+` ORDER BY lease_until, task_key LIMIT `+fmt.Sprint(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("tasks: list expired: %w", err)
 	}
@@ -397,8 +397,8 @@ func (s *Store) Takeover(ctx context.Context, seen Task, c Claimant) (*Claim, er
 		return nil, err
 	}
 	won, err := s.exec(ctx, `UPDATE `+s.table+` SET owner = ?, epoch = ?, version = version + 1,
-lease_until = `+s.f.nowUS+` + ?, attempts = attempts + 1, updated_us = `+s.f.nowUS+`
-WHERE task_key = ? AND state = 'RUNNING' AND version = ? AND epoch = ? AND lease_until < `+s.f.nowUS+` AND epoch < ?`,
+lease_until = `+s.f.NowUS+` + ?, attempts = attempts + 1, updated_us = `+s.f.NowUS+`
+WHERE task_key = ? AND state = 'RUNNING' AND version = ? AND epoch = ? AND lease_until < `+s.f.NowUS+` AND epoch < ?`,
 		c.Owner, int64(c.Epoch), s.lease.Microseconds(), seen.Key, seen.Version, int64(seen.Epoch), int64(c.Epoch))
 	if err != nil {
 		return nil, fmt.Errorf("tasks: take over %q: %w", seen.Key, err)
