@@ -22,11 +22,16 @@ const (
 	// defaultGrace is how long a command may clean up after SIGTERM when
 	// the lock was lost, before SIGKILL.
 	defaultGrace = 5 * time.Second
+	// minSQLTTL is sqllock's smallest TTL: below it the renewal and
+	// drift margins stop making sense.
+	minSQLTTL = 300 * time.Millisecond
 )
 
 // runConfig is a parsed `baton run` command line.
 type runConfig struct {
-	backend        string        // --backend, else $BATON_BACKEND
+	backend        string        // --backend, else $BATON_BACKEND, else the embedded default
+	embedded       bool          // backend is the embedded default (its directory is created)
+	readOnly       bool          // inspect: do not create the SQL schema
 	ttl            time.Duration // --ttl
 	wait           time.Duration // --wait; meaningful only when waitSet
 	waitSet        bool          // --wait given: absent means forever
@@ -214,6 +219,14 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	if err := resolveBackend(cmd, cfg, backendGiven, getenv); err != nil {
 		return nil, err
 	}
+	if engine := sqlEngine(schemeOf(cfg.backend)); engine != "" {
+		switch {
+		case cmd == "elect" || cfg.mode != modeMutex:
+			return nil, sqlUnsupported(cmd, cfg.mode, engine)
+		case cfg.ttl < minSQLTTL:
+			return nil, usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, engine, minSQLTTL)
+		}
+	}
 	return cfg, nil
 }
 
@@ -228,13 +241,24 @@ func checkCommon(cmd string, cfg *runConfig) error {
 	return nil
 }
 
-// resolveBackend falls back to $BATON_BACKEND when --backend was not given.
+// resolveBackend falls back to $BATON_BACKEND when --backend was not
+// given, and to the embedded default (a SQLite file in the user's state
+// directory) when neither names one. An explicitly empty --backend is a
+// mistake, not a request for the default.
 func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) string) error {
 	if !given {
 		cfg.backend = getenv("BATON_BACKEND")
 	}
-	if strings.TrimSpace(cfg.backend) == "" {
-		return usagef("%s: no backend: pass --backend URL or set BATON_BACKEND (the embedded sqlite default arrives with the SQL engine)", cmd)
+	if strings.TrimSpace(cfg.backend) != "" {
+		return nil
 	}
+	if given {
+		return usagef("%s: --backend is empty", cmd)
+	}
+	def, err := embeddedBackend()
+	if err != nil {
+		return usagef("%s: no --backend, no BATON_BACKEND, and no state directory for the embedded default: %v", cmd, err)
+	}
+	cfg.backend, cfg.embedded = def, true
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 // backend is a connected engine, as much of it as the commands need.
 type backend struct {
-	engine string // "zk", "etcd"
+	engine string // "zk", "etcd", "postgres", "mysql", "sqlite"
 	// locker returns the coordination object `run` takes for mode.
 	locker func(name string, mode lockMode, permits int) (baton.Locker, error)
 	// election returns the election `elect` campaigns in.
@@ -30,7 +31,11 @@ type backend struct {
 	inspector queue.Inspector
 	remover   queue.Remover
 	bounder   queue.TokenBounder
-	close     func()
+	// rows serves inspect on the SQL engine instead of inspector: a row
+	// per holder with its deadline on the database clock (waiters hold no
+	// row). clean does not apply there.
+	rows  func(ctx context.Context, name string) ([]sqlRow, error)
+	close func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
@@ -40,6 +45,7 @@ type backend struct {
 // credentials are never printed: redacted is safe to show.
 type engineURL struct {
 	scheme   string
+	orig     string // as given, with credentials: never print it
 	raw      string // without credentials
 	user     string
 	password string
@@ -53,9 +59,9 @@ type engineURL struct {
 func splitURL(raw string) (engineURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme == "" {
-		return engineURL{}, usagef("backend URL %q: want scheme://… (zk://, etcd://, etcds://)", raw)
+		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactQuery(raw), knownSchemes)
 	}
-	u := engineURL{scheme: strings.ToLower(scheme), raw: raw, redacted: raw}
+	u := engineURL{scheme: strings.ToLower(scheme), orig: raw, raw: raw, redacted: redactQuery(raw)}
 	authority, path := rest, ""
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		authority, path = rest[:i], rest[i:]
@@ -65,16 +71,23 @@ func splitURL(raw string) (engineURL, error) {
 		u.user, u.password, _ = strings.Cut(info, ":")
 		u.hasUser = true
 		u.raw = scheme + "://" + authority[i+1:] + path
-		u.redacted = scheme + "://" + u.user + ":***@" + authority[i+1:] + path
+		u.redacted = redactQuery(scheme + "://" + u.user + ":***@" + authority[i+1:] + path)
 	}
 	return u, nil
 }
 
+// secretParam matches a password given as a URL parameter (PostgreSQL
+// URLs accept password= and sslpassword=).
+var secretParam = regexp.MustCompile(`(?i)([?&](?:ssl)?(?:password|passwd|pass)=)[^&#]*`)
+
+// redactQuery hides password parameters of a URL.
+func redactQuery(raw string) string { return secretParam.ReplaceAllString(raw, "${1}***") }
+
+// knownSchemes lists the backends of this release, for messages.
+const knownSchemes = "zk://, etcd://, etcds://, postgres://, mysql://, sqlite://"
+
 // knownLater are schemes whose engines arrive in a later release.
-var knownLater = map[string]bool{
-	"redis": true, "rediss": true, "redlock": true,
-	"postgres": true, "postgresql": true, "mysql": true, "sqlite": true,
-}
+var knownLater = map[string]bool{"redis": true, "rediss": true, "redlock": true}
 
 // openBackend connects to the engine named by cfg.backend within
 // cfg.connectTimeout (bounded also by ctx). Errors are classified by
@@ -89,6 +102,8 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 		return openZK(ctx, cfg, u)
 	case "etcd", "etcds":
 		return openEtcd(ctx, cfg, u, name)
+	case "postgres", "postgresql", "mysql", "sqlite":
+		return openSQL(ctx, cfg, u)
 	}
 	return nil, parseBackend(cfg.backend)
 }
@@ -109,11 +124,15 @@ func parseBackend(raw string) error {
 		if _, _, err := etcdlock.ParseURL(u.raw); err != nil {
 			return usagef("backend %s: %v", u.redacted, err)
 		}
+	case "postgres", "postgresql", "mysql", "sqlite":
+		if _, err := parseSQL(u, defaultConnectTimeout); err != nil {
+			return err
+		}
 	default:
 		if knownLater[u.scheme] {
-			return usagef("backend %s: the %s engine is not available in this release (zk://, etcd:// and etcds:// are)", u.redacted, u.scheme)
+			return usagef("backend %s: the %s engine is not available in this release (%s are)", u.redacted, u.scheme, knownSchemes)
 		}
-		return usagef("backend %s: unknown scheme %q (zk://, etcd://, etcds://)", u.redacted, u.scheme)
+		return usagef("backend %s: unknown scheme %q (%s)", u.redacted, u.scheme, knownSchemes)
 	}
 	return nil
 }

@@ -188,19 +188,16 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 }
 
 // evidenceDir is where evidence goes without --evidence-dir: the user's
-// state directory (XDG), as baton's embedded default backend will be.
+// state directory (XDG), beside baton's embedded default backend.
 func evidenceDir(flagDir string) (string, error) {
 	if flagDir != "" {
 		return flagDir, nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "baton"), nil
-	}
-	home, err := os.UserHomeDir()
+	d, err := stateDir()
 	if err != nil {
-		return "", fmt.Errorf("no --evidence-dir, no XDG_STATE_HOME and no home directory: %w", err)
+		return "", fmt.Errorf("no --evidence-dir, and %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "baton"), nil
+	return d, nil
 }
 
 // saveEvidence writes ev to a new file (never overwriting one) and returns

@@ -42,6 +42,10 @@ Usage:
   baton help [COMMAND]                         this text, or a command's
   baton version                                print the version
 
+Without --backend or $BATON_BACKEND, locks live in a SQLite file in the
+user's state directory (~/.local/state/baton/locks.db): commands on one
+host exclude each other with zero setup.
+
 A lock grants coordination, not correctness: COMMAND gets BATON_TOKEN and
 must hand it to the resource it writes, which rejects stale tokens.
 `
@@ -53,12 +57,18 @@ COMMAND, release when it exits, and exit with its status. Flags may come
 before or after NAME; "--" starts COMMAND.
 
 Flags:
-  --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379 or
-                         etcds://… (TLS); default $BATON_BACKEND. redis, rediss,
-                         redlock, postgres, mysql and sqlite URLs arrive with
-                         their engines (exit 64 until then).
-  --ttl D                session timeout (ZooKeeper; the server may clamp it) or
-                         lease TTL (etcd; rounded up to whole seconds). Default 15s.
+  --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379,
+                         etcds://… (TLS), postgres://user@h:5432/db?sslmode=…
+                         (or postgresql://), mysql://user:pass@h:3306/db?tls=…,
+                         sqlite:///path/to/file.db. Default $BATON_BACKEND, else
+                         the embedded default: sqlite:// on the file locks.db in
+                         $XDG_STATE_HOME/baton (else ~/.local/state/baton,
+                         created 0700), so runs on one host exclude each other
+                         with zero setup. redis, rediss and redlock URLs arrive
+                         with their engines (exit 64 until then).
+  --ttl D                session timeout (ZooKeeper; the server may clamp it),
+                         lease TTL (etcd; rounded up to whole seconds) or the
+                         renewed lease of the row (SQL; >= 300ms). Default 15s.
   --wait D               give up after D if the lock stays taken (exit 75);
                          0 makes one attempt; absent waits forever.
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
@@ -73,14 +83,21 @@ Flags:
                          every client of NAME must use the same N).
                          --read, --write and --shared exclude each other. A mutex,
                          a read/write lock and a semaphore are different objects:
-                         give them different NAMEs.
+                         give them different NAMEs. The SQL engine has the mutex
+                         only so far: --read, --write and --shared exit 64 there.
 Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
-(the fencing token, decimal) and BATON_ENGINE (zk or etcd); BATON_BACKEND is
-inherited, so a nested baton run works. etcd credentials: user:pass@ in the
-URL or BATON_ETCD_USER / BATON_ETCD_PASSWORD; TLS files: BATON_ETCD_CACERT,
-BATON_ETCD_CERT, BATON_ETCD_KEY. Credentials are never printed.
+(the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql or
+sqlite); BATON_BACKEND is inherited, so a nested baton run works. etcd
+credentials: user:pass@ in the URL or BATON_ETCD_USER / BATON_ETCD_PASSWORD;
+TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
+credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
+else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
+MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
+preferred (MySQL). baton always sets parseTime and interpolateParams on
+MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
+Credentials are never printed.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
 one) and dies with baton. SIGINT, SIGTERM and SIGHUP sent to baton go to
@@ -92,11 +109,13 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
-      missing COMMAND, --read/--write/--shared combined, --shared < 1
+      missing COMMAND, --read/--write/--shared combined, --shared < 1,
+      a recipe the engine lacks (--read/--write/--shared/elect on SQL)
   69  backend unreachable (at start, or the session died while waiting)
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
-  77  authentication or TLS refused
+  77  authentication or TLS refused (PostgreSQL SQLSTATE 28000/28P01,
+      MySQL error 1045…)
   126 COMMAND not executable; 127 COMMAND not found
   128+n COMMAND (or baton, while acquiring) killed by signal n
   otherwise COMMAND's own status
@@ -119,7 +138,9 @@ long), COMMAND gets SIGTERM, SIGKILL after --grace, and baton exits 76, as
 baton run does: a new leader may already be running by then.
 
 Flags and exit codes are those of baton run (see baton help run), without
---read, --write and --shared. --wait bounds the campaign (75 when it runs
+--read, --write and --shared. The SQL engine has no elections yet: elect
+exits 64 on postgres://, mysql:// and sqlite:// (and on the embedded
+default); use zk:// or etcd://. --wait bounds the campaign (75 when it runs
 out); --wait 0 exits 75 at once when the election has a leader.
 `
 
@@ -139,11 +160,21 @@ server's "dump" four-letter word (4lw.commands.whitelist) and is reported
 unknown without it. etcd: the token is the key's create revision; etcd
 keeps no creation time, so age is unknown and the lease TTL is shown.
 
+SQL (postgres://, mysql://, sqlite://, and the embedded default): a lock
+is a row per holder; inspect shows its owner (the grant's random
+identity), token, lease deadline on the database clock and the time left
+before it (state "expired" once it passed: the row is free to the next
+acquire). Waiters hold no row — they retry, woken by LISTEN/NOTIFY on
+PostgreSQL — so they are not listed. inspect only reads: it does not
+create the schema (a database never locked on shows nothing).
+
 Flags:
-  --backend URL          as for baton run (default $BATON_BACKEND)
+  --backend URL          as for baton run (default $BATON_BACKEND, else the
+                         embedded default)
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
   --json                 print a JSON array of entries instead of the table
-                         (token and age_ms are null when unknown)
+                         (token and age_ms are null when unknown; SQL adds
+                         expires_at and lease_left_ms)
 
 Exit codes: 0 printed (also for an empty queue); 64 usage; 69 backend
 unreachable; 77 authentication or TLS refused.
@@ -166,7 +197,11 @@ A live holder can only be released by force, one exact entry at a time:
                                                    the fence to raise
   baton clean --force-release ENTRY --apply NAME   save the evidence, then
                                                    delete ENTRY
-ENTRY is the entry exactly as baton inspect prints it. The holder is not
+ENTRY is the entry exactly as baton inspect prints it.
+
+clean does not apply to the SQL engine (exit 64): it leaves no residue. A
+release clears the row's owner, and a row whose lease expired on the
+database clock is free to the next acquire; baton inspect shows both. The holder is not
 told: its session lives on and it keeps writing until its resource rejects
 it. So first raise the fence of every resource NAME guards to the token
 printed (under an owner name of your own): the (token, owner) rule then
@@ -182,9 +217,9 @@ Flags:
                          ~/.local/state/baton)
 
 Exit codes: 0 done (or dry run printed); 64 usage, including a request to
-remove the lock directory; 66 --force-release names no entry of the queue;
-69 backend unreachable; 73 the evidence could not be saved (nothing was
-removed); 77 authentication or TLS refused.
+remove the lock directory, and any SQL backend; 66 --force-release names
+no entry of the queue; 69 backend unreachable; 73 the evidence could not
+be saved (nothing was removed); 77 authentication or TLS refused.
 `
 
 const demoUsage = `Usage: baton demo

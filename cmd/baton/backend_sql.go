@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/sqllock"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // pure Go: baton stays a static binary
+)
+
+// sqliteParams are the connection settings of every SQLite database baton
+// opens (sqllock's and fence's package docs): writers wait up to 5s for
+// the file's write lock instead of failing with SQLITE_BUSY; BEGIN takes
+// the write lock at once, so a transaction that read first never fails
+// when it writes; WAL lets inspect read while a run writes.
+const sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_pragma=synchronous(normal)&_txlock=immediate"
+
+// sqlEngine returns the BATON_ENGINE of a SQL URL scheme, "" for others.
+func sqlEngine(scheme string) string {
+	switch scheme {
+	case "postgres", "postgresql":
+		return "postgres"
+	case "mysql":
+		return "mysql"
+	case "sqlite":
+		return "sqlite"
+	}
+	return ""
+}
+
+// schemeOf returns the lower-cased scheme of a backend URL ("" if none).
+func schemeOf(raw string) string {
+	s, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	return strings.ToLower(s)
+}
+
+// stateDir is the user's state directory for baton: $XDG_STATE_HOME/baton
+// (only when absolute, as the XDG spec says), else ~/.local/state/baton.
+// It holds the embedded default backend and clean's evidence.
+func stateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "baton"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no XDG_STATE_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "baton"), nil
+}
+
+// embeddedBackend is the backend used without --backend and
+// $BATON_BACKEND: a SQLite file in the user's state directory, so that
+// shells and cron jobs of one host exclude each other with zero setup.
+func embeddedBackend() (string, error) {
+	dir, err := stateDir()
+	if err != nil {
+		return "", err
+	}
+	return "sqlite://" + filepath.Join(dir, "locks.db"), nil
+}
+
+// sqlTarget is a parsed SQL backend URL: what to open, without opening it.
+type sqlTarget struct {
+	engine string
+	// connect returns a *sql.DB that has not connected yet.
+	connect func() (*sql.DB, error)
+	// file is the SQLite database file.
+	file string
+}
+
+// scrub removes the URL's password from a driver's message: drivers are
+// careful, but some echo the connection string they failed to parse.
+func (u engineURL) scrub(err error) error {
+	if err == nil || u.password == "" {
+		return err
+	}
+	msg := err.Error()
+	for _, p := range []string{u.password, url.QueryEscape(u.password), url.PathEscape(u.password)} {
+		msg = strings.ReplaceAll(msg, p, "***")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// parseSQL checks a postgres://, mysql:// or sqlite:// URL offline and
+// returns how to open it. Credentials missing from the URL come from
+// BATON_SQL_USER / BATON_SQL_PASSWORD, then the driver's own environment
+// (PGUSER, PGPASSWORD, ~/.pgpass for PostgreSQL; MYSQL_PWD for MySQL).
+func parseSQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
+	bad := func(format string, args ...any) (sqlTarget, error) {
+		return sqlTarget{}, usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
+	}
+	switch sqlEngine(u.scheme) {
+	case "postgres":
+		// pgx parses the URL itself (multiple hosts, sslmode, sslrootcert,
+		// target_session_attrs…); TLS follows sslmode.
+		cc, err := pgx.ParseConfig(u.orig)
+		if err != nil {
+			return bad("%v", u.scrub(err))
+		}
+		if !u.hasUser {
+			if v := os.Getenv("BATON_SQL_USER"); v != "" {
+				cc.User = v
+			}
+		}
+		if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
+			if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
+				cc.Password = v
+			}
+		}
+		cc.ConnectTimeout = connectTimeout
+		if _, ok := cc.RuntimeParams["application_name"]; !ok {
+			cc.RuntimeParams["application_name"] = "baton"
+		}
+		return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
+
+	case "mysql":
+		pu, err := url.Parse(u.orig)
+		if err != nil {
+			return bad("not a URL (mysql://user:pass@host:3306/db?tls=true)")
+		}
+		if pu.Host == "" || pu.Hostname() == "" {
+			return bad("no host (mysql://user:pass@host:3306/db)")
+		}
+		mc := mysql.NewConfig()
+		mc.Net = "tcp"
+		port := pu.Port()
+		if port == "" {
+			port = "3306"
+		}
+		mc.Addr = net.JoinHostPort(pu.Hostname(), port)
+		mc.DBName = strings.TrimPrefix(pu.Path, "/")
+		if strings.Contains(mc.DBName, "/") {
+			return bad("database %q: want one name after the host", mc.DBName)
+		}
+		mc.User, mc.Passwd = pu.User.Username(), ""
+		if p, ok := pu.User.Password(); ok {
+			mc.Passwd = p
+		}
+		if pu.User == nil || mc.User == "" {
+			mc.User = os.Getenv("BATON_SQL_USER")
+		}
+		if mc.Passwd == "" {
+			mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
+		}
+		if mc.Passwd == "" {
+			mc.Passwd = os.Getenv("MYSQL_PWD")
+		}
+		// sqllock's doc: interpolateParams saves a prepare round trip per
+		// statement; DATETIME columns scan as time.Time in UTC.
+		mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
+		mc.Timeout = connectTimeout
+		for k, vs := range pu.Query() {
+			switch k {
+			case "tls":
+				// true, false, skip-verify or preferred, as the driver.
+				switch v := vs[len(vs)-1]; v {
+				case "true", "false", "skip-verify", "preferred":
+					mc.TLSConfig = v
+				default:
+					return bad("tls=%q: want true, false, skip-verify or preferred", v)
+				}
+			default:
+				return bad("parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
+			}
+		}
+		conn, err := mysql.NewConnector(mc)
+		if err != nil {
+			return bad("%v", u.scrub(err))
+		}
+		return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
+
+	case "sqlite":
+		path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
+		switch {
+		case query != "":
+			return bad("SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
+		case path == "":
+			return bad("no file (sqlite:///path/to/locks.db)")
+		case u.hasUser:
+			return bad("SQLite has no users")
+		}
+		// A SQLite URI: ?, # and % in the path must be escaped.
+		dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
+		return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
+	}
+	return bad("not a SQL URL")
+}
+
+// openSQL connects to a SQL backend: the connection is proved by a ping,
+// retried until --connect-timeout (a database that is restarting is not
+// down yet); then the schema is created unless cfg.readOnly.
+func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+	t, err := parseSQL(u, cfg.connectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.embedded:
+		// Private: lock names tell what the user runs.
+		if err := os.MkdirAll(filepath.Dir(t.file), 0o700); err != nil {
+			return nil, fmt.Errorf("%w: embedded backend: %w", baton.ErrUnavailable, err)
+		}
+	case t.engine == "sqlite":
+		// SQLite creates the file but not its directory; a missing one
+		// will not appear by retrying until --connect-timeout.
+		if _, err := os.Stat(filepath.Dir(t.file)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", baton.ErrUnavailable, u.redacted, err)
+		}
+	}
+	db, err := t.connect()
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %w", baton.ErrUnavailable, u.redacted, u.scrub(err))
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	if err := pingSQL(cctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
+	}
+	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	closeAll := func() { _ = c.Close(); _ = db.Close() }
+	if !cfg.readOnly {
+		if err := c.Migrate(cctx); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("create the schema on %s: %w", u.redacted, sqlErr(u.scrub(err)))
+		}
+	}
+	engine := t.engine
+	return &backend{
+		engine: engine,
+		locker: func(name string, mode lockMode, _ int) (baton.Locker, error) {
+			if mode != modeMutex {
+				return nil, sqlUnsupported("run", mode, engine)
+			}
+			return c.Mutex(name)
+		},
+		election: func(string) (*queue.Election, error) { return nil, sqlUnsupported("elect", modeMutex, engine) },
+		rows:     func(ctx context.Context, name string) ([]sqlRow, error) { return sqlRows(ctx, db, c, name) },
+		close:    closeAll,
+	}, nil
+}
+
+// sqlUnsupported is the usage error for what the SQL engine lacks so far
+// (sqllock has only the mutex).
+func sqlUnsupported(cmd string, mode lockMode, engine string) error {
+	what := "elections are"
+	switch {
+	case cmd == "clean":
+		return usagef("clean: not applicable to the SQL engine (%s): it leaves no residue to remove. "+
+			"A released row keeps only its token; an expired one is free to the next acquire by the database clock; "+
+			"run baton inspect to see the holder and its deadline", engine)
+	case mode == modeRead:
+		what = "--read (a read/write lock) is"
+	case mode == modeWrite:
+		what = "--write (a read/write lock) is"
+	case mode == modeShared:
+		what = "--shared (a semaphore) is"
+	}
+	return usagef("%s: %s not supported by the SQL engine (%s) yet: it has the mutex (plain baton run) only; "+
+		"pass --backend zk://… or etcd://… for read/write locks, semaphores and elections", cmd, what, engine)
+}
+
+// pingSQL pings until it works, the database refuses the credentials, or
+// ctx ends.
+func pingSQL(ctx context.Context, db *sql.DB) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		err = sqlErr(err)
+		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// sqlErr marks authentication, authorization and TLS failures with
+// baton.ErrAuth (exit 77) and everything else with baton.ErrUnavailable
+// (exit 69).
+func sqlErr(err error) error {
+	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		return err
+	}
+	var (
+		pe  *pgconn.PgError
+		me  *mysql.MySQLError
+		ua  x509.UnknownAuthorityError
+		he  x509.HostnameError
+		ce  x509.CertificateInvalidError
+		rhe tls.RecordHeaderError
+	)
+	auth := false
+	switch {
+	case errors.As(err, &pe):
+		// 28000 invalid_authorization_specification (pg_hba.conf, no
+		// SSL), 28P01 invalid_password, 42501 insufficient_privilege.
+		auth = pe.Code == "28000" || pe.Code == "28P01" || pe.Code == "42501"
+	case errors.As(err, &me):
+		// 1044 no access to the database, 1045 access denied (user or
+		// password), 1142 command denied (no CREATE), 1698 access denied
+		// (socket/plugin auth), 3159 secure transport required.
+		switch me.Number {
+		case 1044, 1045, 1142, 1698, 3159:
+			auth = true
+		}
+	case errors.Is(err, mysql.ErrNoTLS), errors.As(err, &ua), errors.As(err, &he), errors.As(err, &ce), errors.As(err, &rhe):
+		auth = true
+	default:
+		msg := err.Error()
+		auth = strings.Contains(msg, "server refused TLS connection") || strings.Contains(msg, "x509:") ||
+			strings.Contains(msg, "tls: ")
+	}
+	if auth {
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+	}
+	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+}
+
+// sqlRow is one owned row of a SQL lock, as inspect shows it.
+type sqlRow struct {
+	slot      int64
+	kind      string
+	owner     string
+	token     uint64
+	expiresAt time.Time     // on the database clock, UTC
+	left      time.Duration // expiresAt minus the database's now; ≤ 0: expired
+}
+
+// sqlRows reads the owned rows of name and their time left by the
+// database clock, read-only: the lock table's layout is documented in
+// sqllock's package doc. A table not created yet means no rows.
+func sqlRows(ctx context.Context, db *sql.DB, c *sqllock.Client, name string) ([]sqlRow, error) {
+	t := c.Table() // validated by sqllock: a plain identifier
+	var q string
+	switch c.Engine() {
+	case fence.Postgres.String():
+		q = `SELECT slot, kind, owner, token,
+	(extract(epoch FROM expires_at) * 1000000)::bigint,
+	(extract(epoch FROM (expires_at - clock_timestamp())) * 1000000)::bigint
+FROM ` + t + ` WHERE name = $1 AND owner <> '' ORDER BY slot`
+	case fence.MySQL.String():
+		q = `SELECT slot, kind, owner, token,
+	TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at),
+	TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
+FROM ` + t + ` WHERE name = ? AND owner <> '' ORDER BY slot`
+	default:
+		q = `SELECT slot, kind, owner, token, expires_at,
+	expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)
+FROM ` + t + ` WHERE name = ? AND owner <> '' ORDER BY slot`
+	}
+	rows, err := db.QueryContext(ctx, q, name)
+	if err != nil {
+		if noTable(err) {
+			return nil, nil
+		}
+		return nil, sqlErr(err)
+	}
+	defer rows.Close()
+	var out []sqlRow
+	for rows.Next() {
+		var (
+			r          sqlRow
+			exp, leftU int64
+		)
+		if err := rows.Scan(&r.slot, &r.kind, &r.owner, &r.token, &exp, &leftU); err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+		r.expiresAt, r.left = time.UnixMicro(exp).UTC(), time.Duration(leftU)*time.Microsecond
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqlErr(err)
+	}
+	return out, nil
+}
+
+// noTable reports an error saying the lock table does not exist (nothing
+// was ever locked there; inspect does not create it).
+func noTable(err error) bool {
+	var (
+		pe *pgconn.PgError
+		me *mysql.MySQLError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return pe.Code == "42P01" // undefined_table
+	case errors.As(err, &me):
+		return me.Number == 1146 // ER_NO_SUCH_TABLE
+	}
+	return strings.Contains(err.Error(), "no such table")
+}
