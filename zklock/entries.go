@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,12 +23,45 @@ var kinds = []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue
 
 // newUUID returns a random (version 4) UUID in Curator's 36-character form.
 func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	var b [36]byte
+	putUUID(b[:])
+	return string(b[:])
+}
+
+// putUUID writes a random (version 4) UUID in Curator's 36-character form
+// into dst[:36]. It is on every acquire's path, so it formats into the
+// caller's buffer instead of going through hex strings and concatenation.
+func putUUID(dst []byte) {
+	const digits = "0123456789abcdef"
+	var r [16]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails on supported platforms
+	r[6] = r[6]&0x0f | 0x40
+	r[8] = r[8]&0x3f | 0x80
+	j := 0
+	for i, v := range r {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst[j] = '-'
+			j++
+		}
+		dst[j], dst[j+1] = digits[v>>4], digits[v&0x0f]
+		j += 2
+	}
+}
+
+// protectedPath returns "<parent>/_c_<uuid>-<kind>" and the length of its
+// "<parent>/" part, built with a single allocation.
+func protectedPath(parent string, kind queue.Kind) (path string, dirLen int) {
+	dirLen = len(parent) + 1
+	b := make([]byte, 0, dirLen+len(protectedPrefix)+36+1+len(kind))
+	b = append(b, parent...)
+	b = append(b, '/')
+	b = append(b, protectedPrefix...)
+	n := len(b)
+	b = b[:n+36]
+	putUUID(b[n:])
+	b = append(b, '-')
+	b = append(b, kind...)
+	return string(b), dirLen
 }
 
 // parseEntry reads a child name of a lock directory as Curator does: the
@@ -82,8 +114,8 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 	if err != nil {
 		return queue.Entry{}, err
 	}
-	prefix := protectedPrefix + newUUID() + "-"
-	path := parent + "/" + prefix + string(kind)
+	path, dirLen := protectedPath(parent, kind)
+	prefix := path[dirLen : len(path)-len(kind)] // "_c_<uuid>-"
 	retry := 0
 	backoff := func() error {
 		t := time.NewTimer(s.c.opts.Backoff.Delay(retry))
@@ -98,12 +130,22 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 			return s.ctxErr(ctx)
 		}
 	}
+	create := func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) }
 	for {
 		if err := s.awaitHeld(ctx); err != nil {
 			return queue.Entry{}, err
 		}
-		o := goOp(s, func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) })
-		created, err := o.wait(ctx)
+		var (
+			o       *op[string]
+			created string
+		)
+		if ctx.Done() == nil {
+			// A context that can never end needs no goroutine to leave by.
+			created, err = create()
+		} else {
+			o = goOp(s, create)
+			created, err = o.wait(ctx)
+		}
 		switch {
 		case err == nil:
 			e, ok := parseEntry(parent, created[len(parent)+1:])
@@ -113,7 +155,7 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 			if st, _ := s.Observe(); st == baton.Lost {
 				return queue.Entry{}, s.lostErr() // the entry dies with the session
 			}
-			e.Owner = s.ID()
+			e.Owner = s.idString()
 			return e, nil
 		case ctx.Err() != nil && err == ctx.Err():
 			// The create may still land: the session's cleanup removes it.
@@ -130,6 +172,9 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 			}
 			retry++
 		case isUnknown(err):
+			if o == nil {
+				o = doneOp(created, err) // for the cleaner, should recovery give up
+			}
 			e, found, rerr := s.resolve(ctx, parent, prefix)
 			if rerr != nil {
 				s.abandonCreate(parent, prefix, o)
@@ -226,7 +271,7 @@ func (s *session) recoverCreate(ctx context.Context, parent, prefix string) (que
 		}
 	}
 	e := mine[0]
-	e.Owner = fmt.Sprintf("0x%x", id)
+	e.Owner = s.idString()
 	return e, true, nil
 }
 
@@ -287,7 +332,8 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	if st, _ := s.Observe(); st == baton.Lost {
 		return queue.Snapshot{}, s.lostErr()
 	}
-	snap := queue.Snapshot{Own: -1, Token: uint64(r.st.Pzxid) + s.c.opts.TokenFloor}
+	snap := queue.Snapshot{Own: -1, Token: uint64(r.st.Pzxid) + s.c.opts.TokenFloor,
+		Entries: make([]queue.Entry, 0, len(r.kids))}
 	for _, k := range r.kids {
 		if e, ok := parseEntry(parent, k); ok {
 			snap.Entries = append(snap.Entries, e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type session struct {
 
 	mu        sync.Mutex
 	id        int64       // the session ID first granted; 0 before
+	idStr     string      // id as ZooKeeper prints it ("0x…"), set with id
 	state     baton.State // Waiting, Held, Suspended or Lost
 	changed   chan struct{}
 	connected bool  // go-zookeeper reports the session established (StateHasSession)
@@ -120,7 +122,7 @@ func (s *session) onEvent(ev zk.Event) {
 		switch {
 		case sid == 0:
 		case s.id == 0:
-			s.id, s.connected = sid, true
+			s.id, s.idStr, s.connected = sid, "0x"+strconv.FormatInt(sid, 16), true
 			s.setLocked(baton.Held)
 		case sid != s.id:
 			// go-zookeeper silently opens a new session after expiry; the
@@ -227,10 +229,17 @@ func (s *session) watchdog() {
 }
 
 // ID names the session as ZooKeeper does (hex).
-func (s *session) ID() string {
+func (s *session) ID() string { return s.idString() }
+
+// idString is ID without an interface call; entries carry it as Owner, so
+// it is formatted once per session rather than once per acquire.
+func (s *session) idString() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("0x%x", s.id)
+	if s.id == 0 {
+		return "0x0"
+	}
+	return s.idStr
 }
 
 // Observe returns the state and a channel closed at its next change.
@@ -327,6 +336,13 @@ type op[T any] struct {
 	err  error
 }
 
+// doneOp is an op that already ended with (v, err).
+func doneOp[T any](v T, err error) *op[T] {
+	o := &op[T]{done: make(chan struct{}), v: v, err: err}
+	close(o.done)
+	return o
+}
+
 func goOp[T any](s *session, fn func() (T, error)) *op[T] {
 	o := &op[T]{done: make(chan struct{})}
 	run := func() {
@@ -355,10 +371,17 @@ func (o *op[T]) wait(ctx context.Context) (T, error) {
 	}
 }
 
+// call runs fn and returns its result, or ctx's error as soon as ctx ends.
+// A context that can never end (no Done channel) is waited for on the
+// caller's goroutine: handing the call to another goroutine only to be
+// able to leave early would cost two goroutine switches for nothing.
 func call[T any](ctx context.Context, s *session, fn func() (T, error)) (T, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, err
+	}
+	if ctx.Done() == nil {
+		return fn()
 	}
 	return goOp(s, fn).wait(ctx)
 }
