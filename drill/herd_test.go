@@ -74,17 +74,22 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }() // a failed trial stops its waiters
-	plug := newHolder(t, run, e, "plug", name, clientOpts{})
+	// Hundreds of sessions with a 1.5–2 s timeout on two loaded cores under
+	// -race lose sessions to scheduling delays alone; expiry is not what
+	// this row tests, so the plug and the waiters get a long timeout. A
+	// plug with the drills' short TTL is Lost in the waiters' enqueue
+	// burst (the embedded server answers keepalives "waiting for the
+	// applied index took too long"); its entry goes, and the queue never
+	// reaches n+1 entries.
+	const herdTTL = 20 * time.Second
+	plug := newHolder(t, run, e, "plug", name, clientOpts{ttl: herdTTL})
 	lp, err := plug.lock(ctx)
 	if err != nil {
 		t.Fatalf("plug's Lock = %v", err)
 	}
 
 	var count func() int64
-	// Hundreds of sessions with a 1.5–2 s timeout on two loaded cores under
-	// -race lose sessions to scheduling delays alone; expiry is not what
-	// this row tests, so the waiters get a long timeout.
-	o := clientOpts{ttl: 20 * time.Second}
+	o := clientOpts{ttl: herdTTL}
 	switch e.name {
 	case "zk":
 		cp := startZKCounter(t, testenv.ZK(t))

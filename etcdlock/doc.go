@@ -55,7 +55,8 @@
 // each acquire one that has no entry in that directory (or grants a new
 // one). Reusing an idle lease makes an uncontended lock+unlock two round
 // trips, like concurrency.Mutex on a reused session: one transaction that
-// creates the key and reads the queue, and one guarded delete. At most
+// creates the key and counts the keys beside it (a contended acquire then
+// reads the queue), and one guarded delete. At most
 // MaxIdleSessions idle leases are kept, each for IdleSessionTimeout.
 //
 // # Fencing token

@@ -59,15 +59,23 @@ func valueKind(v []byte) queue.Kind {
 	return queue.KindMutex
 }
 
-// listOp reads a directory's entries in queue order.
-func listOp(dir string) clientv3.Op {
-	return clientv3.OpGet(dir+"/", clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-}
-
 // Enqueue creates this lease's entry "<dir>/<lease hex>" in one
-// transaction that also reads the queue, so an uncontended acquire costs a
-// single round trip (as concurrency.Mutex's does). If the transaction's
+// transaction that also counts the keys under the directory. When ours is
+// the only one the queue is known without reading it, so an uncontended
+// acquire costs a single round trip (as concurrency.Mutex's does); when
+// there are others, a second request reads the queue at the transaction's
+// revision, which is the snapshot the transaction would have read.
+//
+// The transaction does not read the queue itself: a write transaction is
+// applied in the server's single apply loop, and reading n entries there
+// (bbolt reads and decoding of every key) makes n waiters cost O(n²) of
+// serialized apply time. With 500 waiters under -race that held the apply
+// loop for many seconds, and everything that waits for it stalled: lease
+// keepalives ("waiting for the applied index took too long", so leases
+// were lost) and linearizable reads. A count walks only the in-memory
+// index; the read of a contended queue runs as an ordinary range, beside
+// the apply loop, and it is serializable: a revision this member has
+// applied needs no consensus round. If the transaction's
 // outcome is unknown (an error after the request may have been sent), the
 // key is read back: its name is deterministic, so our key on our lease
 // means it was applied. When it cannot be resolved the lease is never
@@ -86,30 +94,55 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 	val := entryValue(kind, data)
 	resp, err := s.c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), listOp(dir)).
-		Else(clientv3.OpGet(key), listOp(dir)).
+		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), countOp(dir)).
+		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
 		return s.resolveEnqueue(ctx, dir, key, kind, val, err)
 	}
-	seq := resp.Header.Revision // a transaction's put is created at its revision
+	rev := resp.Header.Revision // a transaction's put is created at its revision
 	if !resp.Succeeded {
 		// Our key already exists. Only an earlier attempt of this very
 		// enqueue can have made it (the pool never hands out a lease with
 		// an entry or a pending cleanup in dir), so adopt it if it is ours.
+		// The first List reads the queue.
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].Lease != int64(s.id) || string(kvs[0].Value) != val {
 			s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
 			return queue.Entry{}, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
 		}
-		seq = kvs[0].CreateRevision
+		seq := kvs[0].CreateRevision
+		return queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}, nil
 	}
-	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}
-	snap := s.snapshot(dir, e, resp.Responses[1].GetResponseRange().GetKvs(), resp.Header.Revision)
+	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(rev), Owner: s.hex, ID: grantID(key, rev)}
+	// Ours the only key under the directory at rev: the queue at rev is
+	// exactly our entry, as a read would have returned it.
+	kvs := []*mvccpb.KeyValue{{Key: []byte(key), Value: []byte(val), CreateRevision: rev, ModRevision: rev, Version: 1, Lease: int64(s.id)}}
+	if resp.Responses[1].GetResponseRange().GetCount() != 1 {
+		// Others queue here: read the queue as the transaction saw it. A
+		// read at a revision the member has applied needs no consensus
+		// round (serializable), and it holds only the entries up to ours.
+		// If it fails (another member, not yet at rev; compacted), the
+		// first List reads the queue afresh.
+		rctx, cancel := s.bound(ctx)
+		r, err := s.c.cli.Get(rctx, dir+"/", clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithSerializable(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		cancel()
+		if err != nil {
+			return e, nil
+		}
+		kvs = r.Kvs
+	}
+	snap := s.snapshot(dir, e, kvs, rev)
 	s.mu.Lock()
 	s.fresh[dir] = fresh{e: e, snap: snap}
 	s.mu.Unlock()
 	return e, nil
+}
+
+// countOp counts the keys under dir: the in-memory index only, no values.
+func countOp(dir string) clientv3.Op {
+	return clientv3.OpGet(dir+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 }
 
 // resolveEnqueue settles a create whose outcome is unknown.

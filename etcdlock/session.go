@@ -53,7 +53,8 @@ type session struct {
 	idleSince time.Time
 }
 
-// fresh is a snapshot read in the same transaction that created an entry,
+// fresh is the queue as the transaction that created an entry found it
+// (the entry alone, or a read at the transaction's revision: see Enqueue),
 // handed to the first List of that entry to save a round trip.
 type fresh struct {
 	e    queue.Entry
