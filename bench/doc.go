@@ -28,8 +28,8 @@
 //     so there is no peer). ZooKeeper: RW = create "__READ__"/"__WRIT__" +
 //     getChildren + delete; semaphore = Curator's V2 protocol, guard
 //     create + getChildren, lease create + getChildren, guard delete, lease
-//     delete. etcd: RW = one put-if-absent transaction reading the queue +
-//     delete; semaphore = the same V2 protocol (two transactions, two
+//     delete. etcd: RW = one put-if-absent transaction counting the queue
+//     (baton reads the queue itself only when it is contended) + delete; semaphore = the same V2 protocol (two transactions, two
 //     deletes), and, for comparison, a guard-free "first N by create
 //     revision" semaphore (one transaction + delete).
 //
