@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/sqlflavor"
 )
 
 // State is where one idempotency record is in its life.
@@ -259,31 +260,10 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 	return r, nil
 }
 
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalid("empty key")
-	case len(key) > MaxKeyLen:
-		return invalid("key longer than %d bytes", MaxKeyLen)
-	case !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0:
-		return invalid("key %q is not valid UTF-8 text without NUL", key)
-	}
-	return nil
-}
+func checkKey(key string) error { return sqlflavor.CheckKey("idem", key, MaxKeyLen) }
 
-// exec runs a statement and reports whether it changed exactly one row.
-// Every UPDATE of this package changes version or manual, so MySQL's
-// "changed rows" count equals the matched rows whatever clientFoundRows is.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.f.Rebind(q), args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
+	return s.f.ExecOne(ctx, s.db, q, args...)
 }
 
 func us(d time.Duration) int64 { return d.Microseconds() }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/sqlflavor"
 )
 
 // State is where a task is in its life.
@@ -220,28 +221,10 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	return t, nil
 }
 
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalid("empty key")
-	case len(key) > fence.MaxResourceLen:
-		return invalid("key longer than %d bytes", fence.MaxResourceLen)
-	case !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0:
-		return invalid("key %q is not valid UTF-8 text without NUL", key)
-	}
-	return nil
-}
+func checkKey(key string) error { return sqlflavor.CheckKey("tasks", key, fence.MaxResourceLen) }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.f.Rebind(q), args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
+	return s.f.ExecOne(ctx, s.db, q, args...)
 }
 
 // Get returns the task key, or an error wrapping ErrNotFound.

@@ -5,10 +5,12 @@
 package sqlflavor
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
@@ -154,4 +156,34 @@ func validIdent(s string) bool {
 // Invalid returns an error of package pkg wrapping baton.ErrInvalidOption.
 func Invalid(pkg, format string, args ...any) error {
 	return fmt.Errorf(pkg+": "+format+": %w", append(args, baton.ErrInvalidOption)...)
+}
+
+// ExecOne runs q (rebound for the dialect) and reports whether it changed
+// exactly one row. Callers' UPDATEs always change a version or flag
+// column, so MySQL's "changed rows" count equals the matched rows whatever
+// clientFoundRows is.
+func (f *Flavor) ExecOne(ctx context.Context, db *sql.DB, q string, args ...any) (bool, error) {
+	res, err := db.ExecContext(ctx, f.Rebind(q), args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// CheckKey validates a record key of package pkg: non-empty UTF-8 text
+// without NUL, at most max bytes.
+func CheckKey(pkg, key string, max int) error {
+	switch {
+	case key == "":
+		return Invalid(pkg, "empty key")
+	case len(key) > max:
+		return Invalid(pkg, "key longer than %d bytes", max)
+	case !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0:
+		return Invalid(pkg, "key %q is not valid UTF-8 text without NUL", key)
+	}
+	return nil
 }
