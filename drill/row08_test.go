@@ -51,7 +51,11 @@ func deadlineHonoured(t *testing.T, a *actor, name string, d time.Duration) {
 	g, err := a.rc.take(ctx, a.lc.recipes, name, a.id+"-deadline")
 	took := time.Since(start)
 	if err == nil {
-		_ = g.release(context.Background())
+		// Bounded: the server may still be frozen, and a release waits for
+		// its answer; the session's cleanup owns the entry after that.
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = g.release(rctx)
+		rcancel()
 		t.Errorf("acquire of %q with a %v deadline through the fault = granted; want the deadline to run out first", name, d)
 		return
 	}
@@ -203,6 +207,11 @@ func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable
 	heal := run.Rec.Fault("", fmt.Sprintf("SIGSTOP server for %v", pause))
 	stopAt := time.Now()
 	srv.signal(t, syscall.SIGSTOP)
+	// The server resumes after the pause whatever happens meanwhile: a
+	// check that fails or blocks must never leave it frozen for the rest
+	// of the run (it hung a CI rehearsal once).
+	resume := time.AfterFunc(pause, func() { _ = srv.proc.Signal(syscall.SIGCONT) })
+	defer resume.Stop()
 	deadlineName := name + "-deadline"
 	deadlineHonoured(t, sc.old, deadlineName, pause/3)
 	time.Sleep(pause - time.Since(stopAt))
