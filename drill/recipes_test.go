@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -557,6 +558,21 @@ func (p *pausable) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	if err := p.proc.Signal(sig); err != nil {
 		t.Fatalf("server: signal %v: %v", sig, err)
+	}
+	if sig != syscall.SIGSTOP {
+		return
+	}
+	// A signal is delivered asynchronously: until the process is really
+	// stopped it may still answer a request, and a probe sent right after
+	// SIGSTOP would be granted by a server that is not frozen yet.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.proc.Pid))
+		if err != nil {
+			return
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
 	}
 }
 
