@@ -212,21 +212,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	manual     SMALLINT NOT NULL,
 	created_us BIGINT NOT NULL,
 	changed_us BIGINT NOT NULL`
-	if f.InlineIndex {
-		cols += `,
-	INDEX ` + s.index + ` (state, changed_us)`
-	}
-	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + s.table + ` (` + cols + `
-)` + f.TableSuffix}
-	if !f.InlineIndex {
-		stmts = append(stmts, `CREATE INDEX IF NOT EXISTS `+s.index+` ON `+s.table+` (state, changed_us)`)
-	}
-	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("idem: migrate %s: %w", s.table, err)
-		}
-	}
-	return nil
+	return f.CreateTable(ctx, s.db, "idem", s.table, cols, s.index, "state, changed_us")
 }
 
 const columns = `idem_key, state, result, err_text, owner, version, attempts, manual, created_us, changed_us`

@@ -188,21 +188,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	err_text    TEXT NOT NULL,
 	created_us  BIGINT NOT NULL,
 	updated_us  BIGINT NOT NULL`
-	if f.InlineIndex {
-		cols += `,
-	INDEX ` + s.index + ` (state, next_run)`
-	}
-	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + s.table + ` (` + cols + `
-)` + f.TableSuffix}
-	if !f.InlineIndex {
-		stmts = append(stmts, `CREATE INDEX IF NOT EXISTS `+s.index+` ON `+s.table+` (state, next_run)`)
-	}
-	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("tasks: migrate %s: %w", s.table, err)
-		}
-	}
-	return nil
+	return f.CreateTable(ctx, s.db, "tasks", s.table, cols, s.index, "state, next_run")
 }
 
 const columns = `task_key, state, owner, epoch, version, lease_until, attempts, next_run, payload, checkpoint, result, err_text, created_us, updated_us`

@@ -187,3 +187,22 @@ func CheckKey(pkg, key string, max int) error {
 	}
 	return nil
 }
+
+// CreateTable creates table (with cols) and an index on indexCols, if they
+// do not exist. MySQL has no CREATE INDEX IF NOT EXISTS, so there the index
+// is declared inside the table.
+func (f *Flavor) CreateTable(ctx context.Context, db *sql.DB, pkg, table, cols, index, indexCols string) error {
+	if f.InlineIndex {
+		cols += ",\n\tINDEX " + index + " (" + indexCols + ")"
+	}
+	stmts := []string{"CREATE TABLE IF NOT EXISTS " + table + " (" + cols + "\n)" + f.TableSuffix}
+	if !f.InlineIndex {
+		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+index+" ON "+table+" ("+indexCols+")")
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: migrate %s: %w", pkg, table, err)
+		}
+	}
+	return nil
+}
