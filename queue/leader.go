@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/baton-go/baton"
 )
@@ -41,16 +37,6 @@ func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
 	return &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first, hooks: opts.Hooks}}, nil
 }
 
-// DefaultID returns the candidate ID Campaign stores: "<hostname>:<pid>",
-// enough for an operator to find the leading process.
-func DefaultID() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "unknown-host"
-	}
-	return h + ":" + strconv.Itoa(os.Getpid())
-}
-
 // Name returns the normalised election name.
 func (e *Election) Name() string { return e.r.name }
 
@@ -69,14 +55,7 @@ func (e *Election) CampaignAs(ctx context.Context, id string) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Leader{lease: l, id: id}, nil
-}
-
-// Candidate describes one entry of the election's queue.
-type Candidate struct {
-	Entry   string // the engine's key or path
-	Session string // the owning session ("" where the engine cannot tell cheaply: ZooKeeper)
-	ID      string // the candidate's ID (proposal), "" when unknown
+	return baton.NewLeader(l, id), nil
 }
 
 // Leader returns the current leader, or an error wrapping baton.ErrNoLeader.
@@ -184,113 +163,21 @@ func (e *Election) Observe(ctx context.Context) (<-chan Candidate, error) {
 	return out, nil
 }
 
-// DefaultDrainTimeout bounds ResignPlan.Drain when its DrainTimeout is 0,
-// so a stuck task cannot keep a resigning leader (and its successor)
-// waiting forever: unfinished work is taken over through its lease and
-// epoch instead.
-const DefaultDrainTimeout = 10 * time.Second
+// The leadership types are the contract's, shared with the lease
+// engines' elections; these names keep queue's API as it was.
+type (
+	// Leader is baton.Leader.
+	Leader = baton.Leader
+	// ResignPlan is baton.ResignPlan.
+	ResignPlan = baton.ResignPlan
+	// Candidate is baton.Candidate.
+	Candidate = baton.Candidate
+)
 
-// ResignPlan is the orderly hand-over of seed 2.4.5.8, in its order: stop
-// taking work, drain in-flight work with a bound, checkpoint, then release
-// leadership. Releasing first would let a new leader dispatch while this
-// one still does.
-type ResignPlan struct {
-	// Drain waits for in-flight work to finish; its context ends after
-	// DrainTimeout. Nil skips draining.
-	Drain        func(ctx context.Context) error
-	DrainTimeout time.Duration // 0 means DefaultDrainTimeout
-	// Checkpoint saves progress for the next leader, fenced by the epoch.
-	// Nil skips it.
-	Checkpoint func(ctx context.Context, epoch uint64) error
-}
+// DefaultDrainTimeout is baton.DefaultDrainTimeout.
+const DefaultDrainTimeout = baton.DefaultDrainTimeout
 
-// Leader is a won election.
-type Leader struct {
-	lease *baton.Lease
-	id    string
+// DefaultID returns baton.DefaultID().
+func DefaultID() string { return baton.DefaultID() }
 
-	mu        sync.Mutex
-	resigning bool
-}
-
-// Lease returns the leadership lease.
-func (ld *Leader) Lease() *baton.Lease { return ld.lease }
-
-// ID returns the candidate ID this leader campaigned with.
-func (ld *Leader) ID() string { return ld.id }
-
-// Epoch returns this leadership's epoch (its fencing token).
-func (ld *Leader) Epoch() uint64 { return ld.lease.Token() }
-
-// Context is cancelled when leadership ends (lost, or released by Resign).
-func (ld *Leader) Context() context.Context { return ld.lease.Context() }
-
-// Accepting reports whether the leader may take new work right now: it
-// holds leadership, is not suspended and is not resigning. A suspended
-// leader takes no new work until the session is confirmed again.
-func (ld *Leader) Accepting() bool {
-	ld.mu.Lock()
-	r := ld.resigning
-	ld.mu.Unlock()
-	return !r && ld.lease.State() == baton.Held
-}
-
-// Admit blocks while the leader is suspended and returns nil once it may
-// take new work. It returns an error wrapping baton.ErrLost when
-// leadership is lost, baton.ErrResigning once Resign began, or ctx's error.
-func (ld *Leader) Admit(ctx context.Context) error {
-	for {
-		ld.mu.Lock()
-		r := ld.resigning
-		ld.mu.Unlock()
-		if r {
-			return baton.ErrResigning
-		}
-		st, changed := ld.lease.Observe()
-		switch st {
-		case baton.Held:
-			return nil
-		case baton.Lost, baton.Released:
-			if err := ld.lease.Err(); err != nil {
-				return err
-			}
-			return baton.ErrLost
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Resign hands leadership over in order: Admit starts failing with
-// baton.ErrResigning at once, then Drain runs (bounded), then Checkpoint,
-// then leadership is released. Errors from the steps are returned joined;
-// leadership is released whatever they were.
-func (ld *Leader) Resign(ctx context.Context, plan ResignPlan) error {
-	ld.mu.Lock()
-	ld.resigning = true
-	ld.mu.Unlock()
-	var errs []error
-	if plan.Drain != nil {
-		d := plan.DrainTimeout
-		if d <= 0 {
-			d = DefaultDrainTimeout
-		}
-		dctx, cancel := context.WithTimeout(ctx, d)
-		if err := plan.Drain(dctx); err != nil {
-			errs = append(errs, fmt.Errorf("baton: resign %q: drain: %w", ld.lease.Name(), err))
-		}
-		cancel()
-	}
-	if plan.Checkpoint != nil {
-		if err := plan.Checkpoint(ctx, ld.Epoch()); err != nil {
-			errs = append(errs, fmt.Errorf("baton: resign %q: checkpoint: %w", ld.lease.Name(), err))
-		}
-	}
-	if err := ld.lease.Release(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
+var _ baton.Elector = (*Election)(nil)

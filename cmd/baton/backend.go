@@ -25,7 +25,7 @@ type backend struct {
 	// locker returns the coordination object `run` takes for mode.
 	locker func(name string, mode lockMode, permits int) (baton.Locker, error)
 	// election returns the election `elect` campaigns in.
-	election func(name string) (*queue.Election, error)
+	election func(name string) (baton.Elector, error)
 	// inspector, remover and bounder serve `inspect` and `clean`; bounder
 	// is nil where tokens are exact (etcd).
 	inspector queue.Inspector
@@ -189,7 +189,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
 		},
-		election:  lc.Election,
+		election:  func(n string) (baton.Elector, error) { return lc.Election(n) },
 		inspector: lc,
 		remover:   lc,
 		close:     func() { _ = lc.Close(); _ = cli.Close() },

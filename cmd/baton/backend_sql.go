@@ -16,7 +16,6 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -261,7 +260,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error)
 			}
 			return c.Mutex(name)
 		},
-		election: func(string) (*queue.Election, error) { return nil, sqlUnsupported("elect", modeMutex, engine) },
+		election: func(string) (baton.Elector, error) { return nil, sqlUnsupported("elect", modeMutex, engine) },
 		rows:     func(ctx context.Context, name string) ([]sqlRow, error) { return sqlRows(ctx, db, c, name) },
 		close:    closeAll,
 	}, nil

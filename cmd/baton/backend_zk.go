@@ -50,7 +50,7 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) 
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
-		election:  c.Election,
+		election:  func(n string) (baton.Elector, error) { return c.Election(n) },
 		inspector: c,
 		remover:   c,
 		bounder:   c,

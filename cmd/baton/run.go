@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
 )
 
 // runMain is `baton run`: hold a lock (mutex, a side of a read/write
@@ -153,7 +152,7 @@ func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 	if err != nil {
 		return nil, err
 	}
-	var ld *queue.Leader
+	var ld *baton.Leader
 	switch {
 	case !cfg.waitSet:
 		ld, err = e.Campaign(ctx)
@@ -190,7 +189,7 @@ func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 		env:   []string{"BATON_EPOCH=" + epoch},
 		// COMMAND has exited: there is nothing left to drain or
 		// checkpoint, so resigning is releasing in the seed's order.
-		release: func(ctx context.Context) error { return ld.Resign(ctx, queue.ResignPlan{}) },
+		release: func(ctx context.Context) error { return ld.Resign(ctx, baton.ResignPlan{}) },
 	}, nil
 }
 
