@@ -64,6 +64,41 @@ start_redis() {
   REDIS_ADDR=127.0.0.1:16379
 }
 
+# Private redis-servers for the Redis engine's tests, always our own (tests
+# reconfigure and kill them): five independent Redlock nodes persisting
+# every write (appendfsync always: Redlock's quorum token assumes counters
+# are never rewound), a primary and a replica the tests wire together (the
+# replica's link goes through their fault proxy), and a one-node Redis
+# Cluster owning every slot (scripts see Cluster's cross-slot rules).
+REDLOCK_PORTS="16381 16382 16383 16384 16385"
+start_private_redis() {
+  local port=$1; shift
+  mkdir -p "$STATE/redis-$port"
+  if port_open "$port"; then return 0; fi
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$STATE/redis-$port" \
+    --pidfile "$STATE/redis-$port/pid" --logfile "$STATE/redis-$port/log" "$@"
+  wait_port "$port"
+}
+
+start_redis_private_set() {
+  local p
+  for p in $REDLOCK_PORTS; do
+    start_private_redis "$p" --save "" --appendonly yes --appendfsync always
+  done
+  start_private_redis 16390 --save "" --appendonly no
+  start_private_redis 16391 --save "" --appendonly no
+  start_private_redis 16392 --save "" --appendonly no --cluster-enabled yes \
+    --cluster-config-file "$STATE/redis-16392/nodes.conf"
+  if ! redis-cli -p 16392 cluster info | grep -q 'cluster_state:ok'; then
+    redis-cli -p 16392 cluster addslotsrange 0 16383 >/dev/null
+    local i
+    for i in $(seq 1 50); do
+      redis-cli -p 16392 cluster info | grep -q 'cluster_state:ok' && break
+      sleep 0.1
+    done
+  fi
+}
+
 start_postgres() {
   if port_open 5432; then PG_PORT=5432; return 0; fi
   local bin; bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
@@ -94,6 +129,7 @@ start)
   mkdir -p "$STATE"; chmod 755 "$STATE"
   start_zk >&2
   start_redis >&2
+  start_redis_private_set >&2
   start_postgres >&2
   start_mariadb >&2
   psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='baton'" 2>/dev/null | grep -q 1 ||
@@ -101,11 +137,15 @@ start)
   mariadb -h 127.0.0.1 -P "$MY_PORT" -u root -e "CREATE DATABASE IF NOT EXISTS baton" >&2
   echo "export BATON_TEST_ZK=127.0.0.1:$ZK_PORT"
   echo "export BATON_TEST_REDIS=$REDIS_ADDR"
+  echo "export BATON_TEST_REDLOCK=$(echo $REDLOCK_PORTS | sed 's/\([0-9]*\)/127.0.0.1:\1/g; s/ /,/g')"
+  echo "export BATON_TEST_REDIS_PRIMARY=127.0.0.1:16390"
+  echo "export BATON_TEST_REDIS_REPLICA=127.0.0.1:16391"
+  echo "export BATON_TEST_REDIS_CLUSTER=127.0.0.1:16392"
   echo "export BATON_TEST_POSTGRES='postgres://postgres@127.0.0.1:$PG_PORT/baton?sslmode=disable'"
   echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
   ;;
 stop)
-  for p in "$STATE"/zk/pid "$STATE"/redis/pid "$STATE"/my/pid; do
+  for p in "$STATE"/zk/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
     [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
     rm -f "$p"
   done
@@ -113,7 +153,7 @@ stop)
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" stop -m fast >/dev/null 2>&1 || true
   fi
-  rm -rf "$STATE/zk/data"
+  rm -rf "$STATE/zk/data" "$STATE"/redis-*
   ;;
 *)
   echo "usage: $0 start|stop" >&2

@@ -64,3 +64,23 @@ func Binary(t testing.TB, name string) string {
 	t.Skip(msg)
 	return ""
 }
+
+// Redlock returns the addresses of the private, independent redis-servers
+// of the Redlock tests (five, persisting every write). Tests may flush and
+// reconfigure them.
+func Redlock(t testing.TB) []string {
+	return strings.Split(Require(t, "BATON_TEST_REDLOCK", "Redlock redis-servers"), ",")
+}
+
+// RedisPair returns a private primary and replica (not yet replicating:
+// the test wires them, usually through a fault proxy). Tests may flush,
+// reconfigure and restart them.
+func RedisPair(t testing.TB) (primary, replica string) {
+	return Require(t, "BATON_TEST_REDIS_PRIMARY", "Redis primary"), Require(t, "BATON_TEST_REDIS_REPLICA", "Redis replica")
+}
+
+// RedisCluster returns the address of a one-node Redis Cluster owning
+// every hash slot (scripts there obey Cluster's cross-slot rules).
+func RedisCluster(t testing.TB) string {
+	return Require(t, "BATON_TEST_REDIS_CLUSTER", "Redis Cluster node")
+}
