@@ -289,7 +289,22 @@ func cmpSeq(a, b uint64) int {
 // Curator's creatingParentContainersIfNeeded does): the server deletes a
 // container once its last child is gone, so lock directories do not pile
 // up.
+//
+// A parent container created a moment ago can be reaped before its child is
+// created (nothing is under it yet), which makes that create fail with
+// NoNode: start again from the top, a few times.
 func (s *session) mkdirs(ctx context.Context, path string) error {
+	const attempts = 5
+	var err error
+	for range attempts {
+		if err = s.mkdirsOnce(ctx, path); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *session) mkdirsOnce(ctx context.Context, path string) error {
 	for i := 1; i <= len(path); i++ {
 		if i < len(path) && path[i] != '/' {
 			continue
