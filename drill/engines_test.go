@@ -29,20 +29,49 @@ const (
 	etcdTTL   = 2 * time.Second
 )
 
-// engine is one queue engine as the drills drive it.
+// family says how an engine grants: queue engines (zklock, etcdlock)
+// enqueue every waiter on the server and grant in order; lease engines
+// (sqllock, later Redis) keep only the holder's lease on the server, and
+// their waiters retry. The drills assert queue order, one watch per waiter
+// and orphaned entries of waiters only where the family has them.
+type family int
+
+const (
+	queueFamily family = iota
+	leaseFamily
+)
+
+// engine is one lock engine as the drills drive it. Capabilities that only
+// some engines have are nil or false on the others.
 type engine struct {
-	name string
-	ttl  time.Duration
-	// endpoint is the server address (for the holder child process).
+	name   string
+	family family
+	ttl    time.Duration
+	// endpoint is what the holder child process dials: the server address,
+	// or a DSN (SQL).
 	endpoint string
+	// network: the engine is reached over TCP through a fault proxy, so
+	// transport faults apply (false for SQLite, which is embedded).
+	network bool
+	// recipes are the recipes the recipe rows (3, 4, 8) run on the engine.
+	recipes []recipe
+	// owns reports whether an entry of scan belongs to the grant of owner
+	// (ZooKeeper's protected prefix, etcd's lease key, a SQL row's owner).
+	owns func(entry, owner string) bool
+	// sql is the database of a SQL engine (fenced resources on the same
+	// database, backend terminations); nil on the others.
+	sql *sqlTarget
 	// open returns a lock client with its own session, through a fresh
 	// fault proxy when o.proxied. It is closed at cleanup.
 	open func(t *testing.T, o clientOpts) *lockClient
-	// scan lists name's queue through a healthy client (orphan scans).
+	// scan lists name's queue, or a lease engine's owned rows or keys,
+	// through a healthy client (orphan scans).
 	scan func(ctx context.Context, name string) ([]string, error)
-	// del deletes a queue entry behind the recipe's back (row 15).
+	// del deletes a queue entry behind the recipe's back (row 15; queue
+	// engines only).
 	del func(ctx context.Context, key string) error
-	// order is the queue order of a granted entry, for the FIFO check.
+	// order is the queue order of a granted entry, for the FIFO check
+	// (queue engines only).
 	order func(entry string, token uint64) uint64
 }
 
@@ -53,29 +82,66 @@ type clientOpts struct {
 	grpc     []grpc.DialOption // etcd: extra dial options (request counting)
 	etcdCli  *clientv3.Client  // etcd: share this client instead of dialing one
 	ttl      time.Duration     // session timeout / lease TTL instead of the drills' short one
+	appName  string            // SQL: the connection's application name (PostgreSQL), to find its backends
+	pool     int               // SQL: the client's pool size (MaxOpenConns), 0 for database/sql's default
+	share    *lockClient       // lease engines: use this client (one pool for many waiters)
 }
 
 // lockClient is one lock client of a drill.
 type lockClient struct {
 	proxy *faultproxy.Proxy // nil unless proxied
-	mutex func(name string) (*queue.Mutex, error)
+	mutex func(name string) (baton.Locker, error)
 	close func() error
 	zk    *zklock.Client // set on ZooKeeper
+	// lease is set on lease engines: waiters hold nothing on the server.
+	lease bool
+	// cutResponse makes the server's answer to the client's next request
+	// go missing while the request itself is applied (row 1); nil means
+	// proxy.CutAfter(Downstream, 0), right for a one-message request.
+	cutResponse func(t *testing.T) error
+	// bytes counts the bytes of a proxied lease client's connections.
+	bytes *byteCounter
 	// recipes makes the other recipes (RW lock, semaphore, election) on
 	// this client; entries is its orphan scan.
 	recipes recipeEngine
 	entries func(ctx context.Context, name string) ([]string, error)
 }
 
-// forEachEngine runs f as a subtest per queue engine.
-func forEachEngine(t *testing.T, f func(t *testing.T, e *engine)) {
+// forEachQueueEngine runs f as a subtest per queue engine.
+func forEachQueueEngine(t *testing.T, f func(t *testing.T, e *engine)) {
 	t.Run("zk", func(t *testing.T) { f(t, zkEngine(t)) })
 	t.Run("etcd", func(t *testing.T) { f(t, etcdEngine(t)) })
 }
 
+// forEachEngine runs f as a subtest per engine: the queue engines, then
+// the lease engines (engines_lease_test.go).
+func forEachEngine(t *testing.T, f func(t *testing.T, e *engine)) {
+	forEachQueueEngine(t, f)
+	forEachLeaseEngine(t, f)
+}
+
+// needsNetwork skips an engine that transport faults do not apply to.
+func needsNetwork(t *testing.T, e *engine) {
+	t.Helper()
+	if !e.network {
+		t.Skipf("%s is embedded in the process: there is no transport to fault", e.name)
+	}
+}
+
+// queueMutex adapts a queue engine's Mutex constructor to lockClient.mutex.
+func queueMutex(f func(string) (*queue.Mutex, error)) func(string) (baton.Locker, error) {
+	return func(name string) (baton.Locker, error) {
+		m, err := f(name)
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return m, nil
+	}
+}
+
 func zkEngine(t *testing.T) *engine {
 	addr := testenv.ZK(t)
-	e := &engine{name: "zk", ttl: zkTimeout, endpoint: addr}
+	e := &engine{name: "zk", ttl: zkTimeout, endpoint: addr, network: true, recipes: allRecipes}
 	e.open = func(t *testing.T, o clientOpts) *lockClient {
 		t.Helper()
 		lc := &lockClient{}
@@ -102,7 +168,7 @@ func zkEngine(t *testing.T) *engine {
 			t.Fatalf("zklock.Dial(%q) = %v", server, err)
 		}
 		t.Cleanup(func() { c.Close() })
-		lc.zk, lc.mutex, lc.close = c, c.Mutex, c.Close
+		lc.zk, lc.mutex, lc.close = c, queueMutex(c.Mutex), c.Close
 		lc.recipes, lc.entries = c, c.Entries
 		return lc
 	}
@@ -115,6 +181,7 @@ func zkEngine(t *testing.T) *engine {
 		}
 		return conn.Delete(key, -1)
 	}
+	e.owns = func(entry, owner string) bool { return ownEntries(e, []string{entry}, owner) == 1 }
 	e.order = func(entry string, _ uint64) uint64 {
 		// Curator layout: …-lock-<10-digit sequence> (an owner may carry
 		// "@<suffix>" after the path).
@@ -131,7 +198,7 @@ func zkEngine(t *testing.T) *engine {
 }
 
 func etcdEngine(t *testing.T) *engine {
-	e := &engine{name: "etcd", ttl: etcdTTL, endpoint: etcdServer.Endpoint}
+	e := &engine{name: "etcd", ttl: etcdTTL, endpoint: etcdServer.Endpoint, network: true, recipes: allRecipes}
 	e.open = func(t *testing.T, o clientOpts) *lockClient {
 		t.Helper()
 		lc := &lockClient{}
@@ -160,7 +227,7 @@ func etcdEngine(t *testing.T) *engine {
 			t.Fatalf("etcdlock.New = %v", err)
 		}
 		t.Cleanup(func() { c.Close() })
-		lc.mutex = c.Mutex
+		lc.mutex = queueMutex(c.Mutex)
 		lc.recipes, lc.entries = c, c.Entries
 		lc.close = func() error {
 			err := c.Close()
@@ -185,6 +252,7 @@ func etcdEngine(t *testing.T) *engine {
 		_, err := raw.Delete(ctx, key)
 		return err
 	}
+	e.owns = func(entry, owner string) bool { return ownEntries(e, []string{entry}, owner) == 1 }
 	e.order = func(_ string, token uint64) uint64 { return token }
 	return e
 }
@@ -218,14 +286,20 @@ type holder struct {
 	run *drill.Run
 	e   *engine
 	lc  *lockClient
-	m   *queue.Mutex
+	m   baton.Locker
+	// name is the normalised lock name, as leases report it.
+	name string
 
 	wg sync.WaitGroup // lease observers
 }
 
 func newHolder(t *testing.T, run *drill.Run, e *engine, id, name string, o clientOpts) *holder {
 	t.Helper()
-	h := &holder{id: id, run: run, e: e}
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		t.Fatalf("ValidateName(%q) = %v", name, err)
+	}
+	h := &holder{id: id, run: run, e: e, name: n}
 	if o.hooks == nil {
 		o.hooks = &queue.Hooks{}
 	}
@@ -254,14 +328,17 @@ func (h *holder) watched(name string) func(queue.Entry) {
 // lock acquires and records it; on success it records every later state
 // change of the lease until it ends.
 func (h *holder) lock(ctx context.Context) (*baton.Lease, error) {
-	op := h.run.Rec.Begin(h.id, drill.OpAcquire, h.m.Name(), 0)
+	op := h.run.Rec.Begin(h.id, drill.OpAcquire, h.name, 0)
 	l, err := h.m.Lock(ctx)
 	if err != nil {
 		op.Fail(err) // the contract: an error means not holding
 		return nil, err
 	}
 	op.End(drill.Ok, func(e *drill.Event) {
-		e.Token, e.Entry, e.Order = l.Token(), l.Owner(), h.e.order(l.Owner(), l.Token())
+		e.Token, e.Entry = l.Token(), l.Owner()
+		if h.e.order != nil {
+			e.Order = h.e.order(l.Owner(), l.Token())
+		}
 	})
 	h.wg.Add(1)
 	go h.observe(l) // owner: the lease; ends when it does
@@ -289,4 +366,30 @@ func (h *holder) release(ctx context.Context, l *baton.Lease) error {
 		op.Ok()
 	}
 	return err
+}
+
+// dialChild opens a client of engine at endpoint in a holder child
+// process; close ends it.
+func dialChild(ctx context.Context, engine, endpoint string) (*lockClient, error) {
+	switch engine {
+	case "zk":
+		c, err := zklock.Dial(ctx, []string{endpoint}, zklock.Options{SessionTimeout: zkTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return &lockClient{mutex: queueMutex(c.Mutex), recipes: c, entries: c.Entries, close: c.Close}, nil
+	case "etcd":
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: nopZap})
+		if err != nil {
+			return nil, err
+		}
+		c, err := etcdlock.New(cli, etcdlock.Options{TTL: etcdTTL})
+		if err != nil {
+			cli.Close()
+			return nil, err
+		}
+		return &lockClient{mutex: queueMutex(c.Mutex), recipes: c, entries: c.Entries,
+			close: func() error { err := c.Close(); cli.Close(); return err }}, nil
+	}
+	return dialLeaseChild(ctx, engine, endpoint)
 }

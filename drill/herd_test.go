@@ -33,6 +33,10 @@ func TestRow09Herd(t *testing.T) {
 		t.Skip("500 sessions")
 	}
 	forEachEngine(t, func(t *testing.T, e *engine) {
+		if e.family == leaseFamily {
+			herdLeaseRow(t, e)
+			return
+		}
 		seed := drill.BaseSeed()
 		var small, perLarge float64
 		large := herdSize()

@@ -14,13 +14,7 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/baton-go/baton/drill"
-	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/queue"
-	"github.com/baton-go/baton/zklock"
 )
 
 // The holder child process: the test binary re-executed with holderEnv set
@@ -34,8 +28,9 @@ const (
 	holderEnv      = "BATON_DRILL_HOLDER"
 	holderEndpoint = "BATON_DRILL_HOLDER_ENDPOINT"
 	holderName     = "BATON_DRILL_HOLDER_NAME"
-	holderDB       = "BATON_DRILL_HOLDER_DB"
+	holderDB       = "BATON_DRILL_HOLDER_DB" // a counters spec (openResource)
 	holderClient   = "BATON_DRILL_HOLDER_CLIENT"
+	holderRes      = "BATON_DRILL_HOLDER_RES" // the counters' names: fenced,unfenced
 )
 
 func holderMain() int {
@@ -48,41 +43,22 @@ func holderMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	var m *queue.Mutex
-	switch engine := os.Getenv(holderEnv); engine {
-	case "zk":
-		c, err := zklock.Dial(ctx, []string{os.Getenv(holderEndpoint)}, zklock.Options{SessionTimeout: zkTimeout})
-		if err != nil {
-			return fail("dial", err)
-		}
-		defer c.Close()
-		if m, err = c.Mutex(name); err != nil {
-			return fail("mutex", err)
-		}
-	case "etcd":
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{os.Getenv(holderEndpoint)}, DialTimeout: 5 * time.Second, Logger: nopZap})
-		if err != nil {
-			return fail("dial", err)
-		}
-		defer cli.Close()
-		c, err := etcdlock.New(cli, etcdlock.Options{TTL: etcdTTL})
-		if err != nil {
-			return fail("etcdlock", err)
-		}
-		defer c.Close()
-		if m, err = c.Mutex(name); err != nil {
-			return fail("mutex", err)
-		}
-	default:
-		return fail("engine", fmt.Errorf("unknown engine %q", engine))
-	}
-	db, err := drill.OpenSQLite(os.Getenv(holderDB))
+	lc, err := dialChild(ctx, os.Getenv(holderEnv), os.Getenv(holderEndpoint))
 	if err != nil {
-		return fail("sqlite", err)
+		return fail("dial", err)
+	}
+	defer lc.close()
+	m, err := lc.mutex(name)
+	if err != nil {
+		return fail("mutex", err)
+	}
+	fName, uName, _ := strings.Cut(os.Getenv(holderRes), ",")
+	res, db, err := openCounters(os.Getenv(holderDB), fName, uName)
+	if err != nil {
+		return fail("resource", err)
 	}
 	defer db.Close()
-	fc := drill.OpenCounter(db, fence.SQLite, resFenced, true)
-	uc := drill.OpenCounter(db, fence.SQLite, resUnfenced, false)
+	fc, uc := res.fenced, res.unfenced
 
 	op := rec.Begin(client, drill.OpAcquire, name, 0)
 	l, err := m.Lock(ctx)
@@ -147,16 +123,17 @@ type child struct {
 	notify chan struct{} // closed and replaced on every new event
 }
 
-// startHolder starts the holder child for e on name, ingesting its history
-// into run's recorder.
-func startHolder(t *testing.T, run *drill.Run, e *engine, id, name, dbPath string) *child {
+// startHolder starts the holder child for e on name, working at res,
+// ingesting its history into run's recorder.
+func startHolder(t *testing.T, run *drill.Run, e *engine, id, name string, res *counters) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+e.name, holderEndpoint+"="+e.endpoint, holderName+"="+name, holderDB+"="+dbPath, holderClient+"="+id)
+	cmd.Env = append(os.Environ(), holderEnv+"="+e.name, holderEndpoint+"="+e.endpoint, holderName+"="+name,
+		holderDB+"="+res.spec, holderRes+"="+res.fName+","+res.uName, holderClient+"="+id)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		// Re-executed as the holder of a recipe drill (row 3).
 		os.Exit(recipeHolderMain())
 	}
+	if os.Getenv(taskHolderEnv) != "" {
+		// Re-executed as the paused task runner (row 2, tasks).
+		os.Exit(taskHolderMain())
+	}
 	if os.Getenv(etcdChildEnv) != "" {
 		// Re-executed as an etcd server that a drill can SIGSTOP (row 8).
 		os.Exit(etcdChildMain())

@@ -53,7 +53,7 @@ func NewCounter(ctx context.Context, db *sql.DB, dialect fence.Dialect, name str
 	if err := c.Fence.Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS drill_counter (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS drill_counter (name VARCHAR(255) PRIMARY KEY, value BIGINT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("drill: create counter table: %w", err)
 	}
 	p1, p2 := "?", "?"

@@ -25,7 +25,7 @@ import (
 // 8 are where it must go red).
 func TestRow03HolderKilled(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		forEachRecipe(t, func(t *testing.T, rc recipe) {
+		forEachRecipe(t, e, func(t *testing.T, rc recipe) {
 			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 				t.Run(sig.String(), func(t *testing.T) {
 					trials(t, e, 1, func(t *testing.T, e *engine, seed uint64) { holderKilled(t, e, rc, seed, sig) })
@@ -42,7 +42,7 @@ func holderKilled(t *testing.T, e *engine, rc recipe, seed uint64, sig syscall.S
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	ch := startRecipeHolder(t, run, e, rc, "old", name, st.res.path)
+	ch := startRecipeHolder(t, run, e, rc, "old", name, st.res.spec)
 	acq := ch.await(t, 20*time.Second, "acquire", func(ev drill.Event) bool { return ev.Op == drill.OpAcquire && ev.Phase != drill.Invoke })
 	if acq.Phase != drill.Ok {
 		t.Fatalf("holder's acquire = %s %s, want ok", acq.Phase, acq.Detail)

@@ -36,7 +36,8 @@ import (
 //     (I7), and the rest is as for the long partition.
 func TestRow04Partition(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		forEachRecipe(t, func(t *testing.T, rc recipe) {
+		needsNetwork(t, e)
+		forEachRecipe(t, e, func(t *testing.T, rc recipe) {
 			for _, kind := range []string{"short", "long", "oneway"} {
 				t.Run(kind, func(t *testing.T) {
 					trials(t, e, 1, func(t *testing.T, e *engine, seed uint64) { partition(t, e, rc, seed, kind) })

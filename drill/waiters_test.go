@@ -21,8 +21,17 @@ import (
 // past the session timeout; etcd: its lease is revoked). It must return
 // baton.ErrSessionLost promptly and never acquire on its dead queue
 // position, even when the holder releases meanwhile.
+//
+// A SQL waiter has no session on the server (it holds no row): its
+// variant is waiterBackendKilled.
 func TestRow12WaiterSessionExpires(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) { trials(t, e, 2, waiterSessionExpires) })
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		if e.family == leaseFamily {
+			trials(t, e, 2, waiterBackendKilled)
+			return
+		}
+		trials(t, e, 2, waiterSessionExpires)
+	})
 }
 
 func waiterSessionExpires(t *testing.T, e *engine, seed uint64) {
@@ -140,6 +149,12 @@ func waiterSessionExpires(t *testing.T, e *engine, seed uint64) {
 func TestRow10CancelWaiters(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		trials(t, e, 2, cancelWaiters)
+		if e.family == leaseFamily {
+			// No hook between a lease engine's grant and its return: the
+			// cancel races the release that lets the racer in.
+			t.Run("grant-races-cancel", func(t *testing.T) { trials(t, e, 3, cancelAtRelease) })
+			return
+		}
 		t.Run("grant-races-cancel", func(t *testing.T) { trials(t, e, 2, cancelAtGrant) })
 	})
 }
@@ -160,8 +175,11 @@ func cancelWaiters(t *testing.T, e *engine, seed uint64) {
 		t.Fatalf("plug's Lock = %v", err)
 	}
 	var shared clientOpts
-	if e.name == "etcd" {
+	switch {
+	case e.name == "etcd":
 		shared.etcdCli = rawEtcd(t, etcdServer.Endpoint) // one connection, a lease per waiter
+	case e.family == leaseFamily:
+		shared.share = e.open(t, clientOpts{pool: 24}) // one pool for every waiter
 	}
 	ws := make([]*holder, n)
 	for i := range ws {
@@ -230,7 +248,9 @@ func cancelWaiters(t *testing.T, e *engine, seed uint64) {
 	events := run.Rec.Events()
 	run.Report(drill.CheckExclusive(events))
 	run.Report(drill.CheckTokens(events))
-	run.Report(drill.CheckFIFO(events))
+	if e.order != nil {
+		run.Report(drill.CheckFIFO(events))
+	}
 	res.check(t, run, false)
 	// The session's cleanup removed every cancelled entry, at once: the
 	// server was reachable throughout.
