@@ -6,8 +6,8 @@
 # ZooKeeper runs privately with a short tickTime (sessions can expire in
 # about 2 s), maxClientCnxns=0 (hundreds of test sessions from one host)
 # and every 4lw command whitelisted (mntr counts requests per handoff).
-# PostgreSQL, MariaDB and Redis are used where the machine already runs
-# them on their standard ports, else started privately.
+# Redis on 6379 is used where the machine already runs it, else started
+# privately; every other server is private.
 set -euo pipefail
 
 STATE=${BATON_SERVERS_DIR:-${TMPDIR:-/tmp}/baton-servers}
@@ -99,29 +99,33 @@ start_redis_private_set() {
   fi
 }
 
+# PostgreSQL and MariaDB run privately too, with room for the conformance
+# suites' and drills' connections (go test runs packages in parallel: the
+# default 100 PostgreSQL connections ran out).
 start_postgres() {
-  if port_open 5432; then PG_PORT=5432; return 0; fi
+  PG_PORT=15432
+  if port_open 15432; then return 0; fi
   local bin; bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
   mkdir -p "$STATE/pg"; chown postgres "$STATE/pg" 2>/dev/null || true
   if [ ! -f "$STATE/pg/data/PG_VERSION" ]; then
     runuser -u postgres -- "$bin/initdb" -D "$STATE/pg/data" -A trust -U postgres >/dev/null
   fi
-  runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" -o "-p 15432 -k $STATE/pg -c listen_addresses=127.0.0.1" \
+  runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" -o "-p 15432 -k $STATE/pg -c listen_addresses=127.0.0.1 -c max_connections=600 -c shared_buffers=64MB -c fsync=off" \
     -l "$STATE/pg/log" start >/dev/null
   wait_port 15432
-  PG_PORT=15432
 }
 
 start_mariadb() {
-  if port_open 3306; then MY_PORT=3306; return 0; fi
+  MY_PORT=13306
+  if port_open 13306; then return 0; fi
   mkdir -p "$STATE/my"; chown mysql "$STATE/my" 2>/dev/null || true
   if [ ! -d "$STATE/my/data/mysql" ]; then
     mariadb-install-db --user=mysql --datadir="$STATE/my/data" --auth-root-authentication-method=normal >/dev/null
   fi
   nohup mariadbd --user=mysql --datadir="$STATE/my/data" --port=13306 --bind-address=127.0.0.1 \
-    --socket="$STATE/my/sock" --pid-file="$STATE/my/pid" >"$STATE/my/log" 2>&1 &
+    --socket="$STATE/my/sock" --pid-file="$STATE/my/pid" --max-connections=600 \
+    --innodb-flush-log-at-trx-commit=2 --skip-log-bin >"$STATE/my/log" 2>&1 &
   wait_port 13306
-  MY_PORT=13306
 }
 
 case "${1:-start}" in
