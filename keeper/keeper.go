@@ -383,6 +383,22 @@ func (k *Keeper) Close() error {
 	return nil
 }
 
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // kick wakes a goroutine waiting on ch without blocking.
 func kick(ch chan struct{}) {
 	select {
@@ -453,11 +469,25 @@ func (k *Keeper) round() bool {
 	for start := 0; start < len(es); start += size {
 		batch := es[start:min(start+size, len(es))]
 		refs = refs[:0]
+		k.mu.Lock()
+		last := time.Time{}
 		for _, e := range batch {
 			refs = append(refs, e.ref)
+			if e.deadline.After(last) {
+				last = e.deadline
+			}
 		}
+		k.mu.Unlock()
 		sent := time.Now()
-		ctx, cancel := context.WithTimeout(k.base, k.interval)
+		// A slow answer is still worth having: cutting a renewal at TTL/3
+		// would throw away a pooled connection whose replacement (a new
+		// TCP and database handshake) costs more round trips than the next
+		// attempt has, so a server that is slow but answering would cost
+		// every lease. So the batch may run until TTL/2 (never past its
+		// last lease's deadline, when an answer is useless); a connection
+		// that is dead rather than slow still leaves time for a retry on
+		// another one.
+		ctx, cancel := context.WithDeadline(k.base, later(sent.Add(k.interval), earlier(last, sent.Add(k.ttl/2))))
 		renewed, err := k.store.Renew(ctx, refs, k.ttl)
 		cancel()
 		k.batches.Add(1)
