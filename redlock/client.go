@@ -1,0 +1,487 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/keeper"
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors of this package, besides baton's sentinels.
+var (
+	// ErrNodeIndex is wrapped (with baton.ErrInvalidOption) when a node
+	// stores an index other than its position in the list given to New:
+	// the nodes are listed in another order (or another set) than the
+	// deployment's first client listed them, and the quorum token's proof
+	// no longer holds. The Client refuses every call from then on.
+	ErrNodeIndex = errors.New("redlock: node index mismatch")
+
+	// ErrNodeWiped is wrapped in an attempt's error when a node this
+	// Client verified has lost its index: it was flushed or restarted
+	// without persistence, so its counter may have been rewound. The
+	// Client refuses that node from then on (see "Assumptions").
+	ErrNodeWiped = errors.New("redlock: node lost its index (flushed or restarted without persistence)")
+)
+
+// Client is one process's handle on a Redlock deployment of N independent
+// redis-servers. It owns a keeper (two goroutines extending every lease it
+// holds, on every node, in batches) and the goroutines of its in-flight
+// node requests. Close stops and releases them; it does not close the
+// nodes' clients, which the caller keeps owning.
+type Client struct {
+	o      Options
+	nodes  []*node
+	maj    int
+	drift  time.Duration
+	st     *store
+	k      *keeper.Keeper
+	keyIdx string
+	keyCtr string
+
+	verifyMu sync.Mutex
+	verified bool         // every answering node had the right index at least once
+	broken   atomic.Value // error: an index mismatch; the client refuses to run
+
+	calls sync.WaitGroup // in-flight node requests (see call)
+
+	ctx     context.Context // cancelled by Close: in-flight attempts end with it
+	cancel  context.CancelFunc
+	closing chan struct{}
+	mu      sync.Mutex
+	closed  bool
+
+	hooks hooks
+
+	attempts, nodeRequests, writeBacks, unlocks, wiped atomic.Uint64
+}
+
+// node is one redis-server of the deployment.
+type node struct {
+	i    int
+	addr string
+	rdb  redis.UniversalClient
+	// known: this client has seen the node's index (it set it or read
+	// it). From then on a missing index means the node was wiped.
+	known atomic.Bool
+	// refused: the node lost its index after this client knew it.
+	refused atomic.Bool
+}
+
+// hooks let this package's tests build interleavings no real fault can
+// produce deterministically (see export_test.go). The zero value is the
+// real protocol.
+type hooks struct {
+	// writeBack picks the nodes the write-back raises, given the granting
+	// nodes and the node that minted the token; nil means the granting
+	// nodes (the protocol). A control returns nil (skip) or other nodes.
+	writeBack func(granting []int, minter int) []int
+}
+
+// New returns a client on nodes, N ≥ 3 independent redis-servers (odd N
+// recommended: an even N tolerates no more failures than N−1), in the
+// same order in every client of the deployment: node i must store index
+// i. The caller keeps owning the clients; each must reach exactly one
+// server (a *redis.Client; not a Cluster or a failover client, whose
+// promoted replicas would rewind the counter).
+//
+// New does not touch the nodes. The first call that needs them (or
+// Verify) reads every node's stored index, setting it with SET NX where
+// it is absent, and the Client refuses to run (ErrNodeIndex) unless node
+// i stores i.
+//
+// go-redis honours a context's deadline on a blocked socket read only
+// with ContextTimeoutEnabled; baton's per-node deadlines hold either way,
+// because every node request runs in a goroutine the call abandons at its
+// deadline (see Close for when those goroutines end).
+func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
+	if len(nodes) < MinNodes {
+		return nil, fmt.Errorf("%w: redlock: %d nodes, want ≥ %d", baton.ErrInvalidOption, len(nodes), MinNodes)
+	}
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		o:       o,
+		maj:     len(nodes)/2 + 1,
+		drift:   o.drift(),
+		keyIdx:  o.Prefix + "index",
+		keyCtr:  o.Prefix + "counter",
+		closing: make(chan struct{}),
+	}
+	for i, rdb := range nodes {
+		if rdb == nil {
+			return nil, fmt.Errorf("%w: redlock: node %d is nil", baton.ErrInvalidOption, i)
+		}
+		c.nodes = append(c.nodes, &node{i: i, addr: addrOf(rdb, i), rdb: rdb})
+	}
+	c.st = &store{c: c}
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff})
+	if err != nil {
+		return nil, fmt.Errorf("redlock: %w", err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// addrOf names a node for messages.
+func addrOf(rdb redis.UniversalClient, i int) string {
+	if o, ok := rdb.(interface{ Options() *redis.Options }); ok && o.Options() != nil {
+		return o.Options().Addr
+	}
+	return "node" + strconv.Itoa(i)
+}
+
+// TTL returns the lease time of a lock key.
+func (c *Client) TTL() time.Duration { return c.o.TTL }
+
+// Nodes returns N.
+func (c *Client) Nodes() int { return len(c.nodes) }
+
+// Majority returns N/2+1, the votes a grant needs.
+func (c *Client) Majority() int { return c.maj }
+
+// Keeper returns the keeper holding this client's leases (for its Stats).
+func (c *Client) Keeper() *keeper.Keeper { return c.k }
+
+// Stats counts a client's protocol work since New, for tests and
+// monitoring.
+type Stats struct {
+	Attempts     uint64 // acquire attempts (one per TryLock, one per retry of Lock)
+	NodeRequests uint64 // acquire scripts sent to nodes
+	WriteBacks   uint64 // write-back (raise) scripts sent to nodes
+	Unlocks      uint64 // unlock scripts sent to nodes after failed attempts
+	WipedNodes   uint64 // nodes refused because they lost their index
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Attempts:     c.attempts.Load(),
+		NodeRequests: c.nodeRequests.Load(),
+		WriteBacks:   c.writeBacks.Load(),
+		Unlocks:      c.unlocks.Load(),
+		WipedNodes:   c.wiped.Load(),
+	}
+}
+
+// checkOpen returns an error wrapping baton.ErrClosed after Close, or the
+// index mismatch that broke the client.
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("redlock: %w", baton.ErrClosed)
+	}
+	if err, _ := c.broken.Load().(error); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Close ends every lease of the client (Lost, cause wrapping
+// baton.ErrClosed), unlocks their keys on every node it can reach within
+// a bounded time (the rest expire by their TTL), wakes its waiters with
+// ErrClosed, and waits for its goroutines, including node requests still
+// blocked in go-redis: those end at the node client's ReadTimeout (3s by
+// default) when ContextTimeoutEnabled is off, at baton's deadline when it
+// is on. A second Close returns an error wrapping baton.ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("redlock: %w", baton.ErrClosed)
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	c.cancel()
+	err := c.k.Close()
+	c.calls.Wait()
+	return err
+}
+
+// result is one node's answer to a request.
+type result struct {
+	i   int
+	v   any
+	err error
+}
+
+// fan is one round of requests sent to several nodes at once, each in a
+// goroutine of its own, and collected until a common deadline. go-redis
+// does not cut a blocked socket read at the context's deadline unless the
+// user's client enables ContextTimeoutEnabled, and a Redlock acquire must
+// not wait for a dead node longer than NodeTimeout: so the collector stops
+// at the deadline and abandons the requests still running. Their
+// goroutines are the Client's (Close waits for them); out has room for
+// every result, so an abandoned one never blocks.
+type fan struct {
+	ctx    context.Context // ends at the round's deadline or with the caller's ctx
+	cancel context.CancelFunc
+	out    chan result
+	n, got int
+}
+
+// fanOut sends f to the nodes listed in idx (every node when idx is nil,
+// none when it is empty),
+// all with the same deadline, timeout from now.
+func (c *Client) fanOut(ctx context.Context, idx []int, timeout time.Duration, f func(ctx context.Context, n *node) (any, error)) *fan {
+	if idx == nil {
+		idx = make([]int, len(c.nodes))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	fn := &fan{out: make(chan result, len(idx)), n: len(idx)}
+	fn.ctx, fn.cancel = context.WithTimeout(ctx, timeout)
+	c.calls.Add(len(idx))
+	for _, i := range idx {
+		n := c.nodes[i]
+		go func() {
+			defer c.calls.Done()
+			v, err := f(fn.ctx, n)
+			if err != nil {
+				err = fmt.Errorf("node %d (%s): %w", n.i, n.addr, err)
+			}
+			fn.out <- result{i: n.i, v: v, err: err}
+		}()
+	}
+	return fn
+}
+
+// next returns the next answer, or false once every node answered or the
+// round's deadline (or the caller's ctx) ended it.
+func (f *fan) next() (result, bool) {
+	if f.got == f.n {
+		return result{}, false
+	}
+	select {
+	case r := <-f.out:
+		f.got++
+		return r, true
+	case <-f.ctx.Done():
+		// Prefer an answer that is already there.
+		select {
+		case r := <-f.out:
+			f.got++
+			return r, true
+		default:
+		}
+		return result{}, false
+	}
+}
+
+// nextOr is next that also gives up when stop fires (a nil stop never
+// does).
+func (f *fan) nextOr(stop <-chan time.Time) (result, bool) {
+	if f.got == f.n {
+		return result{}, false
+	}
+	select {
+	case r := <-f.out:
+		f.got++
+		return r, true
+	case <-stop:
+		return result{}, false
+	case <-f.ctx.Done():
+		return f.next()
+	}
+}
+
+// drain collects the answers still to come until deadline, ignoring the
+// round's context (its requests may outlive it; their answers still
+// arrive on out).
+func (f *fan) drain(deadline time.Time) []result {
+	var out []result
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for f.got < f.n {
+		select {
+		case r := <-f.out:
+			f.got++
+			out = append(out, r)
+		case <-t.C:
+			return out
+		}
+	}
+	return out
+}
+
+// pending is how many nodes have not answered (their outcome is unknown).
+func (f *fan) pending() int { return f.n - f.got }
+
+// Verify reads every node's stored index, setting it (SET NX) where it is
+// absent, and returns an error wrapping baton.ErrInvalidOption and
+// ErrNodeIndex when node i stores another index than i; the Client then
+// refuses to run. Nodes that do not answer are checked at their first
+// answer to an acquire. It fails with baton.ErrUnavailable when fewer than
+// a majority answered. The first acquire runs it when it has not
+// succeeded yet.
+func (c *Client) Verify(ctx context.Context) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	c.verifyMu.Lock()
+	defer c.verifyMu.Unlock()
+	if c.verified {
+		return nil
+	}
+	f := c.fanOut(ctx, nil, c.o.NodeTimeout*4, func(ctx context.Context, nd *node) (any, error) {
+		return indexScript.Run(ctx, nd.rdb, []string{c.keyIdx}, nd.i).Result()
+	})
+	defer f.cancel()
+	ok := 0
+	var errs []error
+	for {
+		r, more := f.next()
+		if !more {
+			break
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if err := c.checkIndex(r.i, r.v); err != nil {
+			return err
+		}
+		ok++
+	}
+	if f.pending() > 0 {
+		errs = append(errs, fmt.Errorf("%d node(s) did not answer within %v", f.pending(), c.o.NodeTimeout*4))
+	}
+	if ok < c.maj {
+		if ctx.Err() != nil {
+			return fmt.Errorf("redlock: verify the node indexes: %w", ctx.Err())
+		}
+		return fmt.Errorf("%w: redlock: verify the node indexes: %d of %d nodes answered, want ≥ %d: %w", baton.ErrUnavailable, ok, len(c.nodes), c.maj, errors.Join(errs...))
+	}
+	c.verified = true
+	return nil
+}
+
+// checkIndex compares what node i stores as its index with i, marks the
+// node known, and breaks the client on a mismatch.
+func (c *Client) checkIndex(i int, v any) error {
+	s := fmt.Sprint(v)
+	if s == strconv.Itoa(i) {
+		c.nodes[i].known.Store(true)
+		return nil
+	}
+	err := fmt.Errorf("%w: %w: node %d (%s) stores index %q under %q, want %d: every client must list the nodes in the same order as the first one did",
+		baton.ErrInvalidOption, ErrNodeIndex, i, c.nodes[i].addr, s, c.keyIdx, i)
+	c.broken.CompareAndSwap(nil, err)
+	return c.broken.Load().(error)
+}
+
+// lockKey is the key of lock name on every node.
+func (c *Client) lockKey(name string) string { return c.o.Prefix + "lock:" + name }
+
+// NodeEntry is what one node holds for a lock.
+type NodeEntry struct {
+	Node    int           // index
+	Addr    string        // the node client's address
+	Owner   string        // the holding grant's owner ("" when free)
+	Token   uint64        // the token this node minted for the holder
+	Grant   uint64        // the grant's quorum token, once written back (0 before)
+	TTLLeft time.Duration // time left on the node's clock (0 when free)
+	Counter uint64        // the node's token counter
+	Index   string        // the node's stored index ("" when missing)
+	Err     error         // the node did not answer
+}
+
+// Inspect reads what every node holds for lock name, without taking
+// anything; a node that does not answer within NodeTimeout·4 has Err set.
+// Tokens are shown without TokenFloor.
+func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, fmt.Errorf("redlock: Inspect: %w", err)
+	}
+	if c.checkOpen() != nil && !errors.Is(c.checkOpen(), ErrNodeIndex) {
+		return nil, c.checkOpen()
+	}
+	key := c.lockKey(n)
+	f := c.fanOut(ctx, nil, c.o.NodeTimeout*4, func(ctx context.Context, nd *node) (any, error) {
+		return inspectScript.Run(ctx, nd.rdb, []string{key, c.keyCtr, c.keyIdx}).Result()
+	})
+	defer f.cancel()
+	out := make([]NodeEntry, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = NodeEntry{Node: i, Addr: nd.addr, Err: fmt.Errorf("node %d (%s): no answer within %v", i, nd.addr, c.o.NodeTimeout*4)}
+	}
+	for {
+		r, more := f.next()
+		if !more {
+			break
+		}
+		e := NodeEntry{Node: r.i, Addr: c.nodes[r.i].addr, Err: r.err}
+		if r.err == nil {
+			vs, _ := r.v.([]any)
+			if len(vs) == 6 {
+				e.Owner = str(vs[0])
+				e.Token = num(vs[1])
+				e.Grant = num(vs[2])
+				if ms, ok := vs[3].(int64); ok && ms > 0 && e.Owner != "" {
+					e.TTLLeft = time.Duration(ms) * time.Millisecond
+				}
+				e.Counter = num(vs[4])
+				e.Index = str(vs[5])
+			}
+		}
+		out[r.i] = e
+	}
+	return out, nil
+}
+
+// Entries lists the nodes holding lock name as "node<i>/<owner>", for
+// tests and hygiene checks; it fails when a node does not answer.
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	es, err := c.Inspect(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range es {
+		if e.Err != nil {
+			return nil, fmt.Errorf("redlock: entries %q: %w", name, e.Err)
+		}
+		if e.Owner != "" {
+			out = append(out, fmt.Sprintf("node%d/%s", e.Node, e.Owner))
+		}
+	}
+	return out, nil
+}
+
+// str turns a script's bulk reply into a string ("" for nil).
+func str(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+// num turns a script's integer or bulk reply into a uint64 (0 when absent
+// or not a number).
+func num(v any) uint64 {
+	switch x := v.(type) {
+	case int64:
+		if x > 0 {
+			return uint64(x)
+		}
+	case string:
+		u, err := strconv.ParseUint(x, 10, 64)
+		if err == nil {
+			return u
+		}
+	}
+	return 0
+}

@@ -1,0 +1,424 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/keeper"
+)
+
+// Mutex is an exclusive lock held on a majority of the nodes. It
+// implements baton.Locker. Locking it again with a context derived from
+// one of its own leases re-enters (see the baton package doc).
+//
+// Redlock has only the mutex: a read/write lock or a semaphore would need
+// the quorum token's argument for several holders at once, which it does
+// not give.
+type Mutex struct {
+	c    *Client
+	name string
+}
+
+var _ baton.Locker = (*Mutex)(nil)
+
+// Mutex returns the exclusive lock called name. An invalid name fails with
+// an error wrapping baton.ErrInvalidName.
+func (c *Client) Mutex(name string) (*Mutex, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, fmt.Errorf("redlock: Mutex: %w", err)
+	}
+	return &Mutex{c: c, name: n}, nil
+}
+
+// Name returns the normalised lock name.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock blocks until the lock is granted or ctx ends. Between attempts it
+// sleeps a jittered backoff (Redlock nodes send no release
+// notifications). A waiter that reaches no majority of the nodes for as
+// long as a held lease would survive fails with an error wrapping
+// baton.ErrSessionLost and baton.ErrUnavailable.
+func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) {
+	return m.c.acquire(ctx, m, m.name, true)
+}
+
+// TryLock makes one attempt; baton.ErrNotAcquired when other owners hold
+// enough nodes that no majority is left.
+func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) {
+	return m.c.acquire(ctx, m, m.name, false)
+}
+
+// outcome is how one attempt ended.
+type outcome int
+
+const (
+	granted   outcome = iota
+	held              // other owners hold enough nodes: no majority possible
+	unreached         // too few nodes answered (or the write-back fell short)
+)
+
+// attemptResult is one attempt's outcome.
+type attemptResult struct {
+	outcome outcome
+	token   uint64    // quorum token (without TokenFloor), when granted
+	start   time.Time // send time of the first request
+	err     error     // why not granted (unreached), for messages
+	// majorityAnswered: a majority of the nodes answered the acquire
+	// round (granted or held), so they are reachable.
+	majorityAnswered bool
+}
+
+// acquire is the loop both Lock and TryLock run: an attempt, and while
+// the lock is held (wait) a backoff sleep before the next.
+func (c *Client) acquire(ctx context.Context, key any, name string, wait bool) (*baton.Lease, error) {
+	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
+		return l, err
+	}
+	errf := func(format string, args ...any) error {
+		return fmt.Errorf("redlock: mutex %q: "+format, append([]any{name}, args...)...)
+	}
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errf("%w", err)
+	}
+	// A waiter that has not reached a majority for this long would have
+	// lost a lease it held: its wait is over (ErrSessionLost).
+	sessionBound := c.o.TTL - c.k.DriftMargin()
+	lastOK := time.Now()
+	for attempt := 0; ; attempt++ {
+		if err := c.verifyFirst(ctx); err != nil {
+			if errors.Is(err, baton.ErrInvalidOption) || c.checkOpen() != nil {
+				return nil, err
+			}
+			if ctx.Err() != nil {
+				return nil, errf("%w (verifying the node indexes: %v)", ctx.Err(), err)
+			}
+			if !wait {
+				return nil, errf("%w", err)
+			}
+		} else {
+			owner := baton.NewOwnerID()
+			ref := keeper.Ref{Key: name, Owner: owner}
+			r := c.attempt(ctx, name, owner)
+			if r.outcome == granted {
+				lease, err := c.k.Hold(ctx, baton.Grant{
+					Name:   name,
+					Engine: "redlock",
+					Token:  r.token + c.o.TokenFloor,
+					Owner:  owner,
+					Key:    key,
+				}, ref, r.start, 0)
+				if err == nil {
+					return lease, nil
+				}
+				if cerr := c.checkOpen(); cerr != nil {
+					return nil, cerr
+				}
+				// The grant came too late to be trusted; Hold unlocks it.
+				r = attemptResult{outcome: unreached, err: err, majorityAnswered: true}
+			}
+			if r.majorityAnswered {
+				lastOK = r.start
+			}
+			switch {
+			case ctx.Err() != nil:
+				return nil, errf("%w (last attempt: %v)", ctx.Err(), r.err)
+			case c.checkOpen() != nil:
+				return nil, c.checkOpen()
+			case !wait && r.outcome == held:
+				return nil, errf("%w", baton.ErrNotAcquired)
+			case !wait:
+				return nil, errf("%w: %w", baton.ErrUnavailable, r.err)
+			}
+		}
+		if since := time.Since(lastOK); since >= sessionBound {
+			return nil, errf("%w: %w: no majority of the nodes answered for %v", baton.ErrSessionLost, baton.ErrUnavailable, since.Round(time.Millisecond))
+		}
+		t := time.NewTimer(c.o.Backoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errf("%w", ctx.Err())
+		case <-c.closing:
+			t.Stop()
+			return nil, c.checkOpen()
+		case <-t.C:
+		}
+	}
+}
+
+// verifyFirst runs Verify until it has succeeded once, bounded by the
+// acquire budget.
+func (c *Client) verifyFirst(ctx context.Context) error {
+	c.verifyMu.Lock()
+	done := c.verified
+	c.verifyMu.Unlock()
+	if done {
+		return nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel) // Close interrupts it
+	defer stop()
+	return c.Verify(vctx)
+}
+
+// attempt is one Redlock acquire: both rounds within 0.8·TTL, the lock
+// unlocked on every node it may have reached when it fails.
+func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult {
+	c.attempts.Add(1)
+	start := time.Now()
+	actx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
+	defer stop()
+
+	r, rd := c.acquireRound(actx, name, owner)
+	r.start = start
+	if r.outcome == granted {
+		r = c.writeBack(actx, name, owner, rd.tokens, r)
+	}
+	if r.outcome == granted {
+		// Validity after the write-back, on the monotonic clock: what is
+		// left of the TTL the earliest node started counting no earlier
+		// than start, minus the drift allowance.
+		if validity := c.o.TTL - time.Since(start) - c.drift; validity <= 0 {
+			r = attemptResult{outcome: unreached, start: start, majorityAnswered: true,
+				err: fmt.Errorf("granted too late: %v after the first request, validity %v", time.Since(start).Round(time.Millisecond), validity.Round(time.Millisecond))}
+		} else {
+			// Nodes that answer after the round stopped may still grant:
+			// the keeper extends and releases the key on every node.
+			rd.f.cancel()
+			return r
+		}
+	}
+	ref := keeper.Ref{Key: name, Owner: owner}
+	switch {
+	case ctx.Err() != nil || c.checkOpen() != nil:
+		// The caller must return now: the keeper unlocks every node.
+		rd.f.cancel()
+		c.k.Abandon(ref)
+		return r
+	case len(rd.unknown) > 0:
+		c.k.Abandon(ref)
+	}
+	if len(rd.tokens) > 0 {
+		c.unlock(ctx, name, owner, rd.granting())
+	}
+	if rd.f.pending() == 0 {
+		rd.f.cancel()
+		return r
+	}
+	// Requests still in flight may create the key later (after an unlock
+	// sent now on another connection): a goroutine of the client waits
+	// for their answers, at most NodeTimeout from the round's start, and
+	// has the keeper unlock every node if one of them granted or failed.
+	c.calls.Add(1)
+	go func() {
+		defer c.calls.Done()
+		defer rd.f.cancel()
+		for _, res := range rd.f.drain(start.Add(c.o.NodeTimeout)) {
+			if vs, _ := res.v.([]any); res.err != nil || len(vs) == 2 && vs[0] == int64(codeGranted) {
+				c.k.Abandon(ref)
+				return
+			}
+		}
+		if rd.f.pending() > 0 {
+			c.k.Abandon(ref)
+		}
+	}()
+	return r
+}
+
+// round is what an acquire round learnt.
+type round struct {
+	tokens  map[int]uint64 // granting nodes and the tokens they minted
+	unknown []int          // nodes that failed: the script may have run
+	f       *fan           // the answers the round did not wait for
+}
+
+// granting lists the granting nodes.
+func (rd round) granting() []int {
+	out := make([]int, 0, len(rd.tokens))
+	for i := range rd.tokens {
+		out = append(out, i)
+	}
+	return out
+}
+
+// acquireRound sends the acquire script to every usable node at once,
+// each with NodeTimeout, and stops as soon as a majority granted or a
+// majority has become impossible (seed 004 Q2). It returns the tokens of
+// the granting nodes and how many nodes may hold the key (granted, or
+// outcome unknown).
+func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptResult, round) {
+	key := c.lockKey(name)
+	ttl := c.o.TTL.Milliseconds()
+	var idx []int
+	for _, n := range c.nodes {
+		if !n.refused.Load() {
+			idx = append(idx, n.i)
+		}
+	}
+	c.nodeRequests.Add(uint64(len(idx)))
+	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
+		init := "0"
+		if !n.known.Load() {
+			init = "1"
+		}
+		return acquireScript.Run(ctx, n.rdb, []string{key, c.keyCtr, c.keyIdx}, owner, ttl, n.i, len(c.nodes), init).Result()
+	})
+	tokens := make(map[int]uint64, c.maj)
+	heldBy, failed := 0, len(c.nodes)-len(idx)
+	var (
+		errs    []error
+		unknown []int
+	)
+	for len(tokens) < c.maj && len(c.nodes)-heldBy-failed >= c.maj {
+		r, more := f.next()
+		if !more {
+			break
+		}
+		if r.err != nil {
+			// A timeout or a broken connection: the script may have run.
+			failed++
+			unknown = append(unknown, r.i)
+			errs = append(errs, r.err)
+			continue
+		}
+		vs, _ := r.v.([]any)
+		code := int64(-99)
+		if len(vs) == 2 {
+			code, _ = vs[0].(int64)
+		}
+		switch code {
+		case codeGranted:
+			c.nodes[r.i].known.Store(true)
+			tokens[r.i] = num(vs[1])
+		case codeHeld:
+			c.nodes[r.i].known.Store(true)
+			heldBy++
+		case codeNoIndex:
+			c.nodes[r.i].refused.Store(true)
+			c.wiped.Add(1)
+			failed++
+			errs = append(errs, fmt.Errorf("node %d (%s): %w; refused from now on", r.i, c.nodes[r.i].addr, ErrNodeWiped))
+		case codeWrongIndex:
+			failed++
+			errs = append(errs, c.checkIndex(r.i, vs[1]))
+		default:
+			failed++
+			errs = append(errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))
+		}
+	}
+	if f.pending() > 0 {
+		errs = append(errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
+	}
+	// Nodes that had not answered when the round stopped may still grant:
+	// they are unlocked with the rest when the attempt fails, and
+	// extended with the rest when it succeeds.
+	res := attemptResult{majorityAnswered: len(tokens)+heldBy >= c.maj}
+	switch {
+	case len(tokens) >= c.maj:
+		res.outcome = granted
+	case heldBy > len(c.nodes)-c.maj:
+		res.outcome = held
+		res.err = fmt.Errorf("%d of %d nodes held by other owners", heldBy, len(c.nodes))
+	default:
+		res.outcome = unreached
+		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(tokens), len(c.nodes), heldBy, c.maj, errors.Join(errs...))
+	}
+	if err, _ := c.broken.Load().(error); err != nil {
+		res.outcome, res.err = unreached, err
+	}
+	return res, round{tokens: tokens, unknown: unknown, f: f}
+}
+
+// writeBack raises the counters of the granting nodes to at least the
+// quorum token, only where this attempt's key is still present, and keeps
+// the grant only when a majority was raised: then any later grant takes
+// one of those nodes after this key left it, after the raise, and mints a
+// larger token there (see the package doc).
+func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[int]uint64, r attemptResult) attemptResult {
+	var t uint64
+	minter := -1
+	granting := make([]int, 0, len(tokens))
+	for i, v := range tokens {
+		granting = append(granting, i)
+		if v > t {
+			t, minter = v, i
+		}
+	}
+	targets := granting
+	if c.hooks.writeBack != nil {
+		targets = c.hooks.writeBack(granting, minter)
+	}
+	if len(targets) == 0 {
+		targets = []int{} // fanOut(nil) would mean every node
+	}
+	key := c.lockKey(name)
+	c.writeBacks.Add(uint64(len(targets)))
+	f := c.fanOut(ctx, targets, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
+		return raiseScript.Run(ctx, n.rdb, []string{key, c.keyCtr}, owner, t, n.i, len(c.nodes)).Int64()
+	})
+	defer f.cancel()
+	raised := 0
+	var errs []error
+	for raised < c.maj {
+		res, more := f.next()
+		if !more {
+			break
+		}
+		switch {
+		case res.err != nil:
+			errs = append(errs, res.err)
+		case res.v == int64(1):
+			raised++
+		default:
+			errs = append(errs, fmt.Errorf("node %d (%s): the key left before the write-back", res.i, c.nodes[res.i].addr))
+		}
+	}
+	if c.hooks.writeBack != nil {
+		raised = c.maj // a control keeps the grant whatever its write-back did
+	}
+	if raised < c.maj {
+		return attemptResult{outcome: unreached, start: r.start, majorityAnswered: true,
+			err: fmt.Errorf("write-back raised %d of %d granting nodes, want %d: %w", raised, len(granting), c.maj, errors.Join(errs...))}
+	}
+	r.token = t
+	return r
+}
+
+// unlock frees a failed attempt's key on the nodes idx that granted it,
+// owner-checked, before the attempt returns, so that a split vote frees
+// the nodes for the next attempt at once. What it cannot confirm within
+// NodeTimeout is queued on the keeper, which retries in the background
+// until the key must have expired.
+func (c *Client) unlock(ctx context.Context, name, owner string, idx []int) {
+	ref := keeper.Ref{Key: name, Owner: owner}
+	c.unlocks.Add(uint64(len(idx)))
+	key := c.lockKey(name)
+	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
+		return releaseScript.Run(ctx, n.rdb, []string{key}, owner).Result()
+	})
+	defer f.cancel()
+	for {
+		r, more := f.next()
+		if !more {
+			break
+		}
+		if r.err != nil {
+			c.k.Abandon(ref)
+			return
+		}
+	}
+	if f.pending() > 0 {
+		c.k.Abandon(ref)
+	}
+}

@@ -1,0 +1,139 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton"
+)
+
+// Defaults. Their effects are stated so they can be tuned knowingly.
+const (
+	// DefaultTTL is the lease time of a lock key on every node: a dead
+	// holder's lock is free again within it, and a live holder extends it
+	// every TTL/3.
+	DefaultTTL = 15 * time.Second
+
+	// DefaultPrefix prefixes every key baton writes on the nodes.
+	DefaultPrefix = "baton:redlock:"
+
+	// DefaultDriftFactor is the clock-rate drift allowed between this host
+	// and each node, as a fraction of the TTL (the Redlock specification's
+	// 0.01); DriftFixed is added to it.
+	DefaultDriftFactor = 0.01
+
+	// DriftFixed is the constant part of the drift allowance (the Redlock
+	// specification's 2 ms for the granularity of Redis' expiry).
+	DriftFixed = 2 * time.Millisecond
+
+	// DefaultBatchSize is how many held leases one renewal script covers on
+	// each node: 10 000 held leases cost 20 scripts per node every TTL/3.
+	DefaultBatchSize = 500
+
+	// MinNodes is the fewest nodes a Client accepts: with two, a majority
+	// is both and one node down stops everything.
+	MinNodes = 3
+)
+
+// Options configure New. The zero value means the documented defaults.
+type Options struct {
+	// TTL is the lease time of the lock key on each node; 0 means
+	// DefaultTTL. Below 300ms the timing margins stop making sense and New
+	// refuses it.
+	TTL time.Duration
+
+	// Prefix prefixes every key on the nodes: the node's index
+	// (<prefix>index), its token counter (<prefix>counter) and the lock
+	// keys (<prefix>lock:<name>). Clients with different prefixes are
+	// independent deployments on the same servers. "" means DefaultPrefix.
+	Prefix string
+
+	// NodeTimeout bounds each request to one node; it must be far below
+	// the TTL, so that a dead node costs an acquire a small part of the
+	// lock's validity. 0 means max(TTL/30, 50ms) (500ms for the default
+	// TTL). It must be at most TTL/4.
+	NodeTimeout time.Duration
+
+	// DriftFactor is the fraction of the TTL allowed for clock drift
+	// between this host and the nodes; 0 means DefaultDriftFactor. The
+	// drift, TTL·DriftFactor + DriftFixed, is subtracted from the validity
+	// of every grant and added to the keeper's DriftMargin.
+	DriftFactor float64
+
+	// DriftMargin is the keeper's margin before a lease's deadline (see
+	// package keeper), to which the Redlock drift is added; 0 means
+	// max(TTL/10, 100ms). The sum must stay below TTL/2.
+	DriftMargin time.Duration
+
+	// TokenFloor is added to every fencing token; see the baton package
+	// doc and "Recovery" in this package's doc.
+	TokenFloor uint64
+
+	// BatchSize is how many leases one renewal or release script covers
+	// on each node; 0 means DefaultBatchSize.
+	BatchSize int
+
+	// Backoff paces waiters' retries (its Max is capped at TTL/4) and
+	// background releases. The zero value uses baton's defaults. Full
+	// jitter matters here more than anywhere: waiters that retry together
+	// split the nodes' votes and nobody wins a majority.
+	Backoff baton.Backoff
+}
+
+// validate checks o and fills in the defaults.
+func (o Options) validate() (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: redlock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.NodeTimeout == 0 {
+		o.NodeTimeout = max(o.TTL/30, 50*time.Millisecond)
+	}
+	if o.DriftFactor == 0 {
+		o.DriftFactor = DefaultDriftFactor
+	}
+	if o.DriftMargin == 0 {
+		o.DriftMargin = max(o.TTL/10, 100*time.Millisecond)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	switch {
+	case o.TTL < 300*time.Millisecond:
+		return bad("TTL %v, want ≥ 300ms", o.TTL)
+	case o.NodeTimeout < 0 || o.NodeTimeout > o.TTL/4:
+		return bad("NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
+	case o.DriftFactor < 0 || o.DriftFactor >= 0.1:
+		return bad("DriftFactor %v, want in [0, 0.1)", o.DriftFactor)
+	case o.DriftMargin < 0:
+		return bad("DriftMargin %v, want ≥ 0", o.DriftMargin)
+	case o.BatchSize < 1 || o.BatchSize > 5000:
+		return bad("BatchSize %d, want 1…5000", o.BatchSize)
+	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
+		return bad("negative backoff duration")
+	}
+	if m := o.DriftMargin + o.drift(); m >= o.TTL/2 {
+		return bad("DriftMargin %v + drift %v = %v, want < TTL/2 = %v", o.DriftMargin, o.drift(), m, o.TTL/2)
+	}
+	maxWait := o.Backoff.Max
+	if maxWait == 0 {
+		maxWait = baton.DefaultBackoffMax
+	}
+	o.Backoff.Max = min(maxWait, o.TTL/4)
+	return o, nil
+}
+
+// drift is the Redlock clock-drift allowance: TTL·DriftFactor + 2ms.
+func (o Options) drift() time.Duration {
+	return time.Duration(float64(o.TTL)*o.DriftFactor) + DriftFixed
+}
+
+// acquireBudget is the overall deadline of one acquire attempt, both
+// phases: 0.8·TTL (seed 004 Q2). Past it the validity left would be too
+// small to be worth a grant.
+func (o Options) acquireBudget() time.Duration { return o.TTL * 4 / 5 }

@@ -1,0 +1,364 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/redlock"
+)
+
+func TestOptions(t *testing.T) {
+	one := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
+	defer one[0].Close()
+	three := []redis.UniversalClient{one[0], one[0], one[0]}
+	for _, tc := range []struct {
+		name  string
+		nodes []redis.UniversalClient
+		o     redlock.Options
+	}{
+		{"one node", one, redlock.Options{}},
+		{"nil node", []redis.UniversalClient{one[0], nil, one[0]}, redlock.Options{}},
+		{"tiny TTL", three, redlock.Options{TTL: 100 * time.Millisecond}},
+		{"NodeTimeout above TTL/4", three, redlock.Options{TTL: time.Second, NodeTimeout: 300 * time.Millisecond}},
+		{"negative NodeTimeout", three, redlock.Options{NodeTimeout: -1}},
+		{"DriftFactor 0.2", three, redlock.Options{DriftFactor: 0.2}},
+		{"margins above TTL/2", three, redlock.Options{TTL: time.Second, DriftMargin: 500 * time.Millisecond}},
+		{"BatchSize", three, redlock.Options{BatchSize: -1}},
+	} {
+		c, err := redlock.New(tc.nodes, tc.o)
+		if !errors.Is(err, baton.ErrInvalidOption) {
+			t.Errorf("New(%s) = %v, want an error wrapping %v", tc.name, err, baton.ErrInvalidOption)
+		}
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	c, err := redlock.New(three, redlock.Options{})
+	if err != nil {
+		t.Fatalf("New(zero Options) = %v, want nil", err)
+	}
+	defer c.Close()
+	if c.TTL() != redlock.DefaultTTL || c.Majority() != 2 || c.Nodes() != 3 {
+		t.Errorf("New(zero Options): TTL, Majority, Nodes = %v, %d, %d, want %v, 2, 3", c.TTL(), c.Majority(), c.Nodes(), redlock.DefaultTTL)
+	}
+	// The keeper's margin includes the Redlock drift (TTL·0.01 + 2ms).
+	if got, want := c.Keeper().DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
+		t.Errorf("Keeper().DriftMargin() = %v, want %v", got, want)
+	}
+}
+
+// TestTokensIncrease runs contending clients on one name and checks that
+// the quorum tokens strictly increase in grant order and are distinct
+// modulo nothing: each is ≡ its minting node (mod 5).
+func TestTokensIncrease(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := newPrefix(t, addrs)
+	const clients, rounds = 8, 10
+	name := "tokens/increase"
+	var (
+		mu     sync.Mutex
+		tokens []uint64
+		inside int
+		wg     sync.WaitGroup
+	)
+	ctx := opCtx(t, 60*time.Second)
+	for i := range clients {
+		m := mutex(t, newClient(t, addrs, prefix, redlock.Options{}), name)
+		wg.Go(func() {
+			for range rounds {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					t.Errorf("client %d: Lock(%q) = %v, want a lease", i, name, err)
+					return
+				}
+				mu.Lock()
+				inside++
+				if inside > 1 {
+					t.Errorf("client %d granted token %d while another holds %q", i, l.Token(), name)
+				}
+				tokens = append(tokens, l.Token())
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				release(t, l)
+			}
+		})
+	}
+	wg.Wait()
+	if len(tokens) != clients*rounds {
+		t.Errorf("%d grants, want %d", len(tokens), clients*rounds)
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Errorf("grant %d has token %d after %d, want strictly increasing (I2)", i, tokens[i], tokens[i-1])
+		}
+	}
+	t.Logf("%d grants, tokens %v…%v", len(tokens), tokens[0], tokens[len(tokens)-1])
+}
+
+// TestEarlyStop checks that an attempt returns as soon as a majority is
+// won or has become impossible, instead of waiting for slow nodes (seed
+// 004 Q2), by its duration and the requests it sent.
+func TestEarlyStop(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := newPrefix(t, addrs)
+	const nodeTimeout = 400 * time.Millisecond
+	o := redlock.Options{TTL: 4 * time.Second, NodeTimeout: nodeTimeout}
+	admin := newClient(t, addrs, prefix, redlock.Options{})
+
+	t.Run("MajorityWon", func(t *testing.T) {
+		// Two nodes blackholed, three answer fast: the grant does not wait
+		// for the two, and the write-back goes to the three granting nodes.
+		c := newProxied(t, addrs, prefix, o)
+		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Verify() = %v", err)
+		}
+		c.blackhole(t, 3, 4)
+		before := c.Stats()
+		start := time.Now()
+		l, err := mutex(t, c.Client, "early/won").TryLock(opCtx(t, 5*time.Second))
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("TryLock with 3 of 5 nodes = %v, want a lease", err)
+		}
+		st := c.Stats()
+		t.Logf("granted in %v: %d acquire requests, %d write-backs", took.Round(time.Millisecond), st.NodeRequests-before.NodeRequests, st.WriteBacks-before.WriteBacks)
+		if took >= nodeTimeout {
+			t.Errorf("TryLock with 3 fast nodes took %v, want < NodeTimeout %v (no wait for the blackholed nodes)", took, nodeTimeout)
+		}
+		if n := st.WriteBacks - before.WriteBacks; n != 3 {
+			t.Errorf("write-back requests = %d, want 3 (the granting nodes)", n)
+		}
+		if es := entries(t, admin, "early/won"); len(es) != 3 {
+			t.Errorf("entries while held = %q, want 3 (nodes 0–2)", es)
+		}
+		release(t, l)
+	})
+
+	t.Run("MajorityImpossibleFast", func(t *testing.T) {
+		// Another owner holds three nodes; the other two are blackholed
+		// for this client: three "held" answers make a majority impossible
+		// at once, without waiting NodeTimeout for the two.
+		holder := newProxied(t, addrs, prefix, o)
+		holder.blackhole(t, 3, 4)
+		hl, err := mutex(t, holder.Client, "early/impossible").TryLock(opCtx(t, 5*time.Second))
+		if err != nil {
+			t.Fatalf("holder TryLock on 3 nodes = %v", err)
+		}
+		c := newProxied(t, addrs, prefix, o)
+		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Verify() = %v", err)
+		}
+		c.blackhole(t, 3, 4)
+		before := c.Stats()
+		start := time.Now()
+		_, err = mutex(t, c.Client, "early/impossible").TryLock(opCtx(t, 5*time.Second))
+		took := time.Since(start)
+		if !errors.Is(err, baton.ErrNotAcquired) {
+			t.Errorf("TryLock against 3 held nodes = %v, want %v", err, baton.ErrNotAcquired)
+		}
+		if took >= nodeTimeout {
+			t.Errorf("TryLock against 3 held nodes took %v, want < NodeTimeout %v", took, nodeTimeout)
+		}
+		if n := c.Stats().WriteBacks - before.WriteBacks; n != 0 {
+			t.Errorf("write-back requests after a failed round = %d, want 0", n)
+		}
+		t.Logf("refused in %v", took.Round(time.Millisecond))
+		release(t, hl)
+	})
+
+	t.Run("MajorityDown", func(t *testing.T) {
+		// Three nodes blackholed: the round fails once their NodeTimeout
+		// passed — not at the 0.8·TTL deadline — and leaves nothing behind.
+		c := newProxied(t, addrs, prefix, o)
+		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Verify() = %v", err)
+		}
+		c.blackhole(t, 0, 1, 2)
+		before := c.Stats()
+		start := time.Now()
+		_, err := mutex(t, c.Client, "early/down").TryLock(opCtx(t, 5*time.Second))
+		took := time.Since(start)
+		if !errors.Is(err, baton.ErrUnavailable) {
+			t.Errorf("TryLock with 3 of 5 nodes down = %v, want %v", err, baton.ErrUnavailable)
+		}
+		if took > 3*nodeTimeout {
+			t.Errorf("TryLock with 3 of 5 nodes down took %v, want ≈ NodeTimeout %v, well before 0.8·TTL", took, nodeTimeout)
+		}
+		if n := c.Stats().WriteBacks - before.WriteBacks; n != 0 {
+			t.Errorf("write-back requests = %d, want 0", n)
+		}
+		if es := awaitNoEntries(t, admin, "early/down", 2*time.Second); len(es) != 0 {
+			t.Errorf("entries after the failed attempt = %q, want none (unlocked on the reachable nodes)", es)
+		}
+		t.Logf("failed in %v: %v", took.Round(time.Millisecond), err)
+
+		// Lock (waiting) with a deadline returns by it, nothing left.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start = time.Now()
+		_, err = mutex(t, c.Client, "early/down").Lock(ctx)
+		if took := time.Since(start); took > time.Second+250*time.Millisecond {
+			t.Errorf("Lock(1s) with 3 of 5 nodes down returned after %v, want ≤ 1.25s", took)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock(1s) with 3 of 5 nodes down = %v, want %v", err, context.DeadlineExceeded)
+		}
+		c.heal()
+		if es := awaitNoEntries(t, admin, "early/down", 2*time.Second); len(es) != 0 {
+			t.Errorf("entries after the failed Lock and the heal = %q, want none", es)
+		}
+	})
+}
+
+// TestMinorityDown checks that a lock still works, renews and releases
+// with two of five nodes unreachable for the whole lease.
+func TestMinorityDown(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := newPrefix(t, addrs)
+	c := newProxied(t, addrs, prefix, redlock.Options{})
+	c.blackhole(t, 1, 3)
+	name := "minority/down"
+	l := lock(t, c.Client, name)
+	// Past several renewal rounds (TTL/3) and the key's own TTL.
+	time.Sleep(testTTL + testTTL/2)
+	if st := l.State(); st != baton.Held {
+		t.Errorf("State() after %v with 2 of 5 nodes down = %v, want %v", testTTL+testTTL/2, st, baton.Held)
+	}
+	other := newClient(t, addrs, prefix, redlock.Options{})
+	if l2, err := mutex(t, other, name).TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+		t.Errorf("another client's TryLock while held on 3 nodes = %v, %v, want %v", l2, err, baton.ErrNotAcquired)
+	}
+	release(t, l)
+	l2, err := mutex(t, other, name).TryLock(opCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("TryLock after release = %v, want a lease", err)
+	}
+	if l2.Token() <= l.Token() {
+		t.Errorf("token after handoff = %d, want > %d", l2.Token(), l.Token())
+	}
+	release(t, l2)
+}
+
+// TestNodeIndex checks that a client refuses nodes listed in another order
+// than the deployment's first client listed them, and a node whose index
+// is missing or wrong.
+func TestNodeIndex(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	t.Run("Reordered", func(t *testing.T) {
+		prefix := newPrefix(t, addrs)
+		first := newClient(t, addrs, prefix, redlock.Options{})
+		if err := first.Verify(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("first Verify() = %v, want nil", err)
+		}
+		swapped := append([]string{addrs[1], addrs[0]}, addrs[2:]...)
+		c := newClient(t, swapped, prefix, redlock.Options{})
+		err := c.Verify(opCtx(t, 5*time.Second))
+		if !errors.Is(err, baton.ErrInvalidOption) || !errors.Is(err, redlock.ErrNodeIndex) {
+			t.Errorf("Verify() with nodes 0 and 1 swapped = %v, want %v and %v", err, baton.ErrInvalidOption, redlock.ErrNodeIndex)
+		}
+		if _, err := mutex(t, c, "index/x").TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, redlock.ErrNodeIndex) {
+			t.Errorf("TryLock on a refused client = %v, want %v", err, redlock.ErrNodeIndex)
+		}
+		if es := entries(t, first, "index/x"); len(es) != 0 {
+			t.Errorf("entries after the refused client's TryLock = %q, want none", es)
+		}
+	})
+	t.Run("WrongIndexFirstUse", func(t *testing.T) {
+		// Verification at the first acquire, without Verify.
+		prefix := newPrefix(t, addrs)
+		rdb := redis.NewClient(&redis.Options{Addr: addrs[2]})
+		defer rdb.Close()
+		if err := rdb.Set(t.Context(), prefix+"index", "4", 0).Err(); err != nil {
+			t.Fatalf("SET index = %v", err)
+		}
+		c := newClient(t, addrs, prefix, redlock.Options{})
+		_, err := mutex(t, c, "index/y").Lock(opCtx(t, 5*time.Second))
+		if !errors.Is(err, baton.ErrInvalidOption) || !errors.Is(err, redlock.ErrNodeIndex) {
+			t.Errorf("Lock with node 2 storing index 4 = %v, want %v and %v", err, baton.ErrInvalidOption, redlock.ErrNodeIndex)
+		}
+	})
+	t.Run("Wiped", func(t *testing.T) {
+		// A node this client verified loses its index (as a restart
+		// without persistence would): the client refuses that node and
+		// keeps working on the other four.
+		prefix := newPrefix(t, addrs)
+		c := newClient(t, addrs, prefix, redlock.Options{})
+		l := lock(t, c, "index/z")
+		release(t, l)
+		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+		defer rdb.Close()
+		if err := rdb.Del(t.Context(), prefix+"index", prefix+"counter").Err(); err != nil {
+			t.Fatalf("DEL index, counter = %v", err)
+		}
+		// The round stops at the first three grants, so node 0's answer may
+		// come too late to be read: a few grants until it is.
+		var l2 *baton.Lease
+		for i := 0; i < 20 && c.Stats().WipedNodes == 0; i++ {
+			if l2 != nil {
+				release(t, l2)
+			}
+			l2 = lock(t, c, "index/z")
+		}
+		if l2.Token() <= l.Token() {
+			t.Errorf("token after node 0 was wiped = %d, want > %d", l2.Token(), l.Token())
+		}
+		if n := c.Stats().WipedNodes; n != 1 {
+			t.Fatalf("Stats().WipedNodes = %d after 20 grants, want 1", n)
+		}
+		release(t, l2)
+		l2 = lock(t, c, "index/z")
+		if es := entries(t, c, "index/z"); len(es) != 4 {
+			t.Errorf("entries with node 0 refused = %q, want 4 (nodes 1–4)", es)
+		}
+		if idx, _ := rdb.Get(t.Context(), prefix+"index").Result(); idx != "" {
+			t.Errorf("node 0's index after the known client used it = %q, want still missing (never re-set silently)", idx)
+		}
+		release(t, l2)
+	})
+}
+
+// TestInspect checks the per-node view of a held lock.
+func TestInspect(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := newPrefix(t, addrs)
+	c := newClient(t, addrs, prefix, redlock.Options{})
+	l := lock(t, c, "inspect/me")
+	es, err := c.Inspect(opCtx(t, 5*time.Second), "inspect/me")
+	if err != nil {
+		t.Fatalf("Inspect() = %v", err)
+	}
+	written := 0
+	for _, e := range es {
+		if e.Grant == l.Token() {
+			written++
+		}
+		switch {
+		case e.Err != nil:
+			t.Errorf("node %d: %v", e.Node, e.Err)
+		case e.Owner != l.Owner() || e.Token == 0:
+			t.Errorf("node %d: owner %q token %d, want owner %q and a token", e.Node, e.Owner, e.Token, l.Owner())
+		case e.Grant != 0 && (e.Grant != l.Token() || e.Token > e.Grant):
+			// Nodes that granted after the round stopped have no grant.
+			t.Errorf("node %d: token %d grant %d, want grant %d ≥ token", e.Node, e.Token, e.Grant, l.Token())
+		case e.TTLLeft <= 0 || e.TTLLeft > testTTL:
+			t.Errorf("node %d: TTL left %v, want in (0, %v]", e.Node, e.TTLLeft, testTTL)
+		case e.Index != fmt.Sprint(e.Node) || e.Counter < e.Grant:
+			t.Errorf("node %d: index %q counter %d, want %d and ≥ %d", e.Node, e.Index, e.Counter, e.Node, e.Grant)
+		}
+	}
+	if written < c.Majority() {
+		t.Errorf("%d nodes record the grant's token %d, want ≥ %d (the write-back's majority)", written, l.Token(), c.Majority())
+	}
+	release(t, l)
+}

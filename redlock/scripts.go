@@ -1,0 +1,107 @@
+package redlock
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts run on one node each; a node is a plain Redis server (not a
+// Cluster), so one script may touch the lock key, the counter and the
+// index together. Counter values are Lua numbers (doubles): exact up to
+// 2^53, far beyond any deployment's grant count.
+//
+// Layout on node i (see the package doc):
+//
+//	<prefix>index       string: i, set once (SET NX) by the first client
+//	<prefix>counter     string: the node's last minted or raised token, ≡ i (mod N) once raised
+//	<prefix>lock:<name> hash {owner, token, grant}, PX ttl
+
+// Result codes of acquireScript.
+const (
+	codeGranted    = 1
+	codeHeld       = 0
+	codeNoIndex    = -1 // the node has no index: wiped (restarted without persistence) or flushed
+	codeWrongIndex = -2 // the node stores another index: nodes listed in another order
+)
+
+// acquireScript: KEYS lock, counter, index; ARGV owner, ttl ms, i, N, init.
+// It checks the node's index (setting it when init is "1" and it is
+// missing: this client's first use of the node), then takes the lock key
+// if absent and mints the node's next token: the smallest value above the
+// counter that is ≡ i (mod N). Returns {code, token or stored index}.
+var acquireScript = redis.NewScript(`
+local idx = redis.call('GET', KEYS[3])
+if not idx then
+  if ARGV[5] ~= '1' then return {-1, 0} end
+  redis.call('SET', KEYS[3], ARGV[3])
+  idx = ARGV[3]
+end
+if idx ~= ARGV[3] then return {-2, idx} end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local n = tonumber(ARGV[4])
+local i = tonumber(ARGV[3])
+local v = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+v = v + ((i - v) % n)
+redis.call('SET', KEYS[2], string.format('%d', v))
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, string.format('%d', v)}
+`)
+
+// raiseScript is the write-back: KEYS lock, counter; ARGV owner, token T,
+// i, N. Only while the caller's own key is present, it raises the
+// counter to the smallest value ≥ T that is ≡ i (mod N) (never lowers it)
+// and records T as the grant's token. Returns 1 when raised, 0 when the
+// key is gone or another owner's.
+var raiseScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+local t = tonumber(ARGV[2])
+local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+if c < t then
+  local n = tonumber(ARGV[4])
+  local i = tonumber(ARGV[3])
+  redis.call('SET', KEYS[2], string.format('%d', t + ((i - t) % n)))
+end
+redis.call('HSET', KEYS[1], 'grant', ARGV[2])
+return 1
+`)
+
+// renewScript: KEYS lock keys; ARGV ttl ms, then one owner per key. Each
+// key is extended with PEXPIRE only while it holds its owner: PEXPIRE
+// never re-creates an expired key. Returns one 1/0 per key.
+var renewScript = redis.NewScript(`
+local out = {}
+for k = 1, #KEYS do
+  if redis.call('HGET', KEYS[k], 'owner') == ARGV[k + 1] then
+    out[k] = redis.call('PEXPIRE', KEYS[k], ARGV[1])
+  else
+    out[k] = 0
+  end
+end
+return out
+`)
+
+// releaseScript: KEYS lock keys; ARGV one owner per key. Deletes each key
+// that still holds its owner, and nothing else. Returns how many.
+var releaseScript = redis.NewScript(`
+local n = 0
+for k = 1, #KEYS do
+  if redis.call('HGET', KEYS[k], 'owner') == ARGV[k] then
+    n = n + redis.call('DEL', KEYS[k])
+  end
+end
+return n
+`)
+
+// indexScript: KEYS index; ARGV i. Sets the index when absent (SET NX)
+// and returns what the node stores.
+var indexScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+`)
+
+// inspectScript: KEYS lock, counter, index. Returns {owner, token, grant,
+// pttl, counter, index} (false for what is missing).
+var inspectScript = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'owner', 'token', 'grant')
+return {h[1], h[2], h[3], redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
+`)

@@ -1,0 +1,142 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton/keeper"
+)
+
+// store is the keeper.Store of a Client: a batch is one script per node,
+// sent to every node at once; a lease counts as renewed only when a
+// majority of the nodes extended it.
+type store struct{ c *Client }
+
+var _ keeper.Store = (*store)(nil)
+
+func (s *store) BatchSize() int { return s.c.o.BatchSize }
+
+// keysOwners lists the lock keys and owners of refs.
+func (s *store) keysOwners(refs []keeper.Ref) ([]string, []any) {
+	keys := make([]string, len(refs))
+	owners := make([]any, len(refs))
+	for i, r := range refs {
+		keys[i], owners[i] = s.c.lockKey(r.Key), r.Owner
+	}
+	return keys, owners
+}
+
+// timeout is a background round's per-node bound: the keeper's context
+// (TTL/3) bounds it too.
+func (s *store) timeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return s.c.o.TTL / 3
+}
+
+// Renew extends every ref on every node where it still holds its owner
+// (PEXPIRE, which never re-creates an expired key). refs[i] is renewed
+// when a majority extended it, definitely not when too few nodes can
+// still have it; when the unanswered nodes could decide either way, the
+// whole batch's outcome is unknown (an error): the keeper retries, and
+// declares the lease Lost at its deadline if no majority ever confirms.
+func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
+	c := s.c
+	keys, owners := s.keysOwners(refs)
+	args := append([]any{ttl.Milliseconds()}, owners...)
+	f := c.fanOut(ctx, nil, s.timeout(ctx), func(ctx context.Context, n *node) (any, error) {
+		return renewScript.Run(ctx, n.rdb, keys, args...).Int64Slice()
+	})
+	defer f.cancel()
+	ext := make([]int, len(refs))
+	answered := 0
+	var errs []error
+	// decided: every ref is renewed or can no longer be; a slow or dead
+	// node is then not waited for.
+	decided := func() bool {
+		unknown := len(c.nodes) - answered
+		for _, e := range ext {
+			if e < c.maj && e+unknown >= c.maj {
+				return false
+			}
+		}
+		return true
+	}
+	for !decided() {
+		r, more := f.next()
+		if !more {
+			break
+		}
+		vs, _ := r.v.([]int64)
+		if r.err == nil && len(vs) != len(refs) {
+			r.err = fmt.Errorf("node %d: %d results for %d keys", r.i, len(vs), len(refs))
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		answered++
+		for k, v := range vs {
+			if v == 1 {
+				ext[k]++
+			}
+		}
+	}
+	unknown := len(c.nodes) - answered
+	renewed := make([]bool, len(refs))
+	for k, e := range ext {
+		switch {
+		case e >= c.maj:
+			renewed[k] = true
+		case e+unknown >= c.maj:
+			return nil, fmt.Errorf("redlock: renew: %d of %d nodes answered: %w", answered, len(c.nodes), errors.Join(errs...))
+		}
+	}
+	return renewed, nil
+}
+
+// Release deletes every ref on every node where it still holds its owner.
+// It succeeds when a majority of the nodes confirmed: the lock is then
+// free for the next majority, and a key left on a node that did not
+// answer expires by its TTL. With fewer answers the outcome is unknown
+// and the keeper (or the lease's holder) retries.
+func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	c := s.c
+	keys, owners := s.keysOwners(refs)
+	f := c.fanOut(ctx, nil, s.timeout(ctx), func(ctx context.Context, n *node) (any, error) {
+		return releaseScript.Run(ctx, n.rdb, keys, owners...).Result()
+	})
+	defer f.cancel()
+	ok := 0
+	var errs []error
+	var grace <-chan time.Time // once a majority confirmed: the rest get NodeTimeout more
+	for {
+		if ok >= c.maj && grace == nil {
+			t := time.NewTimer(c.o.NodeTimeout)
+			defer t.Stop()
+			grace = t.C
+		}
+		r, more := f.nextOr(grace)
+		if !more {
+			break
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		ok++
+	}
+	if ok < c.maj {
+		if f.pending() > 0 {
+			errs = append(errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
+		}
+		return fmt.Errorf("redlock: release: %d of %d nodes confirmed, want %d: %w", ok, len(c.nodes), c.maj, errors.Join(errs...))
+	}
+	return nil
+}
