@@ -1,0 +1,266 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/keeper"
+)
+
+// ErrNotReplicated is wrapped (with baton.ErrUnavailable) by an acquire
+// that was granted on the primary but not acknowledged by
+// Options.ReplicaAcks replicas within Options.ReplicaAckTimeout. The grant
+// has been released (owner-checked) before the error is returned, or is
+// being released in the background if the primary did not answer.
+var ErrNotReplicated = errors.New("redislock: grant not acknowledged by enough replicas")
+
+// Client is one process's handle on the locks of one Redis deployment,
+// through the caller's go-redis client. It owns a keeper (two goroutines
+// renewing every lease it holds, in pipelined batches) and, once somebody
+// waits, one pub/sub connection (one goroutine) that wakes waiters when a
+// lock they wait for is released. Close stops and releases them.
+type Client struct {
+	rdb   redis.UniversalClient
+	o     Options
+	floor string
+	st    *store
+	k     *keeper.Keeper
+	hub   *hub
+
+	ctx     context.Context // cancelled by Close: in-flight attempts end with it
+	cancel  context.CancelFunc
+	closing chan struct{}
+	mu      sync.Mutex
+	closed  bool
+
+	// calls tracks the goroutines that run Redis calls for callers whose
+	// context may end first (see call).
+	callMu   sync.Mutex
+	draining bool
+	calls    sync.WaitGroup
+}
+
+// New returns a client on rdb, which the caller keeps owning (Close does
+// not close it). It does not touch the server.
+func New(rdb redis.UniversalClient, o Options) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: redislock: nil redis client", baton.ErrInvalidOption)
+	}
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	if o.ReplicaAcks > 0 {
+		if _, ok := rdb.(*redis.Client); !ok {
+			return nil, fmt.Errorf("%w: redislock: ReplicaAcks needs a *redis.Client (WAIT must reach the primary that ran the acquire, on its connection); got %T", baton.ErrInvalidOption, rdb)
+		}
+	}
+	c := &Client{
+		rdb:     rdb,
+		o:       o,
+		floor:   strconv.FormatUint(o.TokenFloor, 10),
+		closing: make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.st = &store{c: c}
+	c.hub = newHub(c)
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("redislock: %w", err)
+	}
+	return c, nil
+}
+
+// Engine returns "redis".
+func (c *Client) Engine() string { return "redis" }
+
+// TTL returns the renewed lease time of a key.
+func (c *Client) TTL() time.Duration { return c.o.TTL }
+
+// Prefix returns the key prefix.
+func (c *Client) Prefix() string { return c.o.Prefix }
+
+// Keeper returns the keeper holding this client's leases (for its Stats).
+func (c *Client) Keeper() *keeper.Keeper { return c.k }
+
+// checkOpen returns an error wrapping baton.ErrClosed after Close.
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("redislock: %w", baton.ErrClosed)
+	}
+	return nil
+}
+
+// closeWait bounds how long Close waits for Redis calls that outlived
+// their callers' contexts (see call).
+func (c *Client) closeWait() time.Duration { return c.o.TTL + 5*time.Second }
+
+// Close ends every lease of the client (Lost, cause wrapping
+// baton.ErrClosed), frees their keys, wakes its waiters with ErrClosed and
+// stops its goroutines. It does not close the redis client. A second Close
+// returns an error wrapping baton.ErrClosed.
+//
+// Close waits for Redis calls that were abandoned by their callers'
+// deadlines to end (go-redis ends them at its ReadTimeout, 3s by default),
+// at most TTL+5s: a redis client built without read timeouts may leave a
+// read blocked on a dead connection beyond that.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("redislock: %w", baton.ErrClosed)
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	c.cancel()
+	c.hub.close()
+	err := c.k.Close()
+	c.callMu.Lock()
+	c.draining = true
+	c.callMu.Unlock()
+	done := make(chan struct{})
+	go func() { c.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.closeWait()):
+	}
+	return err
+}
+
+// call runs f, returning when it returns or when ctx ends, whichever is
+// first. go-redis does not cut a blocked socket read at a context deadline
+// unless the redis client was built with ContextTimeoutEnabled (false by
+// default): without this, a partitioned server would hold every baton call
+// for the client's ReadTimeout instead of the caller's deadline. f runs in
+// a goroutine owned by the Client (Close waits for it); when ctx ends first
+// the outcome of f is unknown and the caller treats it so.
+func (c *Client) call(ctx context.Context, f func(context.Context) error) error {
+	if ctx.Done() == nil {
+		return f(ctx)
+	}
+	c.callMu.Lock()
+	if c.draining {
+		c.callMu.Unlock()
+		return f(ctx)
+	}
+	c.calls.Add(1)
+	c.callMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer c.calls.Done()
+		done <- f(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w (the Redis call's outcome is unknown)", ctx.Err())
+	}
+}
+
+// Entry is one entry of a lock name as Inspect reads it on the server.
+type Entry struct {
+	Recipe string        // "mutex", "read", "write", "permit" or "leader"
+	Role   string        // "holder" or "waiting"
+	Owner  string        // the grant's owner; a waiter's id for waiting entries
+	Token  uint64        // the fencing token (0 for waiting entries)
+	ID     string        // a leader's candidate ID
+	TTL    time.Duration // time left on the server's clock
+}
+
+// Inspection is what Inspect reads about one lock name.
+type Inspection struct {
+	Name    string
+	Entries []Entry // holders first, then waiters, by recipe
+	// Permits is the N stored by a semaphore's holders, 0 when none is
+	// held.
+	Permits int
+}
+
+// Inspect reads, in one round trip, every unexpired entry of name on the
+// server: holders of each recipe with owner, token and time left, and the
+// waiting intents acquirers recorded. It changes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return Inspection{}, err
+	}
+	k := c.keysOf(n)
+	ks := []string{
+		k.base + sfxMutex, k.base + sfxMutexWaiters,
+		k.base + sfxRWWrite, k.base + sfxRWReaders, k.base + sfxRWQueue, k.base + sfxRWOrder,
+		k.base + sfxSemPermits, k.base + sfxSemN, k.base + sfxSemWaiters,
+		k.base + sfxElect, k.base + sfxElectWaiters,
+	}
+	var v []any
+	err = c.call(ctx, func(ctx context.Context) error {
+		got, err := inspect.Run(ctx, c.rdb, ks).Slice()
+		if err == nil {
+			v = got // read by the caller only when call returns nil
+		}
+		return err
+	})
+	if err != nil {
+		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, err)
+	}
+	in := Inspection{Name: n}
+	if len(v) != 2 {
+		return in, fmt.Errorf("redislock: inspect %q: unexpected reply %v", n, v)
+	}
+	rows, _ := v[0].([]any)
+	for _, r := range rows {
+		f, _ := r.([]any)
+		if len(f) != 6 {
+			continue
+		}
+		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4])}
+		e.Token, _ = strconv.ParseUint(str(f[3]), 10, 64)
+		ms, _ := strconv.ParseInt(str(f[5]), 10, 64)
+		e.TTL = time.Duration(ms) * time.Millisecond
+		in.Entries = append(in.Entries, e)
+	}
+	sort.SliceStable(in.Entries, func(i, j int) bool {
+		return in.Entries[i].Role == "holder" && in.Entries[j].Role != "holder"
+	})
+	in.Permits, _ = strconv.Atoi(str(v[1]))
+	return in, nil
+}
+
+// Entries lists the unexpired entries of name as "recipe/role/owner", for
+// tests and tools.
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	in, err := c.Inspect(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	es := make([]string, 0, len(in.Entries))
+	for _, e := range in.Entries {
+		es = append(es, e.Recipe+"/"+e.Role+"/"+e.Owner)
+	}
+	return es, nil
+}
+
+// str renders a script reply element.
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}

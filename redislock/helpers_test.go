@@ -1,0 +1,301 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest"
+	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/redislock"
+)
+
+// testTTL is the lease time of the tests: short, so that losses and
+// expiries happen within a couple of seconds.
+const testTTL = 1500 * time.Millisecond
+
+// testPrefix returns a key prefix unique to this test; every key under it
+// is deleted when the test ends (counters included).
+func testPrefix(t testing.TB, rdb redis.UniversalClient) string {
+	t.Helper()
+	p := "batontest-" + baton.NewOwnerID()[:12]
+	t.Cleanup(func() { deleteKeys(t, rdb, p) })
+	return p
+}
+
+// deleteKeys removes every key under prefix (SCAN + DEL, key by key so
+// that Cluster's cross-slot rule does not apply).
+func deleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	scan := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for it.Next(ctx) {
+			if err := c.Del(ctx, it.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return it.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.Client:
+		err = scan(ctx, c)
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	}
+	if err != nil {
+		t.Errorf("delete keys %s:* = %v", prefix, err)
+	}
+}
+
+// redisClient returns a go-redis client to addr closed at the end of the
+// test.
+func redisClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	return redisClientWith(t, &redis.Options{Addr: addr, MaxRetries: -1})
+}
+
+// cutTimeout is the read and write timeout of the clients the tests cut
+// off: a blocked read abandoned at a baton deadline ends this soon, so
+// Close does not wait go-redis' default 3s for it.
+const cutTimeout = time.Second
+
+func redisClientWith(t testing.TB, o *redis.Options) *redis.Client {
+	t.Helper()
+	addr := o.Addr
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING %s = %v", addr, err)
+	}
+	return rdb
+}
+
+// proxied returns a go-redis client reaching addr through a fault proxy of
+// its own.
+func proxied(t testing.TB, addr string) (*redis.Client, *faultproxy.Proxy) {
+	t.Helper()
+	p, err := faultproxy.Start(addr)
+	if err != nil {
+		t.Fatalf("faultproxy.Start(%q) = %v", addr, err)
+	}
+	t.Cleanup(p.Close)
+	return redisClientWith(t, &redis.Options{Addr: p.Addr, MaxRetries: -1, ReadTimeout: cutTimeout, WriteTimeout: cutTimeout}), p
+}
+
+// newClient returns a baton client on rdb closed at the end of the test.
+func newClient(t testing.TB, rdb redis.UniversalClient, o redislock.Options) *redislock.Client {
+	t.Helper()
+	if o.TTL == 0 {
+		o.TTL = testTTL
+	}
+	c, err := redislock.New(rdb, o)
+	if err != nil {
+		t.Fatalf("redislock.New() = %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, baton.ErrClosed) {
+			t.Errorf("Close() = %v", err)
+		}
+	})
+	return c
+}
+
+// opCtx bounds one blocking call of a test.
+func opCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lock acquires name on c or stops the test.
+func lock(t testing.TB, c *redislock.Client, name string) *baton.Lease {
+	t.Helper()
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	l, err := m.Lock(opCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v, want a lease", name, err)
+	}
+	return l
+}
+
+// engine describes the Redis engine on the server at addr to the
+// conformance suite; cluster makes every client a one-seed ClusterClient.
+func engine(t *testing.T, addr string, cluster bool) batontest.Engine {
+	var admin redis.UniversalClient
+	if cluster {
+		admin = clusterClient(t, addr)
+	} else {
+		admin = redisClient(t, addr)
+	}
+	prefix := testPrefix(t, admin)
+	adminC := newClient(t, admin, redislock.Options{Prefix: prefix})
+	name := "redis"
+	if cluster {
+		name = "redis-cluster"
+	}
+	return batontest.Engine{
+		Name: name,
+		NewClient: func(t testing.TB) batontest.Client {
+			p, err := faultproxy.Start(addr)
+			if err != nil {
+				t.Fatalf("faultproxy.Start(%q) = %v", addr, err)
+			}
+			t.Cleanup(p.Close)
+			var rdb redis.UniversalClient
+			if cluster {
+				// The node announces its own address in CLUSTER SLOTS: map
+				// it back to the proxy so that every connection is cut.
+				rdb = redis.NewClusterClient(&redis.ClusterOptions{
+					Addrs:        []string{p.Addr},
+					MaxRetries:   -1,
+					ReadTimeout:  cutTimeout,
+					WriteTimeout: cutTimeout,
+					ClusterSlots: func(ctx context.Context) ([]redis.ClusterSlot, error) {
+						return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: p.Addr}}}}, nil
+					},
+				})
+			} else {
+				rdb = redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1, ReadTimeout: cutTimeout, WriteTimeout: cutTimeout})
+			}
+			t.Cleanup(func() { _ = rdb.Close() })
+			c, err := redislock.New(rdb, redislock.Options{TTL: testTTL, Prefix: prefix})
+			if err != nil {
+				t.Fatalf("redislock.New() = %v", err)
+			}
+			return &redisClientT{Client: c, proxy: p}
+		},
+		Entries: func(t testing.TB, name string) []string {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			es, err := adminC.Entries(ctx, name)
+			if err != nil {
+				t.Fatalf("Entries(%q) = %v", name, err)
+			}
+			return es
+		},
+		// A key expires TTL after its last renewal executed; Redis expires
+		// keys actively within ~100ms and on access at once.
+		SessionTTL: testTTL + 100*time.Millisecond,
+	}
+}
+
+// clusterClient returns a ClusterClient seeded with addr.
+func clusterClient(t testing.TB, addr string) *redis.ClusterClient {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING cluster %s = %v", addr, err)
+	}
+	return rdb
+}
+
+// redisClientT adapts *redislock.Client to the batontest client
+// interfaces.
+type redisClientT struct {
+	*redislock.Client
+	proxy *faultproxy.Proxy
+}
+
+func (c *redisClientT) Mutex(name string) (baton.Locker, error) {
+	m, err := c.Client.Mutex(name)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return m, nil
+}
+
+func (c *redisClientT) RWMutex(name string) (batontest.RW, error) {
+	m, err := c.Client.RWMutex(name)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *redisClientT) Semaphore(name string, n int) (batontest.Sem, error) {
+	s, err := c.Client.Semaphore(name, n)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *redisClientT) Election(name string) (batontest.Elect, error) {
+	e, err := c.Client.Election(name)
+	if err != nil {
+		return nil, err
+	}
+	return election{e}, nil
+}
+
+// Kill partitions the client: renewals stop reaching the server, which
+// expires the keys after their TTL.
+func (c *redisClientT) Kill(t testing.TB) {
+	if err := c.proxy.Blackhole(""); err != nil {
+		t.Fatalf("Blackhole() = %v", err)
+	}
+}
+
+// election adapts *redislock.Election; a leader is named by its grant's
+// owner, unique to the leadership.
+type election struct{ e *redislock.Election }
+
+func (e election) Campaign(ctx context.Context) (batontest.Leadership, error) {
+	ld, err := e.e.Campaign(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return leader{ld}, nil
+}
+
+func (e election) Leader(ctx context.Context) (string, error) {
+	c, err := e.e.Leader(ctx)
+	return c.Session, err
+}
+
+// Observe relays the candidates as names; the relay goroutine ends when
+// the engine closes its channel (at ctx's end).
+func (e election) Observe(ctx context.Context) (<-chan string, error) {
+	in, err := e.e.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		for c := range in {
+			select {
+			case out <- c.Session:
+			case <-ctx.Done():
+				for range in {
+				}
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+type leader struct{ *baton.Leader }
+
+func (l leader) Resign(ctx context.Context, p batontest.ResignPlan) error {
+	return l.Leader.Resign(ctx, baton.ResignPlan{Drain: p.Drain, DrainTimeout: p.DrainTimeout, Checkpoint: p.Checkpoint})
+}
+
+// redisAddr is the shared server of the tests.
+func redisAddr(t testing.TB) string { return testenv.Redis(t) }

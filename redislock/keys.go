@@ -1,0 +1,126 @@
+package redislock
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Key layout (see the package doc). Every key of one lock name carries the
+// escaped name as its hash tag, so a Redis Cluster keeps them in one slot
+// and a script may touch them all; the token counter of that slot carries
+// a precomputed tag that hashes to the same slot.
+
+// escapeName makes name safe as a hash tag: a Redis hash tag is the text
+// between the first "{" and the first "}" after it, so the escaped name
+// must contain neither. "%" is the escape character, so the mapping is
+// one-to-one: % → %25, { → %7B, } → %7D. A valid lock name is never
+// empty, so the tag is never empty (an empty "{}" would hash the whole key).
+func escapeName(name string) string {
+	if !strings.ContainsAny(name, "%{}") {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// unescapeName reverses escapeName.
+func unescapeName(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	r := strings.NewReplacer("%25", "%", "%7B", "{", "%7D", "}")
+	return r.Replace(s)
+}
+
+// keys are the Redis keys of one lock name.
+type keys struct {
+	base    string // <prefix>:{<escaped name>}
+	counter string // <prefix>:tokens:{<slot tag>}
+	wake    string // pub/sub channel: releases (and election grants) of the name
+}
+
+func (c *Client) keysOf(name string) keys {
+	e := escapeName(name)
+	return keys{
+		base:    c.o.Prefix + ":{" + e + "}",
+		counter: c.o.Prefix + ":tokens:{" + slotTag(slotOf(e)) + "}",
+		wake:    c.o.Prefix + ":{" + e + "}:wake",
+	}
+}
+
+// Suffixes of the keys of one name, one group per recipe.
+const (
+	sfxMutex        = ":mutex"         // hash owner, token: the holder
+	sfxMutexWaiters = ":mutex:waiters" // zset waiter id → expiry (ms, server clock)
+	sfxRWWrite      = ":rw:write"      // hash owner, token: the writer
+	sfxRWReaders    = ":rw:readers"    // zset "<owner>:<token>" → expiry
+	sfxRWQueue      = ":rw:queue"      // zset "r:<waiter>"/"w:<waiter>" → intent expiry
+	sfxRWOrder      = ":rw:order"      // zset the same members → arrival number
+	sfxRWSeq        = ":rw:seq"        // string: the arrival counter
+	sfxSemPermits   = ":sem:permits"   // zset "<owner>:<token>" → expiry
+	sfxSemN         = ":sem:n"         // string: N as stored by the first holder
+	sfxSemWaiters   = ":sem:waiters"   // zset waiter id → expiry
+	sfxElect        = ":elect"         // hash owner, token, id: the leader
+	sfxElectWaiters = ":elect:waiters" // zset candidate id → expiry
+)
+
+// slotOf is Redis Cluster's key slot of a hash tag: CRC16-XMODEM mod 16384.
+func slotOf(tag string) uint16 { return crc16(tag) & 16383 }
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+func crc16(s string) uint16 {
+	var c uint16
+	for i := 0; i < len(s); i++ {
+		c = c<<8 ^ crcTable[byte(c>>8)^s[i]]
+	}
+	return c
+}
+
+var (
+	tagsOnce sync.Once
+	tags     [16384]string
+)
+
+// slotTag returns the shortest decimal string whose slot is slot: the hash
+// tag of that slot's token counter. The table is computed once per process
+// (about 150 000 CRCs, a few milliseconds).
+func slotTag(slot uint16) string {
+	tagsOnce.Do(func() {
+		left := len(tags)
+		for i := 0; left > 0; i++ {
+			s := strconv.Itoa(i)
+			if sl := slotOf(s); tags[sl] == "" {
+				tags[sl] = s
+				left--
+			}
+		}
+	})
+	return tags[slot&16383]
+}

@@ -1,0 +1,276 @@
+package redislock
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts. Every script touches only keys of one lock name and that
+// name's slot counter (all in one hash slot), judges expiry by the
+// server's clock (TIME, in milliseconds) and never by the client's, and
+// formats numbers with %d (Lua's default %.14g would turn a large token
+// or a millisecond timestamp into exponent notation).
+//
+// Acquire scripts share one argument layout:
+//
+//	ARGV[1] owner (random, one per attempt)   ARGV[5] waiting intent lifetime, ms
+//	ARGV[2] lease time, ms                    ARGV[6] "1": record the waiting intent
+//	ARGV[3] token floor                       ARGV[7] recipe detail (leader ID, N)
+//	ARGV[4] waiter id (one per acquire call)  ARGV[8] channel to PUBLISH a grant on, or ""
+//
+// and answer {1, token} on a grant, {0, hint} otherwise, hint being the ms
+// until the earliest expiry that could free the lock (-1: none known).
+
+const prelude = `
+local function tostr(n) return string.format('%d', n) end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function extend(k, ms)
+  if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
+end
+local function mint(ck, floor)
+  local c = redis.call('GET', ck)
+  if (not c and floor ~= '0') or (c and tonumber(c) < tonumber(floor)) then
+    redis.call('SET', ck, floor)
+  end
+  return redis.call('INCR', ck)
+end
+local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
+local function intent(k, now)
+  if ARGV[6] == '1' then
+    redis.call('ZADD', k, tostr(now + tonumber(ARGV[5])), ARGV[4])
+    extend(k, ARGV[5])
+  end
+end
+local function earliest(k, now)
+  local e = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+  if e[2] then return tonumber(e[2]) - now end
+  return -1
+end
+`
+
+// acquireHash: KEYS[1] the holder hash, KEYS[2] waiters, KEYS[3] counter.
+// The mutex and the election.
+var acquireHash = redis.NewScript(prelude + `
+local now = now_ms()
+trim(KEYS[2], now)
+local cur = redis.call('HGET', KEYS[1], 'owner')
+if cur == ARGV[1] then
+  -- A retried attempt (a client with MaxRetries) that was granted before.
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+end
+if not cur then
+  local tok = mint(KEYS[3], ARGV[3])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[4])
+  if ARGV[8] ~= '' then redis.call('PUBLISH', ARGV[8], 'granted') end
+  return {1, tok}
+end
+intent(KEYS[2], now)
+return {0, redis.call('PTTL', KEYS[1])}
+`)
+
+// The read/write lock's scripts share KEYS: [1] writer hash, [2] readers
+// (members "<owner>:<token>" scored by expiry), [3] the queue's intents
+// ("r:<waiter>" or "w:<waiter>" scored by expiry), [4] the queue's order
+// (the same members scored by arrival), [5] the arrival counter, [6] the
+// token counter. Grants follow the queue: a writer is granted when nobody
+// holds the lock and nobody queued before it; a reader when no writer
+// holds it and no writer queued before it. So a reader never overtakes a
+// queued writer (writers are not starved) and a writer never overtakes a
+// reader queued before it. A waiter that stops retrying drops out of the
+// queue when its intent expires (one TTL).
+const rwPrelude = `
+local function rwtrim(now)
+  trim(KEYS[2], now)
+  local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', tostr(now))
+  for i = 1, #dead, 500 do
+    local part = {unpack(dead, i, math.min(i + 499, #dead))}
+    redis.call('ZREM', KEYS[3], unpack(part))
+    redis.call('ZREM', KEYS[4], unpack(part))
+  end
+end
+local function ahead(me)
+  local s = redis.call('ZSCORE', KEYS[4], me)
+  if s then return redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. s) end
+  return redis.call('ZRANGE', KEYS[4], 0, -1)
+end
+local function enqueue(me, now)
+  if ARGV[6] ~= '1' then return end
+  redis.call('ZADD', KEYS[3], tostr(now + tonumber(ARGV[5])), me)
+  if not redis.call('ZSCORE', KEYS[4], me) then
+    redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[5]), me)
+  end
+  extend(KEYS[3], ARGV[5])
+  extend(KEYS[4], ARGV[5])
+  extend(KEYS[5], ARGV[5])
+end
+local function dequeue(me)
+  redis.call('ZREM', KEYS[3], me)
+  redis.call('ZREM', KEYS[4], me)
+  if redis.call('EXISTS', KEYS[4]) == 0 then redis.call('DEL', KEYS[5]) end
+end
+local function hint(now)
+  local h = redis.call('PTTL', KEYS[1])
+  if h < 0 then h = earliest(KEYS[2], now) end
+  if h < 0 then h = earliest(KEYS[3], now) end
+  return h
+end
+`
+
+// acquireWrite: see rwPrelude.
+var acquireWrite = redis.NewScript(prelude + rwPrelude + `
+local now = now_ms()
+rwtrim(now)
+local me = 'w:' .. ARGV[4]
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))} -- a retried attempt
+end
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 and #ahead(me) == 0 then
+  local tok = mint(KEYS[6], ARGV[3])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  dequeue(me)
+  return {1, tok}
+end
+enqueue(me, now)
+return {0, hint(now)}
+`)
+
+// acquireRead: see rwPrelude.
+var acquireRead = redis.NewScript(prelude + rwPrelude + `
+local now = now_ms()
+rwtrim(now)
+local me = 'r:' .. ARGV[4]
+local ok = redis.call('EXISTS', KEYS[1]) == 0
+if ok then
+  for _, m in ipairs(ahead(me)) do
+    if string.sub(m, 1, 2) == 'w:' then ok = false break end
+  end
+end
+if ok then
+  local tok = mint(KEYS[6], ARGV[3])
+  redis.call('ZADD', KEYS[2], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
+  extend(KEYS[2], ARGV[2])
+  dequeue(me)
+  return {1, tok}
+end
+enqueue(me, now)
+return {0, hint(now)}
+`)
+
+// acquirePermit: KEYS[1] permits, KEYS[2] stored N, KEYS[3] waiters,
+// KEYS[4] counter; ARGV[7] this client's N. Answers a third element: the
+// N stored on the server (set by the first holder, kept while permits
+// are held), for the disagreement check.
+var acquirePermit = redis.NewScript(prelude + `
+local now = now_ms()
+trim(KEYS[1], now)
+trim(KEYS[3], now)
+local stored = redis.call('GET', KEYS[2])
+if redis.call('ZCARD', KEYS[1]) == 0 then stored = false end
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[7]) then
+  local tok = mint(KEYS[4], ARGV[3])
+  redis.call('ZADD', KEYS[1], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
+  extend(KEYS[1], ARGV[2])
+  if not stored then
+    redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[2])
+    stored = ARGV[7]
+  else
+    extend(KEYS[2], ARGV[2])
+  end
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  return {1, tok, tonumber(stored)}
+end
+intent(KEYS[3], now)
+return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[7])}
+`)
+
+// renew: KEYS[1] the lease's key, KEYS[2] (optional) a companion key
+// whose expiry follows it; ARGV[1] owner (hash) or member (zset), ARGV[2]
+// lease time ms, ARGV[3] "h" or "z". It extends only a lease that is
+// still owned and unexpired on the server's clock, and never re-creates
+// one: a missing key, another owner or an expired member answer 0.
+var renew = redis.NewScript(prelude + `
+if ARGV[3] == 'z' then
+  local now = now_ms()
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if (not s) or tonumber(s) <= now then return 0 end
+  redis.call('ZADD', KEYS[1], 'XX', tostr(now + tonumber(ARGV[2])), ARGV[1])
+  extend(KEYS[1], ARGV[2])
+  if KEYS[2] then extend(KEYS[2], ARGV[2]) end
+  return 1
+end
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// release: KEYS[1] the lease's key, KEYS[2] (optional) a companion key
+// deleted with the last member; ARGV[1] owner, ARGV[2] "h" or "z",
+// ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
+// ("" when the grant's token is unknown: then every member of the owner).
+// Only the owner's entry is removed: a stale or repeated release of an
+// older grant never frees a newer one.
+var release = redis.NewScript(`
+local removed = 0
+if ARGV[2] == 'z' then
+  if ARGV[4] ~= '' then
+    removed = redis.call('ZREM', KEYS[1], ARGV[4])
+  else
+    local p = ARGV[1] .. ':'
+    for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+      if string.sub(m, 1, #p) == p then removed = removed + redis.call('ZREM', KEYS[1], m) end
+    end
+  end
+  if removed > 0 and KEYS[2] and redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
+elseif redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  removed = redis.call('DEL', KEYS[1])
+end
+if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end
+return removed
+`)
+
+// inspect reads every entry of one name that has not expired on the
+// server's clock. KEYS: mutex, mutex waiters, rw writer, rw readers, rw
+// queue (intents), rw queue (order), permits, stored N, permit waiters,
+// leader, candidates. Answers {rows, N} where a row is {recipe, role,
+// owner, token, leader id, ms left}.
+var inspect = redis.NewScript(prelude + `
+local now = now_ms()
+local out = {}
+local function hash(k, recipe)
+  local v = redis.call('HMGET', k, 'owner', 'token', 'id')
+  if v[1] then
+    table.insert(out, {recipe, 'holder', v[1], v[2] or '0', v[3] or '', redis.call('PTTL', k)})
+  end
+end
+local function zset(k, recipe, role)
+  local m = redis.call('ZRANGEBYSCORE', k, '(' .. tostr(now), '+inf', 'WITHSCORES')
+  for i = 1, #m, 2 do
+    local owner, tok = m[i], '0'
+    if role == 'holder' then
+      local j = string.find(m[i], ':', 1, true)
+      if j then owner, tok = string.sub(m[i], 1, j - 1), string.sub(m[i], j + 1) end
+    end
+    table.insert(out, {recipe, role, owner, tok, '', tonumber(m[i + 1]) - now})
+  end
+end
+hash(KEYS[1], 'mutex')
+zset(KEYS[2], 'mutex', 'waiting')
+hash(KEYS[3], 'write')
+zset(KEYS[4], 'read', 'holder')
+local q = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. tostr(now), '+inf', 'WITHSCORES')
+for i = 1, #q, 2 do
+  local recipe = 'read'
+  if string.sub(q[i], 1, 2) == 'w:' then recipe = 'write' end
+  table.insert(out, {recipe, 'waiting', string.sub(q[i], 3), '0', '', tonumber(q[i + 1]) - now})
+end
+zset(KEYS[7], 'permit', 'holder')
+zset(KEYS[9], 'permit', 'waiting')
+hash(KEYS[10], 'leader')
+zset(KEYS[11], 'leader', 'waiting')
+return {out, redis.call('GET', KEYS[8]) or ''}
+`)

@@ -1,0 +1,129 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/keeper"
+)
+
+// store is the keeper.Store of a Client: batched owner-checked renewals
+// and releases, each batch one pipeline of EVALSHAs (one round trip; a
+// Cluster client splits it per node).
+type store struct{ c *Client }
+
+var _ keeper.Store = (*store)(nil)
+
+// aux is what a keeper.Ref of this engine carries: how the lease is kept.
+type aux struct {
+	zset      bool   // the lease is a member of a sorted set (reader, permit), else a hash's owner
+	member    string // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
+	companion string // a key whose expiry follows the lease's (a semaphore's stored N), or ""
+	wake      string // the name's channel
+}
+
+func auxOf(r keeper.Ref) aux { a, _ := r.Aux.(aux); return a }
+
+func (s *store) BatchSize() int { return s.c.o.BatchSize }
+
+func refKeys(r keeper.Ref, a aux) []string {
+	if a.companion != "" {
+		return []string{r.Key, a.companion}
+	}
+	return []string{r.Key}
+}
+
+// pipelined runs one EVALSHA per ref in one pipeline and returns the
+// replies as integers. A NOSCRIPT (script cache flushed, failover onto a
+// server that never saw the script) loads the script and runs the batch
+// once more: renew and release are idempotent.
+func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.Ref, args func(keeper.Ref, aux) []any) ([]int64, error) {
+	// The call may outlive this function (see Client.call) and the keeper
+	// reuses its slice for the next batch: work on a copy.
+	refs = append([]keeper.Ref(nil), refs...)
+	var out []int64
+	err := s.c.call(ctx, func(ctx context.Context) error {
+		for try := 0; ; try++ {
+			cmds := make([]*redis.Cmd, len(refs))
+			_, err := s.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, r := range refs {
+					a := auxOf(r)
+					cmds[i] = p.EvalSha(ctx, sc.Hash(), refKeys(r, a), args(r, a)...)
+				}
+				return nil
+			})
+			noScript := false
+			for _, cmd := range cmds {
+				if cmd != nil && isNoScript(cmd.Err()) {
+					noScript = true
+				}
+			}
+			if noScript && try == 0 {
+				if err := sc.Load(ctx, s.c.rdb).Err(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			res := make([]int64, len(cmds))
+			for i, cmd := range cmds {
+				v, err := cmd.Int64()
+				if err != nil {
+					return err
+				}
+				res[i] = v
+			}
+			out = res // read by the caller only when call returns nil
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
+	ms := ttl.Milliseconds()
+	res, err := s.pipelined(ctx, renew, refs, func(r keeper.Ref, a aux) []any {
+		if a.zset {
+			return []any{a.member, ms, "z"}
+		}
+		return []any{r.Owner, ms, "h"}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redislock: renew: %w", err)
+	}
+	renewed := make([]bool, len(res))
+	for i, v := range res {
+		renewed[i] = v == 1
+	}
+	return renewed, nil
+}
+
+func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	_, err := s.pipelined(ctx, release, refs, func(r keeper.Ref, a aux) []any {
+		mode := "h"
+		if a.zset {
+			mode = "z"
+		}
+		return []any{r.Owner, mode, a.wake, a.member}
+	})
+	if err != nil {
+		return fmt.Errorf("redislock: release: %w", err)
+	}
+	for _, r := range refs {
+		s.c.hub.wake(auxOf(r).wake)
+	}
+	return nil
+}
