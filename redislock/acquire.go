@@ -183,21 +183,31 @@ func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Dur
 	// lost a lease it held: its wait is over (ErrSessionLost).
 	sessionBound := c.o.TTL - c.k.DriftMargin()
 	lastOK := time.Now()
-	for attempt := 0; ; attempt++ {
-		woke, unwatch := (<-chan struct{})(nil), func() {}
-		if wait {
-			woke, unwatch = c.hub.watch(s.wake)
+	// The release channel is watched from the second attempt on: an
+	// uncontended acquire costs no SUBSCRIBE. The watch is renewed before
+	// the previous one is dropped, so the subscription stays up for the
+	// whole wait.
+	var woke <-chan struct{}
+	unwatch := func() {}
+	defer func() { unwatch() }()
+	for attempt, tries := 0, 0; ; attempt, tries = attempt+1, tries+1 {
+		if wait && tries > 0 {
+			w, u := c.hub.watch(s.wake)
+			unwatch()
+			woke, unwatch = w, u
 		}
 		owner := baton.NewOwnerID()
 		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, c.o.TTL/3)
 		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
-		r, err := c.attempt(actx, s, owner, waiter, ttl, wait)
+		// The first attempt records no waiting intent: uncontended
+		// acquires leave no trace in the waiters' set; a waiter's intent
+		// is recorded by its next attempt, which follows at once.
+		r, err := c.attempt(actx, s, owner, waiter, ttl, wait && tries > 0)
 		stop()
 		cancel()
 		sent = true
 		if err == nil && r.granted {
-			unwatch()
 			if c.o.ReplicaAcks > 0 && r.acks < c.o.ReplicaAcks {
 				c.unwind(ctx, s.ref(owner, r.token, true))
 				return nil, errf("%w: %w: %d of %d replicas acknowledged within %v", baton.ErrUnavailable, ErrNotReplicated, r.acks, c.o.ReplicaAcks, c.o.ReplicaAckTimeout)
@@ -224,25 +234,26 @@ func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Dur
 			c.k.Abandon(s.ref(owner, 0, false))
 			switch {
 			case ctx.Err() != nil:
-				unwatch()
 				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
 			case c.checkOpen() != nil:
-				unwatch()
 				return nil, c.checkOpen()
 			case permanent(err):
-				unwatch()
 				return nil, errf("%w", err)
 			case time.Since(lastOK) >= sessionBound:
-				unwatch()
 				return nil, errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
 			case !wait:
-				unwatch()
 				return nil, errf("%w: %v", baton.ErrUnavailable, err)
 			}
 		} else {
 			lastOK = start
 			if !wait {
 				return nil, errf("%w", baton.ErrNotAcquired)
+			}
+			if tries == 0 {
+				// Taken: subscribe, then try again at once, so that a
+				// release between this attempt and the SUBSCRIBE is not
+				// missed.
+				continue
 			}
 		}
 		delay := c.o.Backoff.Delay(attempt)
@@ -255,18 +266,15 @@ func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Dur
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			unwatch()
 			return nil, errf("%w", ctx.Err())
 		case <-c.closing:
 			t.Stop()
-			unwatch()
 			return nil, c.checkOpen()
 		case <-woke:
 			attempt = -1 // a release: start the backoff over
 		case <-t.C:
 		}
 		t.Stop()
-		unwatch()
 	}
 }
 

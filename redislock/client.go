@@ -28,12 +28,15 @@ var ErrNotReplicated = errors.New("redislock: grant not acknowledged by enough r
 // waits, one pub/sub connection (one goroutine) that wakes waiters when a
 // lock they wait for is released. Close stops and releases them.
 type Client struct {
-	rdb   redis.UniversalClient
-	o     Options
-	floor string
-	st    *store
-	k     *keeper.Keeper
-	hub   *hub
+	rdb redis.UniversalClient
+	o   Options
+	// ctxCut: the redis client cuts blocked reads at a context's deadline
+	// itself (ContextTimeoutEnabled), so calls need no goroutine of ours.
+	ctxCut bool
+	floor  string
+	st     *store
+	k      *keeper.Keeper
+	hub    *hub
 
 	ctx     context.Context // cancelled by Close: in-flight attempts end with it
 	cancel  context.CancelFunc
@@ -69,6 +72,7 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 		floor:   strconv.FormatUint(o.TokenFloor, 10),
 		closing: make(chan struct{}),
 	}
+	c.ctxCut = contextTimeoutEnabled(rdb)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
 	c.hub = newHub(c)
@@ -146,8 +150,12 @@ func (c *Client) Close() error {
 // for the client's ReadTimeout instead of the caller's deadline. f runs in
 // a goroutine owned by the Client (Close waits for it); when ctx ends first
 // the outcome of f is unknown and the caller treats it so.
+//
+// A redis client built with ContextTimeoutEnabled honours deadlines by
+// itself: then f runs on the caller's goroutine, which saves a goroutine
+// and a hand-off per call.
 func (c *Client) call(ctx context.Context, f func(context.Context) error) error {
-	if ctx.Done() == nil {
+	if ctx.Done() == nil || c.ctxCut {
 		return f(ctx)
 	}
 	c.callMu.Lock()
@@ -168,6 +176,18 @@ func (c *Client) call(ctx context.Context, f func(context.Context) error) error 
 	case <-ctx.Done():
 		return fmt.Errorf("%w (the Redis call's outcome is unknown)", ctx.Err())
 	}
+}
+
+// contextTimeoutEnabled reports whether rdb cuts blocked socket reads at
+// a context's deadline (go-redis' ContextTimeoutEnabled option).
+func contextTimeoutEnabled(rdb redis.UniversalClient) bool {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return r.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // Entry is one entry of a lock name as Inspect reads it on the server.

@@ -68,8 +68,11 @@
 // then does not cut a socket read that is already blocked, and a call to a
 // partitioned server returns only at the client's ReadTimeout (3s by
 // default; never, with -1). baton does not rely on the caller's client
-// settings: every Redis call it makes runs in a goroutine owned by the
-// Client and baton returns at the context's end. The abandoned call's
+// settings: unless the client was built with ContextTimeoutEnabled (then
+// go-redis cuts the read itself, and baton calls it directly), every Redis
+// call it makes runs in a goroutine owned by the Client and baton returns
+// at the context's end. Building the client with ContextTimeoutEnabled is
+// recommended: it saves that goroutine and hand-off per call. The abandoned call's
 // outcome is unknown, so an abandoned acquire is released in the
 // background (owner-checked, by the keeper) instead of blocking others for
 // a whole TTL. Close waits for abandoned calls to end (at most TTL+5s).

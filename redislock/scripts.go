@@ -28,9 +28,9 @@ local function extend(k, ms)
   if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
 end
 local function mint(ck, floor)
-  local c = redis.call('GET', ck)
-  if (not c and floor ~= '0') or (c and tonumber(c) < tonumber(floor)) then
-    redis.call('SET', ck, floor)
+  if floor ~= '0' then
+    local c = redis.call('GET', ck)
+    if not c or tonumber(c) < tonumber(floor) then redis.call('SET', ck, floor) end
   end
   return redis.call('INCR', ck)
 end
@@ -50,9 +50,9 @@ end
 
 // acquireHash: KEYS[1] the holder hash, KEYS[2] waiters, KEYS[3] counter.
 // The mutex and the election.
+// The uncontended path (a first attempt, recording nothing) is HGET, INCR,
+// HSET and PEXPIRE: the waiters' set is touched only by acquires that wait.
 var acquireHash = redis.NewScript(prelude + `
-local now = now_ms()
-trim(KEYS[2], now)
 local cur = redis.call('HGET', KEYS[1], 'owner')
 if cur == ARGV[1] then
   -- A retried attempt (a client with MaxRetries) that was granted before.
@@ -62,11 +62,15 @@ if not cur then
   local tok = mint(KEYS[3], ARGV[3])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[7])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('ZREM', KEYS[2], ARGV[4])
+  if ARGV[6] == '1' then redis.call('ZREM', KEYS[2], ARGV[4]) end
   if ARGV[8] ~= '' then redis.call('PUBLISH', ARGV[8], 'granted') end
   return {1, tok}
 end
-intent(KEYS[2], now)
+if ARGV[6] == '1' then
+  local now = now_ms()
+  trim(KEYS[2], now)
+  intent(KEYS[2], now)
+end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
 

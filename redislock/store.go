@@ -45,6 +45,21 @@ func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.R
 	// reuses its slice for the next batch: work on a copy.
 	refs = append([]keeper.Ref(nil), refs...)
 	var out []int64
+	if len(refs) == 1 {
+		// One ref (a lease's own release): a plain EVALSHA, which
+		// Script.Run retries with EVAL on NOSCRIPT, without a pipeline's
+		// bookkeeping.
+		r := refs[0]
+		a := auxOf(r)
+		err := s.c.call(ctx, func(ctx context.Context) error {
+			v, err := sc.Run(ctx, s.c.rdb, refKeys(r, a), args(r, a)...).Int64()
+			if err == nil {
+				out = []int64{v}
+			}
+			return err
+		})
+		return out, err
+	}
 	err := s.c.call(ctx, func(ctx context.Context) error {
 		for try := 0; ; try++ {
 			cmds := make([]*redis.Cmd, len(refs))
