@@ -4,9 +4,10 @@
 // the same round trips to the same server do not (brief §6).
 //
 // It is a separate module so that the peers it measures (go-zookeeper's
-// zk.Lock, etcd's concurrency.Mutex) never enter the library's go.mod.
+// zk.Lock, etcd's concurrency.Mutex, bsm/redislock, go-redsync) and the
+// SQL drivers never enter the library's go.mod.
 //
-// Two kinds of measurement live in its tests:
+// The measurements in its tests:
 //
 //   - Uncontended lock+unlock on one name, as testing.Benchmark pairs:
 //     baton against the bare round-trip floor of the engine (ZooKeeper:
@@ -42,6 +43,34 @@
 //     leader must see its leadership end before the next one leads.
 //     etcd's concurrency.Election is measured beside baton as a reference.
 //
+//   - SQL (PostgreSQL, MariaDB, SQLite): sqllock's mutex lock+unlock
+//     beside the floor of two conditional UPDATEs on a row of the same
+//     table (take it if free by the database clock, clear it if still
+//     ours), and beside the database's own session lock on a pinned
+//     connection (pg_try_advisory_lock, GET_LOCK; no lease, no token).
+//     Fenced writes: one transaction updating one business row, plain
+//     (BEGIN; UPDATE; COMMIT), through fence.Table.Write and through
+//     fence.Row.Update, each fence beside its unfenced twin (Unfenced,
+//     UnfencedRow) so the cost of the rule itself shows apart from the
+//     cost of the scheme's statements.
+//
+//   - Redis: redislock's mutex lock+unlock beside bsm/redislock
+//     (Obtain + Release) and the floor of two PINGs; and 10 000 leases held
+//     by one client: the goroutines it adds (the same as with one lease),
+//     the round trips and process CPU per renewal period, the time to
+//     acquire them and for Close to release them.
+//
+//   - Redlock: redlock's mutex on five nodes beside go-redsync (one try)
+//     and the floor of two rounds of PING to every node.
+//
+// Round trips are counted for SQL, Redis and Redlock by a TCP proxy in
+// front of the server (turnProxy): every burst the client sends after a
+// reply is one request flight, so a pipeline is one and a transaction of
+// four statements is four, whatever the server is. Only counted twins of
+// the measured pairs go through it; the timed pairs connect directly.
+// The count covers every connection of the client (a pub/sub connection
+// included), minus an idle window of the same length.
+//
 // Server requests are counted on the server for ZooKeeper (mntr's
 // zk_packets_received, minus the pings measured over an idle window of the
 // same length with the same sessions) and on the client for etcd (a gRPC
@@ -57,5 +86,14 @@
 //
 // mntr counts every client of the ZooKeeper server: run the report on a
 // server nobody else uses at the time (BATON_BENCH_ZK overrides
-// BATON_TEST_ZK).
+// BATON_TEST_ZK; BATON_BENCH_REDIS and BATON_BENCH_REDLOCK override the
+// Redis server and the Redlock nodes).
+//
+// The smoke (no BATON_BENCH) also checks the new rigs: every SQL pair
+// locks and unlocks, every fenced write lands and a stale one is refused
+// by the fences and lands through their unfenced twins (the negative
+// control); the Redis and Redlock pairs lock on the server(s), the counted
+// twins send the commands and round trips their protocol needs, and a
+// Redis client holding 300 leases renews them with the goroutines of one
+// lease and releases them all on Close.
 package bench

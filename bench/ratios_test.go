@@ -54,6 +54,13 @@ func TestRatios(t *testing.T) {
 	t.Run("leader", func(t *testing.T) {
 		misses = append(misses, leaderReport(t)...)
 	})
+	t.Run("sql", func(t *testing.T) { sqlReport(t, rounds) })
+	t.Run("redis", func(t *testing.T) {
+		misses = append(misses, redisReport(t, rounds)...)
+	})
+	t.Run("redlock", func(t *testing.T) {
+		misses = append(misses, redlockReport(t, rounds)...)
+	})
 	if len(misses) > 0 {
 		msg := "targets missed: " + strings.Join(misses, "; ")
 		if os.Getenv("BATON_BENCH_STRICT") == "1" {
