@@ -39,7 +39,8 @@ type Client struct {
 
 // New returns a client on db, which the caller keeps owning (Close does not
 // close it). It does not touch the database: the schema is created at the
-// first use (or by Migrate), and the PostgreSQL listener connects in the
+// first use (or by Migrate; with Options.NoMigrate the first use only
+// checks that it exists), and the PostgreSQL listener connects in the
 // background.
 func New(db *sql.DB, o Options) (*Client, error) {
 	if db == nil {
@@ -123,7 +124,7 @@ func migrate(ctx context.Context, db *sql.DB, q *statements) error {
 				return fmt.Errorf("sqllock: migrate: %w", err)
 			}
 		}
-		return nil
+		return addDataColumn(ctx, db, q)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -145,6 +146,39 @@ func migrate(ctx context.Context, db *sql.DB, q *statements) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqllock: migrate: %w", err)
 	}
+	if q.d == fence.SQLite {
+		return addDataColumn(ctx, db, q)
+	}
+	return nil
+}
+
+// addDataColumn adds the data column (candidate IDs, semaphore sizes) to a
+// locks table created before it existed. PostgreSQL does it in the schema
+// (ADD COLUMN IF NOT EXISTS); MySQL and SQLite lack that clause, so the
+// column is looked up first, and a concurrent migration that added it
+// in between ("duplicate column") counts as success.
+func addDataColumn(ctx context.Context, db *sql.DB, q *statements) error {
+	var look, add string
+	switch q.d {
+	case fence.MySQL:
+		look = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'data'`
+		add = `ALTER TABLE ` + q.locks + ` ADD COLUMN data VARCHAR(1024) NOT NULL DEFAULT ''`
+	case fence.SQLite:
+		look = `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'data'`
+		add = `ALTER TABLE ` + q.locks + ` ADD COLUMN data TEXT NOT NULL DEFAULT ''`
+	default:
+		return nil
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, look, q.locks).Scan(&n); err != nil {
+		return fmt.Errorf("sqllock: migrate: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, add); err != nil && !strings.Contains(strings.ToLower(err.Error()), "duplicate column") {
+		return fmt.Errorf("sqllock: migrate: %w", err)
+	}
 	return nil
 }
 
@@ -155,7 +189,16 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	if c.schemaOK {
 		return nil
 	}
-	if err := migrate(ctx, c.db, c.q); err != nil {
+	if c.o.NoMigrate {
+		// No DDL: only check that the table is there with every column
+		// this version uses, and say what to do when it is not.
+		rows, err := c.db.QueryContext(ctx, c.q.probe())
+		if err != nil {
+			return fmt.Errorf("sqllock: table %s is missing or lacks a column this version needs "+
+				"(Options.NoMigrate is set: run sqllock.Migrate with DDL rights first): %w", c.q.locks, err)
+		}
+		_ = rows.Close()
+	} else if err := migrate(ctx, c.db, c.q); err != nil {
 		return err
 	}
 	if err := c.identify(ctx); err != nil {
@@ -202,6 +245,13 @@ func (c *Client) hub() *tableHub {
 	return &tableHub{id: "\x00unidentified/" + c.q.locks}
 }
 
+// attemptTimeout bounds one acquire attempt: TTL/3, so a waiter on a dead
+// connection tries again on another within its session bound. A cut-off
+// attempt discards its pooled connection (the driver closes it), so a
+// database slower than TTL/3 per attempt grants no waiter (drill row 8 at
+// 0.25×TTL latency reports it); the holder's renewals get up to TTL/2.
+func (c *Client) attemptTimeout() time.Duration { return c.o.TTL / 3 }
+
 // checkOpen returns an error wrapping baton.ErrClosed after Close.
 func (c *Client) checkOpen() error {
 	c.mu.Lock()
@@ -235,7 +285,9 @@ func (c *Client) Close() error {
 }
 
 // Entries lists the owned rows of name as "slot/kind/owner", read on the
-// database; a row whose lease expired but was not taken yet is listed.
+// database: holders and the waiters' intent rows (see the package doc). A
+// holder's row whose lease expired but was not taken yet is listed; an
+// expired intent row is not (its waiter is gone).
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {

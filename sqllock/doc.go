@@ -21,8 +21,11 @@
 //
 // # Schema
 //
-// Migrate creates the schema; New runs it too unless Options.NoMigrate is
-// set. Every statement is idempotent (IF NOT EXISTS). With the default
+// Migrate creates the schema; a client runs it too at its first use
+// unless Options.NoMigrate is set, in which case it runs no DDL and only
+// checks that the table has every column it needs (a missing table or
+// column fails the first acquire with an error that says to run Migrate).
+// Every statement is idempotent (IF NOT EXISTS). With the default
 // TablePrefix "baton_":
 //
 // PostgreSQL:
@@ -35,7 +38,9 @@
 //	    token      bigint      NOT NULL DEFAULT 0,
 //	    expires_at timestamptz NOT NULL,
 //	    renewal    bigint      NOT NULL DEFAULT 0,
+//	    data       text        NOT NULL DEFAULT '',
 //	    PRIMARY KEY (name, slot));
+//	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '';
 //	CREATE SEQUENCE IF NOT EXISTS baton_token_seq;
 //
 // MySQL/MariaDB (InnoDB; names are compared byte for byte, as on the other
@@ -49,6 +54,7 @@
 //	    token      BIGINT UNSIGNED NOT NULL DEFAULT 0,
 //	    expires_at DATETIME(6)     NOT NULL,
 //	    renewal    BIGINT          NOT NULL DEFAULT 0,
+//	    data       VARCHAR(1024)   NOT NULL DEFAULT '',
 //	    PRIMARY KEY (name, slot)) ENGINE=InnoDB;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB;
@@ -60,11 +66,17 @@
 //	    name TEXT NOT NULL, slot INTEGER NOT NULL DEFAULT 0,
 //	    kind TEXT NOT NULL DEFAULT 'mutex', owner TEXT NOT NULL DEFAULT '',
 //	    token INTEGER NOT NULL DEFAULT 0, expires_at INTEGER NOT NULL,
-//	    renewal INTEGER NOT NULL DEFAULT 0,
+//	    renewal INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '',
 //	    PRIMARY KEY (name, slot)) WITHOUT ROWID;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL);
 //	INSERT OR IGNORE INTO baton_tokens (id, v) VALUES (1, 0);
+//
+// The data column (candidate IDs, semaphore sizes) came with the
+// read/write lock, semaphore and election: on a table created before it,
+// Migrate adds it (PostgreSQL with ADD COLUMN IF NOT EXISTS; MySQL and
+// SQLite, which lack that clause, after looking the column up in
+// information_schema.columns or pragma_table_info).
 //
 // A row is free when its expires_at is not in the future on the database
 // clock; owner is ” after a release. A mutex is slot 0 of its name.
@@ -101,15 +113,63 @@
 // retried release never frees a newer grant. Renewals are batched by the
 // keeper: one statement per Options.BatchSize held leases.
 //
+// # Read/write locks, semaphores, elections
+//
+// RWMutex, Semaphore and Election keep several rows under one name, at
+// slots ≥ 1: one per holder (kind "read", "write", "permit", "leader")
+// and one per waiter, its intent ("rwait", "wwait", "swait", "cwait").
+// Slot -1 is the name's guard row (kind "guard", never owned). An attempt
+// is one short transaction: a locking upsert of the guard row serialises
+// the attempts on the name (SQLite's immediate transactions serialise
+// them anyway); the name's rows are read with their liveness judged by
+// the database clock; Go decides; one row is written — the grant, with a
+// token from the sequence or counter, or the waiter's intent — and rows
+// whose lease expired are reaped (owner cleared). Tokens of a name
+// therefore strictly increase across grants of every kind, readers'
+// included.
+//
+// A waiter's intent row carries a ticket (from the same token source) and
+// is refreshed by each retry, at most TTL/4 apart, so it expires by
+// itself a TTL after its waiter died; a waiter that gives up releases it
+// like a lease, owner-checked. Waiters are served in ticket order where
+// order matters: a reader waits for writers queued before it, so writers
+// are not starved; a writer or a candidate waits for everyone queued
+// before it; a semaphore permit goes to the earliest waiters first. A
+// live row the recipe does not know (a Mutex's slot 0, another recipe's
+// row under the same name) counts as an exclusive holder: give different
+// objects different names. Renewal and release of these rows are the
+// keeper's, batched, as for the mutex.
+//
+// A client cut off between two statements of an attempt leaves its
+// transaction open on the server, with the guard row locked. On
+// PostgreSQL the attempt sets idle_in_transaction_session_timeout (TTL/3)
+// so the server ends such a session promptly. MySQL has no per-
+// transaction equivalent: the lock lasts until the server drops the
+// connection (wait_timeout, or TCP keepalive), as for the mutex's own
+// acquire transaction there; keep wait_timeout short for lock clients.
+//
+// Semaphore rows store their N; a client that finds rows taken with
+// another N reports them to Semaphore.OnDisagreement. Election rows store
+// the candidate ID, which Election.Leader and Observe report; Observe
+// polls every Election.ObservePeriod (TTL/4 within [100ms, 1s]) and also
+// reads at once after a release of the name is seen.
+//
 // # Waiting
 //
-// A waiter holds no row: it retries the acquire with jittered exponential
+// A mutex waiter holds no lock row: it retries the acquire with jittered exponential
 // backoff (baton.Backoff, capped at TTL/4 so an expired holder is noticed
 // promptly). On PostgreSQL with pgx, a release sends NOTIFY on a channel
 // named after the table, and a LISTENing connection (below) wakes this
 // process's waiters of that name, so they retry as soon as it is
 // released; releases in the same process wake waiters directly on every
-// dialect. A waiter that cannot reach the
+// dialect. On PostgreSQL and MySQL a mutex waiter that has waited
+// min(TTL/4, 1s) also keeps an intent row ("mwait", written by one upsert
+// and refreshed every TTL/4 at most)
+// so that Entries and baton inspect list it; it never decides a grant. It
+// lives at a random slot in [2^30, 2^31), which the multi-row recipes
+// never read, and is deleted, not tombstoned, when the wait ends. SQLite has none: every write
+// there waits for the one file lock, and with dozens of waiters the extra
+// writes would starve the holders' renewals. A waiter that cannot reach the
 // database for a whole TTL fails with baton.ErrSessionLost (on SQLite, a
 // busy database counts as reached: it is embedded and cannot be
 // partitioned away).

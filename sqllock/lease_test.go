@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,10 @@ func TestTokensShared(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			db, _ := b.open(t, false)
-			c := newClient(t, db, sqllock.Options{})
+			// A prefix of its own: other packages' tests create their own
+			// token sources on the same database.
+			const prefix = "baton_tokshared_"
+			c := newClient(t, db, sqllock.Options{TablePrefix: prefix})
 			a, z := uniqueName("tokA"), uniqueName("tokB")
 			var prev uint64
 			for i, name := range []string{a, z, a, z, a} {
@@ -106,9 +110,9 @@ func TestTokensShared(t *testing.T) {
 			var q string
 			switch b.name {
 			case "postgres":
-				q = `SELECT count(*) FROM information_schema.sequences WHERE sequence_name LIKE 'baton\_%'`
+				q = `SELECT count(*) FROM information_schema.sequences WHERE sequence_name LIKE 'baton\_tokshared\_%'`
 			default:
-				q = `SELECT count(*) FROM baton_tokens`
+				q = `SELECT count(*) FROM ` + prefix + `tokens`
 			}
 			var n int
 			if err := db.QueryRowContext(opCtx(t, 5*time.Second), q).Scan(&n); err != nil {
@@ -216,6 +220,186 @@ func TestLockFor(t *testing.T) {
 				t.Errorf("next grant %v after the fixed grant, want ≥ 1s (the row's lease time)", took)
 			}
 			_ = l2.Release(opCtx(t, 5*time.Second))
+		})
+	}
+}
+
+// TestNoMigrate: with Options.NoMigrate a client runs no DDL: on a
+// database without the schema its first acquire fails with an error that
+// says to run Migrate, and the table is still missing afterwards; once
+// Migrate ran, the same client locks.
+func TestNoMigrate(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			db, _ := b.open(t, false)
+			prefix := "baton_nomig_" + baton.NewOwnerID()[:8] + "_"
+			t.Cleanup(func() {
+				for _, obj := range []string{"TABLE " + prefix + "locks", "TABLE " + prefix + "tokens", "SEQUENCE " + prefix + "token_seq"} {
+					if b.name != "postgres" && strings.HasPrefix(obj, "SEQUENCE") {
+						continue
+					}
+					_, _ = db.Exec("DROP " + obj + " IF EXISTS " + strings.Fields(obj)[1])
+				}
+			})
+			c := newClient(t, db, sqllock.Options{TablePrefix: prefix, NoMigrate: true})
+			m, err := c.Mutex(uniqueName("nomigrate"))
+			if err != nil {
+				t.Fatalf("Mutex() = %v", err)
+			}
+			l, err := m.TryLock(opCtx(t, 5*time.Second))
+			if err == nil {
+				_ = l.Release(opCtx(t, 5*time.Second))
+				t.Fatalf("TryLock without the schema and with NoMigrate = a lease, want an error")
+			}
+			if !strings.Contains(err.Error(), "Migrate") || !strings.Contains(err.Error(), prefix+"locks") {
+				t.Errorf("TryLock without the schema = %v, want an error naming the table and Migrate", err)
+			}
+			if _, qerr := db.ExecContext(opCtx(t, 5*time.Second), "SELECT 1 FROM "+prefix+"locks"); qerr == nil {
+				t.Errorf("table %slocks exists after a NoMigrate client's acquire, want no DDL", prefix)
+			}
+			if err := sqllock.Migrate(opCtx(t, 10*time.Second), db, sqllock.Options{TablePrefix: prefix}); err != nil {
+				t.Fatalf("Migrate() = %v", err)
+			}
+			l, err = m.TryLock(opCtx(t, 5*time.Second))
+			if err != nil {
+				t.Fatalf("TryLock after Migrate = %v, want a lease", err)
+			}
+			if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+				t.Errorf("Release() = %v", err)
+			}
+		})
+	}
+}
+
+// TestMigrateAddsData: a locks table created before the data column
+// existed gets it from Migrate, and the recipes that store data work.
+func TestMigrateAddsData(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			db, _ := b.open(t, false)
+			prefix := "baton_olddata_" + baton.NewOwnerID()[:8] + "_"
+			t.Cleanup(func() {
+				_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "locks")
+				_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "tokens")
+				if b.name == "postgres" {
+					_, _ = db.Exec("DROP SEQUENCE IF EXISTS " + prefix + "token_seq")
+				}
+			})
+			o := sqllock.Options{TablePrefix: prefix}
+			ctx := opCtx(t, 20*time.Second)
+			if err := sqllock.Migrate(ctx, db, o); err != nil {
+				t.Fatalf("Migrate() = %v", err)
+			}
+			if _, err := db.ExecContext(ctx, "ALTER TABLE "+prefix+"locks DROP COLUMN data"); err != nil {
+				t.Fatalf("dropping the data column: %v", err)
+			}
+			for range 2 { // the second run finds the column
+				if err := sqllock.Migrate(ctx, db, o); err != nil {
+					t.Fatalf("Migrate() on the old table = %v", err)
+				}
+			}
+			c := newClient(t, db, sqllock.Options{TablePrefix: prefix, NoMigrate: true})
+			e, err := c.Election(uniqueName("olddata"))
+			if err != nil {
+				t.Fatalf("Election() = %v", err)
+			}
+			ld, err := e.CampaignAs(ctx, "candidate-7")
+			if err != nil {
+				t.Fatalf("CampaignAs() = %v", err)
+			}
+			if cur, err := e.Leader(ctx); err != nil || cur.ID != "candidate-7" {
+				t.Errorf("Leader() = %+v, %v, want ID candidate-7", cur, err)
+			}
+			if err := ld.Resign(ctx, baton.ResignPlan{}); err != nil {
+				t.Errorf("Resign() = %v", err)
+			}
+		})
+	}
+}
+
+// TestDeadWaitingWriter: a waiting writer holds new readers back (writers
+// are not starved), and when its client is cut off the database its
+// intent row expires by the database clock, so readers get in again
+// within about a TTL; a reader cut off the same way never blocked anyone
+// beyond its own lease.
+func TestDeadWaitingWriter(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			db1, _ := b.open(t, false)
+			db2, p := b.open(t, true)
+			db3, _ := b.open(t, false)
+			c1, c2, c3 := newClient(t, db1, sqllock.Options{}), newClient(t, db2, sqllock.Options{}), newClient(t, db3, sqllock.Options{})
+			name := uniqueName("deadwriter")
+			rw := func(c *sqllock.Client) *sqllock.RWMutex {
+				m, err := c.RWMutex(name)
+				if err != nil {
+					t.Fatalf("RWMutex(%q) = %v", name, err)
+				}
+				return m
+			}
+			r1, err := rw(c1).RLock(opCtx(t, 10*time.Second))
+			if err != nil {
+				t.Fatalf("RLock() = %v", err)
+			}
+			done := make(chan error, 1)
+			go func() { // owned by this test: its context ends within 10s
+				l, err := rw(c2).Lock(opCtx(t, 10*time.Second))
+				if l != nil {
+					_ = l.Release(context.Background())
+					err = errors.New("granted")
+				}
+				done <- err
+			}()
+			waiting := func() bool {
+				es, err := c1.Entries(opCtx(t, 5*time.Second), name)
+				return err == nil && len(es) == 2
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for !waiting() {
+				if time.Now().After(deadline) {
+					t.Fatalf("the waiting writer's intent row did not appear within 5s")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			m3 := rw(c3)
+			if l, err := m3.TryRLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+				if l != nil {
+					_ = l.Release(opCtx(t, 5*time.Second))
+				}
+				t.Errorf("TryRLock while a writer waits = %v, want an error wrapping %v (readers must not starve the writer)", err, baton.ErrNotAcquired)
+			}
+			killed := time.Now()
+			if p != nil {
+				if err := p.Blackhole(""); err != nil {
+					t.Fatalf("Blackhole() = %v", err)
+				}
+			} else {
+				_ = db2.Close()
+			}
+			var l3 *baton.Lease
+			for l3 == nil {
+				l, err := m3.TryRLock(opCtx(t, 5*time.Second))
+				switch {
+				case err == nil:
+					l3 = l
+				case time.Since(killed) > 2*testTTL:
+					// Until then an attempt may also time out behind the
+					// cut-off writer's open transaction (PostgreSQL ends it
+					// after TTL/3 idle).
+					t.Fatalf("readers still held back %v after the waiting writer was cut off, want ≤ %v (last: %v)", time.Since(killed), 2*testTTL, err)
+				default:
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			t.Logf("%s: a reader got in %v after the waiting writer was cut off", b.name, time.Since(killed).Round(time.Millisecond))
+			if err := <-done; err == nil || err.Error() == "granted" {
+				t.Errorf("the cut-off writer's Lock = %v, want an error", err)
+			}
+			for _, l := range []*baton.Lease{r1, l3} {
+				if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+					t.Errorf("Release() = %v", err)
+				}
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -103,12 +104,24 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 	// lost a lease it held: its wait is over (ErrSessionLost).
 	sessionBound := c.o.TTL - c.k.DriftMargin()
 	lastOK := time.Now()
+	reached := false // some attempt got the database's answer
+	// A waiter keeps an intent row (kind "mwait", see waitIntent), written
+	// and refreshed after refused attempts, so that waiters are visible
+	// (Entries, baton inspect). It never decides a grant: the mutex's row
+	// is slot 0 alone. A granted waiter deletes it before returning; any
+	// other end of the wait deletes it in the background, owner-checked.
+	// Not on SQLite: every write there waits for the one file lock, and
+	// with fifty waiters the intent writes tripled the time a contended
+	// lock took to serve them all (the holders' renewals and releases
+	// queue behind them).
+	wi := &waitIntent{c: c, name: name, owner: baton.NewOwnerID(), slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
+	defer wi.drop()
 	for attempt := 0; ; attempt++ {
 		woke, unwatch := c.hub().watch(name)
 		owner := baton.NewOwnerID()
 		ref := keeper.Ref{Key: name, Owner: owner, Aux: slot}
 		sent := time.Now()
-		actx, cancel := context.WithTimeout(ctx, c.o.TTL/3)
+		actx, cancel := context.WithTimeout(ctx, c.attemptTimeout())
 		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
 		tok, ok, err := c.st.acquire(actx, name, slot, kind, owner, ttl)
 		stop()
@@ -123,6 +136,7 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 				Key:    key,
 			}, ref, sent, fixed)
 			if herr == nil {
+				wi.remove(ctx)
 				return lease, nil
 			}
 			if cerr := c.checkOpen(); cerr != nil {
@@ -136,9 +150,12 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 			c.k.Abandon(ref)
 			if ctx.Err() == nil && c.contended(err) {
 				// The database answered "busy", it is not unreachable.
-				lastOK = sent
+				lastOK = time.Now() // busy until now: reached, not unreachable
 			}
 			switch {
+			case ctx.Err() != nil && !reached:
+				unwatch()
+				return nil, errf("%w: %w: the database was never reached (last attempt: %v)", ctx.Err(), baton.ErrUnavailable, err)
 			case ctx.Err() != nil:
 				unwatch()
 				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
@@ -153,11 +170,12 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 				return nil, errf("%w: %v", baton.ErrUnavailable, err)
 			}
 		} else {
-			lastOK = sent
+			lastOK, reached = sent, true
 			if !wait {
 				unwatch()
 				return nil, errf("%w", baton.ErrNotAcquired)
 			}
+			wi.refresh(ctx)
 		}
 		t := time.NewTimer(c.o.Backoff.Delay(attempt))
 		select {
@@ -179,13 +197,92 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 }
 
 // contended reports whether an attempt's error means the database is busy
-// rather than unreachable. Only SQLite can say so: it is embedded, so it
-// cannot be partitioned away, and an attempt that timed out or got
-// SQLITE_BUSY was waiting for the file's write lock behind other writers.
+// rather than unreachable. SQLite can say so: it is embedded, so it cannot
+// be partitioned away, and an attempt that timed out or got SQLITE_BUSY
+// was waiting for the file's write lock behind other writers. On MySQL a
+// deadlock victim was answered, so the server was reached.
 func (c *Client) contended(err error) bool {
+	msg := err.Error()
+	if c.q.d == fence.MySQL {
+		// InnoDB picked this transaction as a deadlock victim (two first
+		// attempts on a new name's guard row) and rolled it back.
+		return strings.Contains(msg, "Error 1213") || strings.Contains(msg, "Deadlock found")
+	}
 	if c.q.d != fence.SQLite {
 		return false
 	}
-	msg := err.Error()
 	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
+// waitIntent is a mutex waiter's intent row. It lives at a random slot
+// of the intent range (≥ intentSlotBase), written by one upsert without
+// the guard row: waiters of a mutex are not ordered, so nothing needs
+// serialising, and fifty waiters must not queue on one guard row just to
+// be seen. A release deletes it (see store.Release), so the range leaves
+// no tombstones behind.
+type waitIntent struct {
+	c       *Client
+	name    string
+	owner   string
+	slot    int64     // -1 while no row may exist
+	written time.Time // last write of the row
+	since   time.Time // the acquire began
+	off     bool      // no intent rows (SQLite)
+}
+
+// intentDelay is how long a mutex waiter waits before it writes its
+// intent row: TTL/4, at most a second. Most waits of a busy lock are
+// shorter, and a row that exists for a few milliseconds shows nobody
+// anything while it costs two writes.
+func (w *waitIntent) intentDelay() time.Duration { return min(w.c.o.TTL/4, time.Second) }
+
+// refresh writes the intent row once the wait has lasted intentDelay, or
+// refreshes it when a quarter of its TTL has passed since the last write: a released mutex wakes every
+// waiter of the process, and an extra write per waiter per wake-up would
+// double the load of a contended lock. It is only a display: an error
+// drops the row (under a new owner and slot next time) and is otherwise
+// ignored; the acquire loop reports the database's real trouble.
+func (w *waitIntent) refresh(ctx context.Context) {
+	switch {
+	case w.off, w.slot < 0 && time.Since(w.since) < w.intentDelay(),
+		w.slot >= 0 && time.Since(w.written) < w.c.o.TTL/4:
+		return
+	}
+	if w.slot < 0 {
+		w.slot = intentSlotBase + rand.Int64N(intentSlotBase)
+	}
+	w.written = time.Now()
+	actx, cancel := context.WithTimeout(ctx, w.c.o.TTL/3)
+	stop := context.AfterFunc(w.c.ctx, cancel)
+	_, err := w.c.db.ExecContext(actx, w.c.q.intentUpsert(), w.name, w.slot, kindMutexWait, w.owner, w.c.o.TTL.Microseconds())
+	stop()
+	cancel()
+	if err != nil {
+		w.drop()
+		w.owner = baton.NewOwnerID()
+	}
+}
+
+// remove deletes the intent row of a granted waiter on the waiter's own
+// goroutine (one round trip, bounded), so that a contended grant does not
+// make the client's pool open a second connection for a background
+// delete; on failure the delete goes to the background.
+func (w *waitIntent) remove(ctx context.Context) {
+	if w.slot < 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.o.TTL/4)
+	defer cancel()
+	ref := []keeper.Ref{{Key: w.name, Owner: w.owner, Aux: w.slot}}
+	if err := w.c.st.Release(dctx, ref); err == nil {
+		w.slot = -1
+	}
+}
+
+// drop deletes the intent row, if any, in the background (owner-checked).
+func (w *waitIntent) drop() {
+	if w.slot >= 0 {
+		w.c.k.Abandon(keeper.Ref{Key: w.name, Owner: w.owner, Aux: w.slot})
+	}
+	w.slot = -1
 }

@@ -54,8 +54,10 @@ type Options struct {
 	// background releases. The zero value uses baton's defaults.
 	Backoff baton.Backoff
 
-	// NoMigrate skips the schema creation New runs; call Migrate yourself
-	// (for example from a deployment step with DDL rights).
+	// NoMigrate skips the schema creation a client runs at its first use:
+	// it then never runs DDL, and only checks that the table exists with
+	// the columns it needs, failing with an error that says to run Migrate
+	// (for example from a deployment step with DDL rights) when not.
 	NoMigrate bool
 
 	// NoListen disables the PostgreSQL LISTEN connection; waiters then

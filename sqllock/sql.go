@@ -34,7 +34,9 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	token      bigint      NOT NULL DEFAULT 0,
 	expires_at timestamptz NOT NULL,
 	renewal    bigint      NOT NULL DEFAULT 0,
+	data       text        NOT NULL DEFAULT '',
 	PRIMARY KEY (name, slot))`,
+			`ALTER TABLE ` + s.locks + ` ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT ''`,
 			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq,
 		}
 	case fence.MySQL:
@@ -48,6 +50,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	token      BIGINT UNSIGNED NOT NULL DEFAULT 0,
 	expires_at DATETIME(6)     NOT NULL,
 	renewal    BIGINT          NOT NULL DEFAULT 0,
+	data       VARCHAR(1024)   NOT NULL DEFAULT '',
 	PRIMARY KEY (name, slot)) ENGINE=InnoDB`,
 			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
 	id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
@@ -66,6 +69,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	token      INTEGER NOT NULL DEFAULT 0,
 	expires_at INTEGER NOT NULL,
 	renewal    INTEGER NOT NULL DEFAULT 0,
+	data       TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (name, slot)) WITHOUT ROWID`,
 			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
 	id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL)`,
@@ -239,9 +243,11 @@ func (s *statements) release(n int) string {
 	return upd
 }
 
-// entries lists a name's owned rows. Parameter: name.
+// entries lists a name's owned rows but the waiters' intent rows that
+// expired (their waiter is gone). Parameter: name.
 func (s *statements) entries() string {
-	return `SELECT slot, kind, owner FROM ` + s.locks + ` WHERE name = ` + s.p(1) + ` AND owner <> '' ORDER BY slot`
+	return `SELECT slot, kind, owner FROM ` + s.locks + ` WHERE name = ` + s.p(1) + ` AND owner <> ''
+	AND (kind NOT IN ('mwait', 'rwait', 'wwait', 'swait', 'cwait') OR expires_at > ` + s.now + `) ORDER BY slot`
 }
 
 // prune deletes rows whose expiry is older than now minus the parameter
@@ -255,4 +261,89 @@ func (s *statements) prune() string {
 	default:
 		return `DELETE FROM ` + s.locks + ` WHERE expires_at < ` + s.now + ` - ?`
 	}
+}
+
+// The statements below serve the multi-row recipes (RWMutex, Semaphore,
+// Election); see recipe.go. They all run inside one transaction that
+// holds the name's guard row.
+
+// guard creates the guard row of a name (slot -1) if it is missing and
+// locks it until the transaction ends: a locking upsert, so that two
+// transactions on a new name cannot both miss the row. Its expires_at
+// records the last attempt, so that Prune leaves busy guards alone.
+// Parameter: name.
+func (s *statements) guard() string {
+	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (` + s.p(1) + `, -1, 'guard', '', 0, ` + s.now + `)`
+	if s.d == fence.MySQL {
+		return ins + ` ON DUPLICATE KEY UPDATE expires_at = UTC_TIMESTAMP(6)`
+	}
+	return ins + ` ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at`
+}
+
+// recipeRows reads the rows of a name from the mutex's slot 0 up, but not
+// the mutex waiters' intent range, with whether each is live on the
+// database clock (1) or not (0).
+// Parameter: name.
+func (s *statements) recipeRows() string {
+	return `SELECT slot, kind, owner, token, data, CASE WHEN expires_at > ` + s.now + ` THEN 1 ELSE 0 END
+FROM ` + s.locks + ` WHERE name = ` + s.p(1) + ` AND slot >= 0 AND slot < ` + strconv.Itoa(intentSlotBase) + ` ORDER BY slot`
+}
+
+// nextToken takes a token from the sequence (PostgreSQL).
+func (s *statements) nextToken() string { return `SELECT nextval('` + s.seq + `')` }
+
+// putRow overwrites the row at a slot the transaction found free or owns.
+// Parameters: kind, owner, token, data, ttl µs, name, slot.
+func (s *statements) putRow() string {
+	return `UPDATE ` + s.locks + ` SET kind = ` + s.p(1) + `, owner = ` + s.p(2) + `, token = ` + s.p(3) + `, data = ` + s.p(4) +
+		`, expires_at = ` + s.later(5) + ` WHERE name = ` + s.p(6) + ` AND slot = ` + s.p(7)
+}
+
+// newRow inserts a row at a slot the name does not have yet.
+// Parameters: name, slot, kind, owner, token, data, ttl µs.
+func (s *statements) newRow() string {
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, data, expires_at) VALUES (` +
+		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, ` + s.p(5) + `, ` + s.p(6) + `, ` + s.later(7) + `)`
+}
+
+// reap frees a row whose lease expired, owner-checked, so that a dead
+// holder's row neither blocks nor stays listed. Parameters: name, slot,
+// owner.
+func (s *statements) reap() string {
+	return `UPDATE ` + s.locks + ` SET owner = '' WHERE name = ` + s.p(1) + ` AND slot = ` + s.p(2) + ` AND owner = ` + s.p(3)
+}
+
+// probe reads nothing from the table but fails if it or one of the
+// columns this version needs is missing (Options.NoMigrate).
+func (s *statements) probe() string {
+	return `SELECT name, slot, kind, owner, token, expires_at, renewal, data FROM ` + s.locks + ` WHERE 1 = 0`
+}
+
+// intentSlotBase starts the slots of mutex waiters' intent rows, one at a
+// random slot each in [intentSlotBase, 2·intentSlotBase) — the INT
+// column's upper half. The multi-row recipes allocate slots from 1 up and
+// never read this range; store.Release deletes its rows instead of
+// leaving tombstones.
+const intentSlotBase = 1 << 30
+
+// intentUpsert writes or refreshes an intent row at its own slot, in one
+// statement; a row of another owner at that slot (a collision, or a
+// leftover) is left alone. Parameters: name, slot, kind, owner, ttl µs.
+func (s *statements) intentUpsert() string {
+	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (` +
+		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, 0, ` + s.later(5) + `)`
+	if s.d == fence.MySQL {
+		return ins + ` ON DUPLICATE KEY UPDATE expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`
+	}
+	return ins + ` ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at WHERE ` + s.locks + `.owner = excluded.owner`
+}
+
+// deleteRefs deletes n rows still owned by the given owners (intent rows
+// of the intent range). Parameters: the refs (PostgreSQL: three arrays).
+func (s *statements) deleteRefs(n int) string {
+	if s.d == fence.Postgres {
+		return `DELETE FROM ` + s.locks + ` AS l USING unnest($1::text[], $2::bigint[], $3::text[]) AS x(name, slot, owner)
+WHERE l.name = x.name AND l.slot = x.slot AND l.owner = x.owner`
+	}
+	return `DELETE FROM ` + s.locks + ` WHERE ` + s.refList(n, 1)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/baton-go/baton/fence"
@@ -114,6 +115,32 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 }
 
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
+	// Intent rows of mutex waiters are deleted: their random slots would
+	// otherwise pile up as tombstones. Nobody waits for them to go.
+	var intents []keeper.Ref
+	if slices.ContainsFunc(refs, func(r keeper.Ref) bool { return slotOf(r) >= intentSlotBase }) {
+		var rest []keeper.Ref // the keeper's slice is not ours to reorder
+		for _, r := range refs {
+			if slotOf(r) >= intentSlotBase {
+				intents = append(intents, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		refs = rest
+	}
+	if len(intents) > 0 {
+		var err error
+		if s.q.d == fence.Postgres {
+			names, slots, owners := refArrays(intents)
+			_, err = s.db.ExecContext(ctx, s.q.deleteRefs(len(intents)), names, slots, owners)
+		} else {
+			_, err = s.db.ExecContext(ctx, s.q.deleteRefs(len(intents)), refArgs(nil, intents)...)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if len(refs) == 0 {
 		return nil
 	}

@@ -1,0 +1,383 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/keeper"
+)
+
+// The multi-row recipes (RWMutex, Semaphore, Election) keep every row of
+// one name in the locks table at slots from 1 up: one row per holder
+// (kind "read", "write", "permit", "leader") and one per waiter (kind
+// "rwait", "wwait", "swait", "cwait": its intent). Slot -1 is the name's
+// guard row; slot 0 is the Mutex's row, which the recipes never write and
+// count as a foreign holder when it is live; slots from intentSlotBase up
+// are Mutex waiters' intent rows ("mwait"), which the recipes never read.
+//
+// An attempt is one short transaction: lock the guard row (a locking
+// upsert, so the first attempts on a new name serialise too), read the
+// name's rows with their liveness judged by the database clock, decide in
+// Go, then write one row: the grant, or the waiter's intent. A grant takes
+// its token from the sequence or counter while the guard is held, after
+// every earlier grant of the name committed, so tokens of a name strictly
+// increase across grants of every kind. Rows whose lease expired are
+// reaped (owner cleared) by the next attempt, so a dead holder neither
+// blocks nor stays listed.
+//
+// A waiter's intent row is refreshed (its expiry pushed a TTL ahead) by
+// each of its retries, which are at most TTL/4 apart, so it lasts as long
+// as the waiter does and expires by itself if the waiter dies. Its token
+// column holds a ticket taken from the same sequence when the intent was
+// first written: waiters that compete for the same thing are served in
+// ticket order. A granted waiter turns its intent row into the grant (same
+// slot, same owner); a waiter that gives up releases it, owner-checked,
+// through the keeper, like any lease. Intent rows make waiters visible
+// (Entries, baton inspect) and let a waiting writer hold readers back.
+
+// Row kinds of the multi-row recipes.
+const (
+	kindRead       = "read"
+	kindWrite      = "write"
+	kindPermit     = "permit"
+	kindLeader     = "leader"
+	kindReadWait   = "rwait"
+	kindWriteWait  = "wwait"
+	kindPermitWait = "swait"
+	kindCandidate  = "cwait"
+	kindMutexWait  = "mwait"
+)
+
+// recipeRow is one row of a name as an attempt reads it.
+type recipeRow struct {
+	slot  int64
+	kind  string
+	owner string
+	token uint64
+	data  string
+	live  bool // owned and unexpired on the database clock
+}
+
+// recipe describes one multi-row recipe to the shared acquire loop.
+type recipe struct {
+	name     string
+	what     string // in messages: "read lock", "semaphore", …
+	key      any    // reentrancy key; nil: not reentrant
+	kind     string // kind of a granted row
+	waitKind string // kind of a waiter's intent row
+	data     string // stored with both
+	// grant decides from the live rows of other owners, and the caller's
+	// ticket (0 while it has no intent row), whether to grant now.
+	grant func(others []recipeRow, ticket uint64) bool
+	// refused, if set, sees the live rows of other owners after an
+	// attempt that did not grant (the semaphore checks their N).
+	refused func(others []recipeRow)
+}
+
+// intent is a waiter's own row across attempts.
+type intent struct {
+	slot   int64 // -1: none
+	ticket uint64
+}
+
+// attemptResult is what one attempt did.
+type attemptResult struct {
+	granted bool
+	token   uint64
+	slot    int64 // the slot the attempt wrote or was writing; -1: none
+	others  []recipeRow
+}
+
+// acquireRecipe is acquire's loop for the multi-row recipes: attempt, and
+// while refused (wait) keep an intent row and sleep until a wake-up or the
+// next backoff step.
+func (c *Client) acquireRecipe(ctx context.Context, r *recipe, wait bool) (*baton.Lease, error) {
+	if l, err := baton.Reenter(ctx, r.key); l != nil || err != nil {
+		return l, err
+	}
+	errf := func(format string, args ...any) error {
+		return fmt.Errorf("sqllock: %s %q: "+format, append([]any{r.what, r.name}, args...)...)
+	}
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errf("%w", err)
+	}
+	if err := c.ensureSchema(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, errf("%w: %w", ctx.Err(), err)
+		}
+		return nil, errf("%w: %w", baton.ErrUnavailable, err)
+	}
+	sessionBound := c.o.TTL - c.k.DriftMargin()
+	lastOK := time.Now()
+	reached := false // some attempt got the database's answer
+	owner := baton.NewOwnerID()
+	mine := intent{slot: -1}
+	// drop releases (owner-checked, in the background) the intent row and
+	// whatever an attempt with an unknown outcome may have written.
+	drop := func(slots ...int64) {
+		for _, s := range append(slots, mine.slot) {
+			if s >= 0 {
+				c.k.Abandon(keeper.Ref{Key: r.name, Owner: owner, Aux: s})
+			}
+		}
+		mine = intent{slot: -1}
+	}
+	for attempt := 0; ; attempt++ {
+		woke, unwatch := c.hub().watch(r.name)
+		sent := time.Now()
+		actx, cancel := context.WithTimeout(ctx, c.attemptTimeout())
+		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
+		res, err := c.st.attemptRecipe(actx, r, owner, &mine, wait)
+		stop()
+		cancel()
+		if err == nil && res.granted {
+			unwatch()
+			lease, herr := c.k.Hold(ctx, baton.Grant{
+				Name:   r.name,
+				Engine: c.engine,
+				Token:  res.token + c.o.TokenFloor,
+				Owner:  owner,
+				Key:    r.key,
+			}, keeper.Ref{Key: r.name, Owner: owner, Aux: res.slot}, sent, 0)
+			if herr == nil {
+				return lease, nil
+			}
+			mine.slot = -1 // Hold queued the release of the row
+			if cerr := c.checkOpen(); cerr != nil {
+				return nil, cerr
+			}
+			err = herr
+			res.slot = -1
+		}
+		if err != nil {
+			// The outcome is unknown: free what the attempt may have
+			// written, and go on under a new owner.
+			drop(res.slot)
+			owner = baton.NewOwnerID()
+			if ctx.Err() == nil && c.contended(err) {
+				lastOK = time.Now() // busy until now: reached, not unreachable
+			}
+			switch {
+			case ctx.Err() != nil && !reached:
+				unwatch()
+				return nil, errf("%w: %w: the database was never reached (last attempt: %v)", ctx.Err(), baton.ErrUnavailable, err)
+			case ctx.Err() != nil:
+				unwatch()
+				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
+			case c.checkOpen() != nil:
+				unwatch()
+				return nil, c.checkOpen()
+			case time.Since(lastOK) >= sessionBound:
+				unwatch()
+				return nil, errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
+			case !wait:
+				unwatch()
+				return nil, errf("%w: %v", baton.ErrUnavailable, err)
+			}
+		} else {
+			lastOK, reached = sent, true
+			if r.refused != nil {
+				r.refused(res.others)
+			}
+			if !wait {
+				unwatch()
+				return nil, errf("%w", baton.ErrNotAcquired)
+			}
+		}
+		t := time.NewTimer(c.o.Backoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			unwatch()
+			drop()
+			return nil, errf("%w", ctx.Err())
+		case <-c.closing:
+			t.Stop()
+			unwatch()
+			drop()
+			return nil, c.checkOpen()
+		case <-woke:
+			attempt = -1 // a release: start the backoff over
+		case <-t.C:
+		}
+		t.Stop()
+		unwatch()
+	}
+}
+
+// attemptRecipe makes one attempt of r for owner in one transaction (see
+// the comment at the top of this file). mine is the caller's intent row,
+// updated from what the attempt found and wrote. With wait false a refused
+// attempt writes no intent row. On an error, res.slot is the slot the
+// attempt may have written.
+func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine *intent, wait bool) (res attemptResult, err error) {
+	res.slot = -1
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return res, err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
+	if s.q.d == fence.Postgres {
+		// A client cut off between two statements of this transaction
+		// would keep the guard row locked until the server noticed the
+		// dead connection (TCP keepalive: hours), stalling the name: let
+		// the server end such a session after the attempt's own bound.
+		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
+		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+			return res, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q.guard(), r.name); err != nil {
+		return res, err
+	}
+	all, err := s.readRecipeRows(ctx, tx, r.name)
+	if err != nil {
+		return res, err
+	}
+	var (
+		others  []recipeRow
+		reap    []recipeRow
+		own     *recipeRow
+		free    = int64(-1) // lowest slot ≥ 1 nobody owns
+		maxSlot int64
+		exists  = map[int64]bool{}
+	)
+	for i := range all {
+		row := &all[i]
+		exists[row.slot] = true
+		maxSlot = max(maxSlot, row.slot)
+		switch {
+		case row.owner == owner:
+			own = row
+		case row.live:
+			others = append(others, *row)
+		case row.slot >= 1:
+			if row.owner != "" {
+				reap = append(reap, *row)
+			}
+			if free < 0 {
+				free = row.slot
+			}
+		}
+	}
+	mine.slot, mine.ticket = -1, 0
+	if own != nil {
+		mine.slot, mine.ticket = own.slot, own.token
+	}
+	granted := r.grant(others, mine.ticket)
+	for _, row := range reap {
+		if _, err := tx.ExecContext(ctx, s.q.reap(), r.name, row.slot, row.owner); err != nil {
+			return res, err
+		}
+	}
+	if !granted && !wait {
+		res.others = others
+		return res, commit(tx)
+	}
+	tok := mine.ticket
+	if granted || mine.slot < 0 {
+		if tok, err = s.nextToken(ctx, tx); err != nil {
+			return res, err
+		}
+	}
+	slot := mine.slot
+	if slot < 0 {
+		slot = free
+		if slot < 0 {
+			slot = maxSlot + 1
+		}
+	}
+	kind := r.waitKind
+	if granted {
+		kind = r.kind
+	}
+	res.slot = slot // from here on, an error may leave the row written
+	ttl := s.c.o.TTL.Microseconds()
+	if exists[slot] {
+		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
+	} else {
+		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := commit(tx); err != nil {
+		return res, err
+	}
+	if granted {
+		res.granted, res.token = true, tok
+		mine.slot, mine.ticket = -1, 0 // the intent row is the grant now
+	} else {
+		res.others = others
+		mine.slot, mine.ticket = slot, tok
+	}
+	return res, nil
+}
+
+func commit(tx *sql.Tx) error {
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readRecipeRows reads the rows of name at slots ≥ 0, liveness judged by
+// the database clock.
+func (s *store) readRecipeRows(ctx context.Context, q querier, name string) ([]recipeRow, error) {
+	rows, err := q.QueryContext(ctx, s.q.recipeRows(), name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []recipeRow
+	for rows.Next() {
+		var (
+			r         recipeRow
+			tok, live int64
+		)
+		if err := rows.Scan(&r.slot, &r.kind, &r.owner, &tok, &r.data, &live); err != nil {
+			return nil, err
+		}
+		r.token = uint64(tok)
+		r.live = live != 0 && r.owner != ""
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// nextToken advances the token source by one inside tx.
+func (s *store) nextToken(ctx context.Context, tx *sql.Tx) (uint64, error) {
+	var tok int64
+	switch s.q.d {
+	case fence.Postgres:
+		if err := tx.QueryRowContext(ctx, s.q.nextToken()).Scan(&tok); err != nil {
+			return 0, err
+		}
+	case fence.MySQL:
+		res, err := tx.ExecContext(ctx, s.q.txBump())
+		if err != nil {
+			return 0, err
+		}
+		if tok, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+	default:
+		if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
+			return 0, err
+		}
+	}
+	return uint64(tok), nil
+}
