@@ -14,6 +14,8 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/redislock"
+	"github.com/baton-go/baton/redlock"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -34,8 +36,13 @@ type backend struct {
 	// rows serves inspect on the SQL engine instead of inspector: a row
 	// per holder with its deadline on the database clock (waiters hold no
 	// row). clean does not apply there.
-	rows  func(ctx context.Context, name string) ([]sqlRow, error)
-	close func()
+	rows func(ctx context.Context, name string) ([]sqlRow, error)
+	// redis serves inspect on the Redis engine: holders and waiting
+	// intents with their time left on the server's clock.
+	redis func(ctx context.Context, name string) (redislock.Inspection, error)
+	// redlock serves inspect on the Redlock engine: what each node holds.
+	redlock func(ctx context.Context, name string) ([]redlock.NodeEntry, error)
+	close   func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
@@ -84,10 +91,10 @@ var secretParam = regexp.MustCompile(`(?i)([?&](?:ssl)?(?:password|passwd|pass)=
 func redactQuery(raw string) string { return secretParam.ReplaceAllString(raw, "${1}***") }
 
 // knownSchemes lists the backends of this release, for messages.
-const knownSchemes = "zk://, etcd://, etcds://, postgres://, mysql://, sqlite://"
+const knownSchemes = "zk://, etcd://, etcds://, postgres://, mysql://, sqlite://, redis://, rediss://, redlock://"
 
 // knownLater are schemes whose engines arrive in a later release.
-var knownLater = map[string]bool{"redis": true, "rediss": true, "redlock": true}
+var knownLater = map[string]bool{}
 
 // openBackend connects to the engine named by cfg.backend within
 // cfg.connectTimeout (bounded also by ctx). Errors are classified by
@@ -104,6 +111,10 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 		return openEtcd(ctx, cfg, u, name)
 	case "postgres", "postgresql", "mysql", "sqlite":
 		return openSQL(ctx, cfg, u)
+	case "redis", "rediss":
+		return openRedis(ctx, cfg, u)
+	case "redlock":
+		return openRedlock(ctx, cfg, u)
 	}
 	return nil, parseBackend(cfg.backend)
 }
@@ -126,6 +137,14 @@ func parseBackend(raw string) error {
 		}
 	case "postgres", "postgresql", "mysql", "sqlite":
 		if _, err := parseSQL(u, defaultConnectTimeout); err != nil {
+			return err
+		}
+	case "redis", "rediss":
+		if _, err := parseRedis(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout}); err != nil {
+			return err
+		}
+	case "redlock":
+		if _, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout}); err != nil {
 			return err
 		}
 	default:

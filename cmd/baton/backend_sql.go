@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -239,7 +241,9 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error)
 		_ = db.Close()
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
 	}
-	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl})
+	// The schema is created below (not by a read-only command): the
+	// client itself only checks it, at its first use.
+	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl, NoMigrate: true})
 	if err != nil {
 		_ = db.Close()
 		return nil, err
@@ -251,39 +255,40 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error)
 			return nil, fmt.Errorf("create the schema on %s: %w", u.redacted, sqlErr(u.scrub(err)))
 		}
 	}
-	engine := t.engine
 	return &backend{
-		engine: engine,
-		locker: func(name string, mode lockMode, _ int) (baton.Locker, error) {
-			if mode != modeMutex {
-				return nil, sqlUnsupported("run", mode, engine)
+		engine: t.engine,
+		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
+			switch mode {
+			case modeRead:
+				rw, err := c.RWMutex(name)
+				if err != nil {
+					return nil, err
+				}
+				return rw.RLocker(), nil
+			case modeWrite:
+				return c.RWMutex(name)
+			case modeShared:
+				s, err := c.Semaphore(name, permits)
+				if err != nil {
+					return nil, err
+				}
+				s.OnDisagreement(func(d sqllock.Disagreement) { note("%v", d) })
+				return s, nil
 			}
 			return c.Mutex(name)
 		},
-		election: func(string) (baton.Elector, error) { return nil, sqlUnsupported("elect", modeMutex, engine) },
+		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		rows:     func(ctx context.Context, name string) ([]sqlRow, error) { return sqlRows(ctx, db, c, name) },
 		close:    closeAll,
 	}, nil
 }
 
-// sqlUnsupported is the usage error for what the SQL engine lacks so far
-// (sqllock has only the mutex).
-func sqlUnsupported(cmd string, mode lockMode, engine string) error {
-	what := "elections are"
-	switch {
-	case cmd == "clean":
-		return usagef("clean: not applicable to the SQL engine (%s): it leaves no residue to remove. "+
-			"A released row keeps only its token; an expired one is free to the next acquire by the database clock; "+
-			"run baton inspect to see the holder and its deadline", engine)
-	case mode == modeRead:
-		what = "--read (a read/write lock) is"
-	case mode == modeWrite:
-		what = "--write (a read/write lock) is"
-	case mode == modeShared:
-		what = "--shared (a semaphore) is"
-	}
-	return usagef("%s: %s not supported by the SQL engine (%s) yet: it has the mutex (plain baton run) only; "+
-		"pass --backend zk://… or etcd://… for read/write locks, semaphores and elections", cmd, what, engine)
+// sqlUnsupported is the usage error for a command that does not apply to
+// the SQL engine (clean).
+func sqlUnsupported(cmd string, engine string) error {
+	return usagef("%s: not applicable to the SQL engine (%s): it leaves no residue to remove. "+
+		"A released row keeps only its token; an expired one is free to the next acquire by the database clock; "+
+		"run baton inspect to see the holders, the waiters and their deadlines", cmd, engine)
 }
 
 // pingSQL pings until it works, the database refuses the credentials, or
@@ -407,6 +412,20 @@ FROM ` + t + ` WHERE name = ? AND owner <> '' ORDER BY slot`
 	if err := rows.Err(); err != nil {
 		return nil, sqlErr(err)
 	}
+	// Holders first (by slot), then waiters in the order they are served
+	// (by ticket, which their token column holds).
+	slices.SortStableFunc(out, func(a, b sqlRow) int {
+		wa, wb := sqlWaiting(a.kind), sqlWaiting(b.kind)
+		switch {
+		case wa != wb && wa:
+			return 1
+		case wa != wb:
+			return -1
+		case wa:
+			return cmp.Compare(a.token, b.token)
+		}
+		return 0
+	})
 	return out, nil
 }
 

@@ -74,7 +74,14 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 		return nil, err
 	}
 	if cmd == "clean" && sqlEngine(schemeOf(cfg.backend)) != "" {
-		return nil, sqlUnsupported(cmd, modeMutex, sqlEngine(schemeOf(cfg.backend)))
+		return nil, sqlUnsupported(cmd, sqlEngine(schemeOf(cfg.backend)))
+	}
+	if cmd == "clean" && isRedisScheme(schemeOf(cfg.backend)) {
+		return nil, usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
+			"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
+	}
+	if cmd == "clean" && isRedlockScheme(schemeOf(cfg.backend)) {
+		return nil, redlockNoClean()
 	}
 	cfg.readOnly = cmd == "inspect"
 	return cfg, nil
@@ -162,6 +169,12 @@ func inspectMain(args []string) int {
 	defer a.close()
 	if a.b.rows != nil {
 		return inspectSQL(a, os.Stdout)
+	}
+	if a.b.redis != nil {
+		return inspectRedis(a, os.Stdout)
+	}
+	if a.b.redlock != nil {
+		return inspectRedlock(a, os.Stdout)
 	}
 	q, err := a.inspect()
 	if err != nil {
@@ -310,8 +323,10 @@ func writeJSON(w io.Writer, v any) error {
 
 // inspectSQL is inspect on the SQL engine. A SQL lock is a row per
 // holder: its owner (the grant's random identity), token and deadline on
-// the database clock. Waiters hold no row — they retry with backoff, or
-// are woken by LISTEN/NOTIFY on PostgreSQL — so no one can list them.
+// the database clock. Waiters keep an intent row that their retries
+// refresh (RW locks, semaphores, elections on every engine; mutexes on
+// PostgreSQL and MySQL): they are listed after the holders, in the order
+// they are served (their ticket, shown as the token), as "waiting".
 func inspectSQL(a *adminSession, w io.Writer) int {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
@@ -322,7 +337,7 @@ func inspectSQL(a *adminSession, w io.Writer) int {
 	out := make([]entryJSON, 0, len(rows))
 	for i, r := range rows {
 		e := entryJSON{
-			Position: i, Entry: fmt.Sprintf("%d/%s/%s", r.slot, r.kind, r.owner), Kind: r.kind, Marker: r.kind,
+			Position: i, Entry: fmt.Sprintf("%d/%s/%s", r.slot, r.kind, r.owner), Kind: sqlKind(r.kind), Marker: r.kind,
 			Session: r.owner, State: "holder", Holder: true,
 		}
 		if r.token != 0 {
@@ -331,7 +346,13 @@ func inspectSQL(a *adminSession, w io.Writer) int {
 		}
 		exp, left := r.expiresAt, r.left.Milliseconds()
 		e.ExpiresAt, e.LeaseLeftMS = &exp, &left
-		if r.left <= 0 {
+		switch {
+		case sqlWaiting(r.kind) && r.left <= 0:
+			e.State, e.Holder = "expired", false
+			e.Note = "waiter gone: its intent row was not refreshed"
+		case sqlWaiting(r.kind):
+			e.State, e.Holder = "waiting", false
+		case r.left <= 0:
 			e.State, e.Holder = "expired", false
 			e.Note = "lease expired on the database clock: free to the next acquire"
 		}
@@ -356,10 +377,30 @@ func inspectSQL(a *adminSession, w io.Writer) int {
 	if len(out) == 0 {
 		note("%q has no holder on %s", a.name, a.b.engine)
 	}
-	how := "retry with backoff"
-	if a.b.engine == "postgres" {
-		how = "retry when LISTEN/NOTIFY reports a release, else with backoff"
+	if a.b.engine == "sqlite" {
+		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
 	}
-	note("waiters hold no row on the SQL engine (they %s), so they are not listed", how)
 	return exitOK
+}
+
+// sqlWaiting reports whether a row kind is a waiter's intent (sqllock's
+// "mwait", "rwait", "wwait", "swait", "cwait").
+func sqlWaiting(kind string) bool { return len(kind) > 4 && kind[len(kind)-4:] == "wait" }
+
+// sqlKind names a row kind as inspect shows it: a waiter's intent by what
+// it waits for ("wwait" is a waiting "write"), as on the queue engines.
+func sqlKind(kind string) string {
+	switch kind {
+	case "mwait":
+		return "mutex"
+	case "rwait":
+		return "read"
+	case "wwait":
+		return "write"
+	case "swait":
+		return "permit"
+	case "cwait":
+		return "leader"
+	}
+	return kind
 }

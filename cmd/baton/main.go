@@ -64,11 +64,17 @@ Flags:
                          the embedded default: sqlite:// on the file locks.db in
                          $XDG_STATE_HOME/baton (else ~/.local/state/baton,
                          created 0700), so runs on one host exclude each other
-                         with zero setup. redis, rediss and redlock URLs arrive
-                         with their engines (exit 64 until then).
+                         with zero setup. redis://[user:pass@]h:6379[/db] and
+                         rediss://… (TLS): a Redis primary.
+                         redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?tls=true]:
+                         Redlock on >= 3 independent servers, listed in the same
+                         order by every client (mutex only; prefix= sets the
+                         key prefix).
   --ttl D                session timeout (ZooKeeper; the server may clamp it),
                          lease TTL (etcd; rounded up to whole seconds) or the
-                         renewed lease of the row (SQL; >= 300ms). Default 15s.
+                         renewed lease of the row or key (SQL, Redis, Redlock;
+                         >= 300ms).
+                         Default 15s.
   --wait D               give up after D if the lock stays taken (exit 75);
                          0 makes one attempt; absent waits forever.
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
@@ -83,20 +89,25 @@ Flags:
                          every client of NAME must use the same N).
                          --read, --write and --shared exclude each other. A mutex,
                          a read/write lock and a semaphore are different objects:
-                         give them different NAMEs. The SQL engine has the mutex
-                         only so far: --read, --write and --shared exit 64 there.
+                         give them different NAMEs.
 Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
-(the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql or
-sqlite); BATON_BACKEND is inherited, so a nested baton run works. etcd
-credentials: user:pass@ in the URL or BATON_ETCD_USER / BATON_ETCD_PASSWORD;
+(the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql,
+sqlite, redis or redlock); BATON_BACKEND is inherited, so a nested baton run
+works. etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
+BATON_ETCD_PASSWORD;
 TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
 credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
 else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
 MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
 preferred (MySQL). baton always sets parseTime and interpolateParams on
 MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
+Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
+BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:
+BATON_REDIS_CACERT, BATON_REDIS_CERT, BATON_REDIS_KEY. Redlock uses the same
+credentials and TLS files on every node; --read, --write, --shared and
+baton elect exit 64 on it (Redlock has only the mutex).
 Credentials are never printed.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
@@ -109,8 +120,7 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
-      missing COMMAND, --read/--write/--shared combined, --shared < 1,
-      a recipe the engine lacks (--read/--write/--shared/elect on SQL)
+      missing COMMAND, --read/--write/--shared combined, --shared < 1
   69  backend unreachable (at start, or the session died while waiting)
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
@@ -138,9 +148,9 @@ long), COMMAND gets SIGTERM, SIGKILL after --grace, and baton exits 76, as
 baton run does: a new leader may already be running by then.
 
 Flags and exit codes are those of baton run (see baton help run), without
---read, --write and --shared. The SQL engine has no elections yet: elect
-exits 64 on postgres://, mysql:// and sqlite:// (and on the embedded
-default); use zk:// or etcd://. --wait bounds the campaign (75 when it runs
+--read, --write and --shared. On SQL (postgres://, mysql://, sqlite:// and
+the embedded default) candidates wait in the order they came and the epoch
+is the token of the leader's row. --wait bounds the campaign (75 when it runs
 out); --wait 0 exits 75 at once when the election has a leader.
 `
 
@@ -164,9 +174,23 @@ SQL (postgres://, mysql://, sqlite://, and the embedded default): a lock
 is a row per holder; inspect shows its owner (the grant's random
 identity), token, lease deadline on the database clock and the time left
 before it (state "expired" once it passed: the row is free to the next
-acquire). Waiters hold no row — they retry, woken by LISTEN/NOTIFY on
-PostgreSQL — so they are not listed. inspect only reads: it does not
-create the schema (a database never locked on shows nothing).
+acquire). Waiters are listed after the holders, in the order they will be
+served (state "waiting"), from the intent rows their retries refresh; one
+expires a TTL after its client gave up. On SQLite, mutex waiters keep no
+row and are not listed. inspect only reads: it does not create the schema
+(a database never locked on shows nothing).
+
+Redis (redis://, rediss://): inspect shows every holder of NAME (mutex,
+read, write, permit, leader) with its owner, token and time left on the
+server's clock, and the waiting intents that waiting clients refresh at
+every attempt (state "waiting"; one expires a TTL after its client gave
+up). JSON adds lease_left_ms.
+
+Redlock (redlock://): one row per node: holder or free (or unreachable),
+owner, the grant's quorum token (BATON_TOKEN; "?" on a node that granted
+after the majority was reached, where it is not written back), the token
+the node minted, time left on the node's clock, and the node's counter. A
+majority of the nodes must answer (else 69).
 
 Flags:
   --backend URL          as for baton run (default $BATON_BACKEND, else the
@@ -199,7 +223,8 @@ A live holder can only be released by force, one exact entry at a time:
                                                    delete ENTRY
 ENTRY is the entry exactly as baton inspect prints it.
 
-clean does not apply to the SQL engine (exit 64): it leaves no residue. A
+clean does not apply to the SQL, Redis or Redlock engines (exit 64): their keys
+and rows expire by themselves. A
 release clears the row's owner, and a row whose lease expired on the
 database clock is free to the next acquire; baton inspect shows both. The holder is not
 told: its session lives on and it keeps writing until its resource rejects

@@ -111,8 +111,22 @@ func TestSQL(t *testing.T) {
 				*q[0].LeaseLeftMS <= 0 || *q[0].LeaseLeftMS > 3000 {
 				t.Errorf("inspect = %s, want one holder with token %d and 0 < lease_left_ms ≤ 3000", r.stdout, tok)
 			}
-			if !strings.Contains(r.stderr, "not listed") {
-				t.Errorf("inspect stderr does not say that waiters are not listed:\n%s", r.stderr)
+			if e.name == "sqlite" && !strings.Contains(r.stderr, "not listed") {
+				t.Errorf("inspect stderr does not say that SQLite's mutex waiters are not listed:\n%s", r.stderr)
+			}
+			if e.name != "sqlite" {
+				// A waiting run is listed after the holder.
+				wt := startBaton(t, nil, "run", "--backend", url, "--wait", "20s", name, "--", "true")
+				q := waitQueue(t, url, name, 2)
+				if len(q) != 2 || !q[0].Holder || q[1].Holder || q[1].State != "waiting" || q[1].Kind != "mutex" {
+					t.Errorf("inspect with a waiter = %+v, want [holder, mutex waiting]", q)
+				}
+				stopHolder(t, holder)
+				if r := wt.wait(t, 15*time.Second); r.code != 0 {
+					t.Errorf("waiting run after the holder left: exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+				}
+				holder = startBaton(t, nil, "run", "--backend", url, "--ttl", "3", name, "--", "sh", "-c", markScript(mark+"2"))
+				_, tok = readMark(t, mark+"2")
 			}
 
 			stopHolder(t, holder)
@@ -249,5 +263,127 @@ func TestSQLLoss(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "lost") {
 		t.Errorf("stderr does not report the loss:\n%s", r.stderr)
+	}
+}
+
+// TestSQLReadWrite: on each SQL engine two --write runs exclude each
+// other, --read is refused under a writer, and inspect lists the writer
+// and, in the order they will be served, a waiting reader and a waiting
+// writer; when the writer leaves, the reader runs before the second
+// writer. Two --read runs then hold at once.
+func TestSQLReadWrite(t *testing.T) {
+	for _, e := range sqlEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			url, name, dir := e.url(t), lockName(t), t.TempDir()
+			mark := filepath.Join(dir, "writing")
+			w := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--write", name, "--", "sh", "-c", holdScript(mark, 0))
+			waitFile(t, mark, 15*time.Second)
+			for _, side := range []string{"--write", "--read"} {
+				if r := runBaton(t, nil, "run", "--backend", url, side, "--wait", "0", name, "--", "true"); r.code != 75 {
+					t.Errorf("run %s --wait 0 under a writer: exit = %d, want 75; stderr:\n%s", side, r.code, r.stderr)
+				}
+			}
+			// The reader records when it ran; the second writer fails if
+			// the reader has not run before it.
+			read := filepath.Join(dir, "read")
+			rd := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--read", name, "--", "touch", read)
+			waitQueue(t, url, name, 2)
+			w2 := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--write", name, "--", "test", "-e", read)
+			q := waitQueue(t, url, name, 3)
+			if len(q) != 3 || q[0].Kind != "write" || !q[0].Holder || q[0].State != "holder" ||
+				q[1].Kind != "read" || q[1].Holder || q[1].State != "waiting" ||
+				q[2].Kind != "write" || q[2].Holder || q[2].State != "waiting" {
+				t.Errorf("inspect = %+v, want [write holder, read waiting, write waiting]", q)
+			}
+			if _, err := os.Stat(read); err == nil {
+				t.Errorf("the reader ran while the writer held")
+			}
+			stopHolder(t, w)
+			if r := rd.wait(t, 15*time.Second); r.code != 0 {
+				t.Errorf("waiting reader after the writer left: exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+			}
+			if r := w2.wait(t, 15*time.Second); r.code != 0 {
+				t.Errorf("second writer: exit = %d, want 0 (1: it ran before the reader queued ahead of it); stderr:\n%s", r.code, r.stderr)
+			}
+
+			script := func(me, other string) string {
+				return fmt.Sprintf(`touch %q; i=0; while [ ! -e %q ]; do sleep 0.05; i=$((i+1)); [ $i -gt 200 ] && exit 9; done; exit 0`,
+					filepath.Join(dir, me), filepath.Join(dir, other))
+			}
+			a := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--read", name, "--", "sh", "-c", script("a", "b"))
+			b := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--read", name, "--", "sh", "-c", script("b", "a"))
+			for _, p := range []*proc{a, b} {
+				if r := p.wait(t, 20*time.Second); r.code != 0 {
+					t.Errorf("run --read exit = %d, want 0 (9: the readers never held at once); stderr:\n%s", r.code, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestSQLShared: on each SQL engine --shared 2 lets two holders in, the
+// third gets 75 with --wait 0 and the permit once a holder leaves.
+func TestSQLShared(t *testing.T) {
+	for _, e := range sqlEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			url, name, dir := e.url(t), lockName(t), t.TempDir()
+			var holders []*proc
+			for i := range 2 {
+				mark := filepath.Join(dir, strconv.Itoa(i))
+				holders = append(holders, startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--shared", "2", name, "--", "sh", "-c", holdScript(mark, 0)))
+				waitFile(t, mark, 15*time.Second)
+			}
+			if r := runBaton(t, nil, "run", "--backend", url, "--shared", "2", "--wait", "0", name, "--", "true"); r.code != 75 {
+				t.Errorf("third run --shared 2 --wait 0: exit = %d, want 75; stderr:\n%s", r.code, r.stderr)
+			}
+			q := inspect(t, url, name)
+			if len(q) != 2 || q[0].Kind != "permit" || !q[0].Holder || q[1].Kind != "permit" || !q[1].Holder || q[0].Session == q[1].Session {
+				t.Errorf("inspect = %+v, want two permit holders", q)
+			}
+			stopHolder(t, holders[0])
+			if r := runBaton(t, nil, "run", "--backend", url, "--shared", "2", "--wait", "0", name, "--", "true"); r.code != 0 {
+				t.Errorf("run --shared 2 --wait 0 after a permit came back: exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+			}
+			stopHolder(t, holders[1])
+		})
+	}
+}
+
+// TestSQLElect: on each SQL engine one `baton elect` leads with
+// BATON_EPOCH, a second waits (inspect: leader, then a waiting
+// candidate), elect --wait 0 exits 75, and when the leader leaves the
+// second leads with a larger epoch.
+func TestSQLElect(t *testing.T) {
+	for _, e := range sqlEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			url, name, dir := e.url(t), lockName(t), t.TempDir()
+			fa, fb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			a := startBaton(t, nil, "elect", "--backend", url, "--ttl", "3", name, "--", "sh", "-c", epochScript(fa))
+			waitFile(t, fa, 15*time.Second)
+			b := startBaton(t, nil, "elect", "--backend", url, "--ttl", "3", name, "--", "sh", "-c", epochScript(fb))
+			q := waitQueue(t, url, name, 2)
+			if len(q) != 2 || q[0].Kind != "leader" || !q[0].Holder || q[1].Holder || q[1].State != "waiting" {
+				t.Errorf("inspect of the election = %+v, want the first leading and the second waiting", q)
+			}
+			if r := runBaton(t, nil, "elect", "--backend", url, "--wait", "0", name, "--", "true"); r.code != 75 {
+				t.Errorf("elect --wait 0 with a leader: exit = %d, want 75; stderr:\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(fb); err == nil {
+				t.Fatalf("the second candidate ran while the first led")
+			}
+			stopHolder(t, a)
+			waitFile(t, fb, 15*time.Second)
+			ea, eb := readEpoch(t, fa), readEpoch(t, fb)
+			if eb <= ea {
+				t.Errorf("epochs: first leader %d, second %d; want the second larger", ea, eb)
+			}
+			stopHolder(t, b)
+			if r := runBaton(t, nil, "elect", "--backend", url, "--wait", "0", name, "--", "sh", "-c", "exit 3"); r.code != 3 {
+				t.Errorf("elect --wait 0 after the leaders left, COMMAND exit 3: exit = %d, want 3; stderr:\n%s", r.code, r.stderr)
+			}
+		})
 	}
 }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/redislock"
+)
+
+// isRedisScheme reports the schemes of the Redis single-primary engine.
+func isRedisScheme(scheme string) bool { return scheme == "redis" || scheme == "rediss" }
+
+// parseRedis checks a redis:// or rediss:// URL offline and returns the
+// go-redis options: redis://[user:pass@]host:port[/db][?dial_timeout=…].
+// Credentials missing from the URL come from BATON_REDIS_USERNAME /
+// BATON_REDIS_PASSWORD; rediss:// uses TLS with BATON_REDIS_CACERT (else
+// the system roots) and the optional client pair BATON_REDIS_CERT/_KEY.
+func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
+	o, err := redis.ParseURL(u.orig)
+	if err != nil {
+		return nil, usagef("backend %s: %v", u.redacted, u.scrub(err))
+	}
+	if !u.hasUser {
+		o.Username, o.Password = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
+	}
+	if o.TLSConfig != nil {
+		if err := redisTLS(o.TLSConfig); err != nil {
+			return nil, err
+		}
+	}
+	o.DialTimeout = cfg.connectTimeout
+	// baton retries acquires itself and bounds every call by its own
+	// deadlines; a resent script could take a second permit.
+	o.MaxRetries = -1
+	o.ContextTimeoutEnabled = true // deadlines cut blocked reads: no goroutine per call
+	o.ReadTimeout = max(cfg.ttl/3, 100*time.Millisecond)
+	o.WriteTimeout = o.ReadTimeout
+	o.ClientName = "baton"
+	return o, nil
+}
+
+// redisTLS completes go-redis' TLS config from the environment.
+func redisTLS(tc *tls.Config) error {
+	tc.MinVersion = tls.VersionTLS12
+	if ca := os.Getenv("BATON_REDIS_CACERT"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return usagef("BATON_REDIS_CACERT: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return usagef("BATON_REDIS_CACERT %s: no PEM certificates", ca)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := os.Getenv("BATON_REDIS_CERT"), os.Getenv("BATON_REDIS_KEY")
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return usagef("BATON_REDIS_CERT/BATON_REDIS_KEY: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return nil
+}
+
+// redisErr marks authentication, ACL and TLS failures with baton.ErrAuth
+// (exit 77) and everything else with baton.ErrUnavailable (exit 69).
+func redisErr(err error) error {
+	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		return err
+	}
+	msg := err.Error()
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
+		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
+		if strings.Contains(msg, p) {
+			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+		}
+	}
+	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+}
+
+// openRedis connects to a Redis primary: the connection (and AUTH) is
+// proved by a PING, retried until --connect-timeout.
+func openRedis(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+	o, err := parseRedis(u, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(o)
+	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl.Truncate(time.Millisecond)})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	closeAll := func() { _ = c.Close(); _ = rdb.Close() }
+	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	if err := pingRedis(cctx, rdb); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
+	}
+	return &backend{
+		engine: "redis",
+		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
+			switch mode {
+			case modeRead:
+				rw, err := c.RWMutex(name)
+				if err != nil {
+					return nil, err
+				}
+				return rw.RLocker(), nil
+			case modeWrite:
+				return c.RWMutex(name)
+			case modeShared:
+				s, err := c.Semaphore(name, permits)
+				if err != nil {
+					return nil, err
+				}
+				s.OnDisagreement(func(d redislock.Disagreement) { note("%v", d) })
+				return s, nil
+			}
+			return c.Mutex(name)
+		},
+		election: func(name string) (baton.Elector, error) { return c.Election(name) },
+		redis:    c.Inspect,
+		close:    closeAll,
+	}, nil
+}
+
+// pingRedis pings until it works, the server refuses the credentials, or
+// ctx ends. The PING runs in its own goroutine bounded by ctx: go-redis
+// does not cut a blocked read at a context deadline.
+func pingRedis(ctx context.Context, rdb *redis.Client) error {
+	delay := 50 * time.Millisecond
+	for {
+		done := make(chan error, 1)
+		go func() { done <- rdb.Ping(ctx).Err() }() // ends at the client's read timeout at worst
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err == nil {
+			return nil
+		}
+		err = redisErr(err)
+		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// inspectRedis is inspect on the Redis engine: every unexpired entry of
+// NAME read by one script on the server: holders of each recipe (owner,
+// token, time left on the server's clock) and the waiting intents that
+// waiting acquirers refresh at every attempt.
+func inspectRedis(a *adminSession, w io.Writer) int {
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	defer cancel()
+	in, err := a.b.redis(ctx, a.name)
+	if err != nil {
+		return failAdmin(a.ctx, redisErr(err))
+	}
+	out := make([]entryJSON, 0, len(in.Entries))
+	for i, e := range in.Entries {
+		j := entryJSON{
+			Position: i, Entry: e.Recipe + "/" + e.Role + "/" + e.Owner, Kind: e.Recipe, Marker: e.Recipe,
+			Session: e.Owner, State: e.Role, Holder: e.Role == "holder",
+		}
+		if e.Token != 0 {
+			t := e.Token
+			j.Token = &t
+		}
+		left := e.TTL.Milliseconds()
+		j.LeaseLeftMS = &left
+		switch {
+		case e.Recipe == "leader" && e.Role == "holder" && e.ID != "":
+			j.Note = "leader " + e.ID
+		case e.Role == "waiting":
+			j.Note = "waiting intent: expires unless the waiter retries"
+		}
+		out = append(out, j)
+	}
+	if a.cfg.json {
+		err = writeJSON(w, out)
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "POS\tKIND\tSTATE\tOWNER\tTOKEN\tLEFT\tNOTE")
+		for i, e := range out {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, e.Kind, e.State, e.Session,
+				tokenText(in.Entries[i].Token), in.Entries[i].TTL.Round(time.Millisecond), e.Note)
+		}
+		err = tw.Flush()
+	}
+	if err != nil {
+		note("write: %v", err)
+		return exitSoftware
+	}
+	if in.Permits > 0 {
+		note("semaphore holders use N=%d", in.Permits)
+	}
+	if len(out) == 0 {
+		note("%q has no entries on %s", a.name, a.b.engine)
+	}
+	return exitOK
+}
