@@ -14,11 +14,62 @@ import (
 
 // ResignPlan is the orderly hand-over the suite asks a leader for: stop
 // taking work, drain in-flight work within DrainTimeout, checkpoint with
-// the epoch, then release leadership, in that order.
-type ResignPlan struct {
-	Drain        func(ctx context.Context) error
-	DrainTimeout time.Duration
-	Checkpoint   func(ctx context.Context, epoch uint64) error
+// the epoch, then release leadership, in that order. It is the
+// contract's, so a *baton.Leader is a Leadership as it is.
+type ResignPlan = baton.ResignPlan
+
+var _ Leadership = (*baton.Leader)(nil)
+
+// ElectorOf adapts an engine's baton.Elector to Elect. name picks the
+// string that names a leadership, unique to it: a queue engine's entry
+// (Candidate.Entry), a lease engine's grant owner (Candidate.Session).
+func ElectorOf(e baton.Elector, name func(baton.Candidate) string) Elect {
+	return elector{e: e, name: name}
+}
+
+type elector struct {
+	e    baton.Elector
+	name func(baton.Candidate) string
+}
+
+func (e elector) Campaign(ctx context.Context) (Leadership, error) {
+	ld, err := e.e.Campaign(ctx)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return ld, nil
+}
+
+func (e elector) Leader(ctx context.Context) (string, error) {
+	c, err := e.e.Leader(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.name(c), nil
+}
+
+// Observe relays the engine's candidates as names. The relay goroutine is
+// owned by ctx: it ends when the engine closes its channel, which it does
+// when ctx ends.
+func (e elector) Observe(ctx context.Context) (<-chan string, error) {
+	in, err := e.e.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		for c := range in {
+			select {
+			case out <- e.name(c):
+			case <-ctx.Done():
+				for range in { // let the engine's goroutine finish
+				}
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // Leadership is a won election as the suite sees it.

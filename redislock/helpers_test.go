@@ -240,7 +240,8 @@ func (c *redisClientT) Election(name string) (batontest.Elect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return election{e}, nil
+	// A leadership is named by its grant's owner, unique to it.
+	return batontest.ElectorOf(e, func(c baton.Candidate) string { return c.Session }), nil
 }
 
 // Kill partitions the client: renewals stop reaching the server, which
@@ -249,52 +250,6 @@ func (c *redisClientT) Kill(t testing.TB) {
 	if err := c.proxy.Blackhole(""); err != nil {
 		t.Fatalf("Blackhole() = %v", err)
 	}
-}
-
-// election adapts *redislock.Election; a leader is named by its grant's
-// owner, unique to the leadership.
-type election struct{ e *redislock.Election }
-
-func (e election) Campaign(ctx context.Context) (batontest.Leadership, error) {
-	ld, err := e.e.Campaign(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return leader{ld}, nil
-}
-
-func (e election) Leader(ctx context.Context) (string, error) {
-	c, err := e.e.Leader(ctx)
-	return c.Session, err
-}
-
-// Observe relays the candidates as names; the relay goroutine ends when
-// the engine closes its channel (at ctx's end).
-func (e election) Observe(ctx context.Context) (<-chan string, error) {
-	in, err := e.e.Observe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		for c := range in {
-			select {
-			case out <- c.Session:
-			case <-ctx.Done():
-				for range in {
-				}
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-type leader struct{ *baton.Leader }
-
-func (l leader) Resign(ctx context.Context, p batontest.ResignPlan) error {
-	return l.Leader.Resign(ctx, baton.ResignPlan{Drain: p.Drain, DrainTimeout: p.DrainTimeout, Checkpoint: p.Checkpoint})
 }
 
 // redisAddr is the shared server of the tests.

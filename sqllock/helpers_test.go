@@ -214,52 +214,6 @@ func (c *sqlClient) Election(name string) (batontest.Elect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlElection{e}, nil
-}
-
-// sqlElection adapts *sqllock.Election to batontest.Elect. A leader is
-// named by its leadership's owner value, unique to the leadership.
-type sqlElection struct{ e *sqllock.Election }
-
-func (e sqlElection) Campaign(ctx context.Context) (batontest.Leadership, error) {
-	ld, err := e.e.Campaign(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sqlLeader{ld}, nil
-}
-
-func (e sqlElection) Leader(ctx context.Context) (string, error) {
-	c, err := e.e.Leader(ctx)
-	return c.Session, err
-}
-
-// Observe relays the engine's candidates as names; the relay goroutine
-// ends when the engine closes its channel, which it does when ctx ends.
-func (e sqlElection) Observe(ctx context.Context) (<-chan string, error) {
-	in, err := e.e.Observe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		for c := range in {
-			select {
-			case out <- c.Session:
-			case <-ctx.Done():
-				for range in { // let the engine's goroutine finish
-				}
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-// sqlLeader adapts *baton.Leader.
-type sqlLeader struct{ *baton.Leader }
-
-func (l sqlLeader) Resign(ctx context.Context, p batontest.ResignPlan) error {
-	return l.Leader.Resign(ctx, baton.ResignPlan{Drain: p.Drain, DrainTimeout: p.DrainTimeout, Checkpoint: p.Checkpoint})
+	// A leadership is named by its grant's owner value, unique to it.
+	return batontest.ElectorOf(e, func(c baton.Candidate) string { return c.Session }), nil
 }
