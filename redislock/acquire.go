@@ -63,14 +63,14 @@ type reply struct {
 
 // attempt runs the acquire script once, with WAIT pipelined behind it on
 // the same connection when ReplicaAcks > 0.
-func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl time.Duration, record bool) (reply, error) {
+func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl time.Duration, record bool) (reply, <-chan struct{}, error) {
 	rec := "0"
 	if record {
 		rec = "1"
 	}
 	args := []any{owner, ttl.Milliseconds(), c.floor, waiter, c.o.TTL.Milliseconds(), rec, s.detail, s.publish}
 	var got reply // written by the call's goroutine, read only when call returns nil
-	err := c.call(ctx, func(ctx context.Context) error {
+	done, err := c.callTracked(ctx, func(ctx context.Context) error {
 		var (
 			v   []any
 			err error
@@ -101,9 +101,9 @@ func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl
 		return nil
 	})
 	if err != nil {
-		return reply{}, err
+		return reply{}, done, err
 	}
-	return got, nil
+	return got, done, nil
 }
 
 // evalWait pipelines the script and WAIT on one connection of the primary
@@ -174,9 +174,13 @@ func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Dur
 	waiter := baton.NewOwnerID()
 	sent := false
 	granted := false
+	// lastDone is closed once the last attempt's call has ended: an
+	// abandoned attempt can still record the waiting intent after the wait
+	// ended, so its removal waits for it.
+	var lastDone <-chan struct{} = closedDone
 	defer func() {
 		if wait && sent && !granted {
-			c.unwait(s, waiter)
+			c.unwait(s, waiter, lastDone)
 		}
 	}()
 	// A waiter that has not reached the server for this long would have
@@ -203,7 +207,8 @@ func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Dur
 		// The first attempt records no waiting intent: uncontended
 		// acquires leave no trace in the waiters' set; a waiter's intent
 		// is recorded by its next attempt, which follows at once.
-		r, err := c.attempt(actx, s, owner, waiter, ttl, wait && tries > 0)
+		r, done, err := c.attempt(actx, s, owner, waiter, ttl, wait && tries > 0)
+		lastDone = done
 		stop()
 		cancel()
 		sent = true
@@ -294,8 +299,11 @@ func (c *Client) unwind(ctx context.Context, ref keeper.Ref) {
 // unwait removes a waiting intent of an acquire that gave up, in the
 // background (the caller's context may be over): it is a courtesy to
 // inspect and to writers' fairness, since the intent expires by itself
-// after one TTL anyway. The goroutine is tracked like a call.
-func (c *Client) unwait(s *spec, waiter string) {
+// after one TTL anyway. It runs after the abandoned attempt (after) has
+// ended, so that a late attempt cannot record the intent again behind it
+// (a queued intent would hold up a read/write lock's queue for a TTL). The
+// goroutine is tracked like a call.
+func (c *Client) unwait(s *spec, waiter string, after <-chan struct{}) {
 	c.callMu.Lock()
 	if c.draining {
 		c.callMu.Unlock()
@@ -305,6 +313,12 @@ func (c *Client) unwait(s *spec, waiter string) {
 	c.callMu.Unlock()
 	go func() {
 		defer c.calls.Done()
+		t := time.NewTimer(c.o.TTL)
+		select {
+		case <-after:
+		case <-t.C: // the intent has expired by now anyway
+		}
+		t.Stop()
 		ctx, cancel := context.WithTimeout(context.Background(), c.o.TTL/3)
 		defer cancel()
 		if !s.queued {

@@ -155,26 +155,39 @@ func (c *Client) Close() error {
 // itself: then f runs on the caller's goroutine, which saves a goroutine
 // and a hand-off per call.
 func (c *Client) call(ctx context.Context, f func(context.Context) error) error {
+	_, err := c.callTracked(ctx, f)
+	return err
+}
+
+// closedDone is the done channel of a call that has returned.
+var closedDone = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// callTracked is call that also returns a channel closed once f has
+// returned: an abandoned call may still act on the server, and cleanup that
+// must land after it (a waiting intent's removal) waits for it.
+func (c *Client) callTracked(ctx context.Context, f func(context.Context) error) (<-chan struct{}, error) {
 	if ctx.Done() == nil || c.ctxCut {
-		return f(ctx)
+		return closedDone, f(ctx)
 	}
 	c.callMu.Lock()
 	if c.draining {
 		c.callMu.Unlock()
-		return f(ctx)
+		return closedDone, f(ctx)
 	}
 	c.calls.Add(1)
 	c.callMu.Unlock()
-	done := make(chan error, 1)
+	result := make(chan error, 1)
+	finished := make(chan struct{})
 	go func() {
 		defer c.calls.Done()
-		done <- f(ctx)
+		defer close(finished)
+		result <- f(ctx)
 	}()
 	select {
-	case err := <-done:
-		return err
+	case err := <-result:
+		return closedDone, err
 	case <-ctx.Done():
-		return fmt.Errorf("%w (the Redis call's outcome is unknown)", ctx.Err())
+		return finished, fmt.Errorf("%w (the Redis call's outcome is unknown)", ctx.Err())
 	}
 }
 

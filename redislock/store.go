@@ -58,7 +58,10 @@ func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.R
 			}
 			return err
 		})
-		return out, err
+		if err != nil {
+			return nil, err // out may still be written by an abandoned call
+		}
+		return out, nil
 	}
 	err := s.c.call(ctx, func(ctx context.Context) error {
 		for try := 0; ; try++ {
