@@ -149,25 +149,11 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 			// taken, in the background, owner-checked.
 			c.k.Abandon(ref)
 			if ctx.Err() == nil && c.contended(err) {
-				// The database answered "busy", it is not unreachable.
 				lastOK = time.Now() // busy until now: reached, not unreachable
 			}
-			switch {
-			case ctx.Err() != nil && !reached:
+			if ferr := c.failedAttempt(ctx, err, reached, lastOK, sessionBound, wait, errf); ferr != nil {
 				unwatch()
-				return nil, errf("%w: %w: the database was never reached (last attempt: %v)", ctx.Err(), baton.ErrUnavailable, err)
-			case ctx.Err() != nil:
-				unwatch()
-				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
-			case c.checkOpen() != nil:
-				unwatch()
-				return nil, c.checkOpen()
-			case time.Since(lastOK) >= sessionBound:
-				unwatch()
-				return nil, errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
-			case !wait:
-				unwatch()
-				return nil, errf("%w: %v", baton.ErrUnavailable, err)
+				return nil, ferr
 			}
 		} else {
 			lastOK, reached = sent, true
@@ -194,6 +180,25 @@ func (c *Client) acquire(ctx context.Context, key any, name string, slot int64, 
 		t.Stop()
 		unwatch()
 	}
+}
+
+// failedAttempt decides, after an acquire attempt failed with err, whether
+// the acquire gives up, and with which error; nil means wait and retry.
+// Every acquire loop of the engine (mutex, recipes) shares it.
+func (c *Client) failedAttempt(ctx context.Context, err error, reached bool, lastOK time.Time, sessionBound time.Duration, wait bool, errf func(string, ...any) error) error {
+	switch {
+	case ctx.Err() != nil && !reached:
+		return errf("%w: %w: the database was never reached (last attempt: %v)", ctx.Err(), baton.ErrUnavailable, err)
+	case ctx.Err() != nil:
+		return errf("%w (last attempt: %v)", ctx.Err(), err)
+	case c.checkOpen() != nil:
+		return c.checkOpen()
+	case time.Since(lastOK) >= sessionBound:
+		return errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
+	case !wait:
+		return errf("%w: %v", baton.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // contended reports whether an attempt's error means the database is busy

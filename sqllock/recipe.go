@@ -165,22 +165,9 @@ func (c *Client) acquireRecipe(ctx context.Context, r *recipe, wait bool) (*bato
 			if ctx.Err() == nil && c.contended(err) {
 				lastOK = time.Now() // busy until now: reached, not unreachable
 			}
-			switch {
-			case ctx.Err() != nil && !reached:
+			if ferr := c.failedAttempt(ctx, err, reached, lastOK, sessionBound, wait, errf); ferr != nil {
 				unwatch()
-				return nil, errf("%w: %w: the database was never reached (last attempt: %v)", ctx.Err(), baton.ErrUnavailable, err)
-			case ctx.Err() != nil:
-				unwatch()
-				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
-			case c.checkOpen() != nil:
-				unwatch()
-				return nil, c.checkOpen()
-			case time.Since(lastOK) >= sessionBound:
-				unwatch()
-				return nil, errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
-			case !wait:
-				unwatch()
-				return nil, errf("%w: %v", baton.ErrUnavailable, err)
+				return nil, ferr
 			}
 		} else {
 			lastOK, reached = sent, true

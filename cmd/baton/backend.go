@@ -268,11 +268,12 @@ func etcdTLS() (*tls.Config, error) {
 
 // pickLocker returns the Locker of mode from an engine's recipe
 // constructors: the mutex, a side of the read/write lock, or the
-// semaphore (each Acquire is one permit).
-func pickLocker(name string, mode lockMode, permits int,
-	mutex func(string) (*queue.Mutex, error),
-	rw func(string) (*queue.RWMutex, error),
-	sem func(string, int) (*queue.Semaphore, error),
+// semaphore (each Acquire is one permit; a disagreeing N is noted). Every
+// engine with the four recipes shares it.
+func pickLocker[M baton.Locker, RW rwLocker, S semLocker[D], D any](name string, mode lockMode, permits int,
+	mutex func(string) (M, error),
+	rw func(string) (RW, error),
+	sem func(string, int) (S, error),
 ) (baton.Locker, error) {
 	switch mode {
 	case modeRead:
@@ -282,9 +283,34 @@ func pickLocker(name string, mode lockMode, permits int,
 		}
 		return l.RLocker(), nil
 	case modeWrite:
-		return rw(name)
+		l, err := rw(name)
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return l, nil
 	case modeShared:
-		return sem(name, permits)
+		s, err := sem(name, permits)
+		if err != nil {
+			return nil, err
+		}
+		s.OnDisagreement(func(d D) { note("%v", d) })
+		return s, nil
 	}
-	return mutex(name)
+	m, err := mutex(name)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// rwLocker is an engine's read/write lock as pickLocker uses it.
+type rwLocker interface {
+	baton.Locker
+	RLocker() baton.Locker
+}
+
+// semLocker is an engine's semaphore as pickLocker uses it.
+type semLocker[D any] interface {
+	baton.Locker
+	OnDisagreement(func(D))
 }

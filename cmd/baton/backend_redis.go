@@ -114,24 +114,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL) (*backend, erro
 	return &backend{
 		engine: "redis",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
-			switch mode {
-			case modeRead:
-				rw, err := c.RWMutex(name)
-				if err != nil {
-					return nil, err
-				}
-				return rw.RLocker(), nil
-			case modeWrite:
-				return c.RWMutex(name)
-			case modeShared:
-				s, err := c.Semaphore(name, permits)
-				if err != nil {
-					return nil, err
-				}
-				s.OnDisagreement(func(d redislock.Disagreement) { note("%v", d) })
-				return s, nil
-			}
-			return c.Mutex(name)
+			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		redis:    c.Inspect,

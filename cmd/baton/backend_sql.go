@@ -258,24 +258,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error)
 	return &backend{
 		engine: t.engine,
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
-			switch mode {
-			case modeRead:
-				rw, err := c.RWMutex(name)
-				if err != nil {
-					return nil, err
-				}
-				return rw.RLocker(), nil
-			case modeWrite:
-				return c.RWMutex(name)
-			case modeShared:
-				s, err := c.Semaphore(name, permits)
-				if err != nil {
-					return nil, err
-				}
-				s.OnDisagreement(func(d sqllock.Disagreement) { note("%v", d) })
-				return s, nil
-			}
-			return c.Mutex(name)
+			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		rows:     func(ctx context.Context, name string) ([]sqlRow, error) { return sqlRows(ctx, db, c, name) },
