@@ -50,7 +50,7 @@ type leaseEngine struct {
 
 // leaseEngines lists the lease engines the drills run.
 func leaseEngines() []leaseEngine {
-	return sqlEngines()
+	return append(sqlEngines(), redisEngines()...)
 }
 
 // forEachLeaseEngine runs f as a subtest per lease engine.
@@ -81,6 +81,8 @@ func dialLeaseChild(ctx context.Context, engine, endpoint string) (*lockClient, 
 		}
 		return &lockClient{lease: true, mutex: sqlMutex(c), entries: c.Entries,
 			close: func() error { err := c.Close(); db.Close(); return err }}, nil
+	case "redis", "redlock":
+		return dialRedisChild(ctx, engine, endpoint)
 	}
 	return nil, fmt.Errorf("unknown engine %q", engine)
 }

@@ -31,9 +31,10 @@ const (
 
 // family says how an engine grants: queue engines (zklock, etcdlock)
 // enqueue every waiter on the server and grant in order; lease engines
-// (sqllock, later Redis) keep only the holder's lease on the server, and
-// their waiters retry. The drills assert queue order, one watch per waiter
-// and orphaned entries of waiters only where the family has them.
+// (sqllock, redislock, redlock) keep only the holder's lease on the
+// server, and their waiters retry. The drills assert queue order, one
+// watch per waiter and orphaned entries of waiters only where the family
+// has them.
 type family int
 
 const (
@@ -73,6 +74,11 @@ type engine struct {
 	// order is the queue order of a granted entry, for the FIFO check
 	// (queue engines only).
 	order func(entry string, token uint64) uint64
+	// nodeTimeout is how long the engine waits for one server's answer
+	// before it counts that server as down (Redlock's NodeTimeout, at most
+	// TTL/4); 0 when a slow answer is only late. Row 8's latency below
+	// the budget stays below it.
+	nodeTimeout time.Duration
 }
 
 type clientOpts struct {
@@ -89,7 +95,7 @@ type clientOpts struct {
 
 // lockClient is one lock client of a drill.
 type lockClient struct {
-	proxy *faultproxy.Proxy // nil unless proxied
+	proxy faultLink // nil unless proxied
 	mutex func(name string) (baton.Locker, error)
 	close func() error
 	zk    *zklock.Client // set on ZooKeeper
@@ -105,6 +111,19 @@ type lockClient struct {
 	// this client; entries is its orphan scan.
 	recipes recipeEngine
 	entries func(ctx context.Context, name string) ([]string, error)
+}
+
+// faultLink is the transport between a proxied client and its servers:
+// one fault proxy (*faultproxy.Proxy), or one per server of a client that
+// reaches several (a Redlock client's faultGroup), faulted all at once.
+type faultLink interface {
+	Blackhole(dir faultproxy.Direction) error
+	Latency(dir faultproxy.Direction, d, jitter time.Duration) error
+	CutAfter(dir faultproxy.Direction, n int64) error
+	Heal()
+	Refuse()
+	Accept() error
+	Close()
 }
 
 // forEachQueueEngine runs f as a subtest per queue engine.

@@ -405,7 +405,8 @@ func unreachable(t *testing.T, e *engine, seed uint64, fault string) {
 
 // batonPackages are the stack prefixes of baton's engine code.
 var batonPackages = []string{"baton-go/baton/zklock.", "baton-go/baton/etcdlock.", "baton-go/baton/queue.",
-	"baton-go/baton/sqllock.", "baton-go/baton/keeper.", "github.com/baton-go/baton.("}
+	"baton-go/baton/sqllock.", "baton-go/baton/redislock.", "baton-go/baton/redlock.", "baton-go/baton/keeper.",
+	"github.com/baton-go/baton.("}
 
 // batonGoroutines counts the goroutines running baton's engine code (not
 // the drill's, not the client libraries').

@@ -254,7 +254,8 @@ func cancelWaiters(t *testing.T, e *engine, seed uint64) {
 	res.check(t, run, false)
 	// The session's cleanup removed every cancelled entry, at once: the
 	// server was reachable throughout.
-	run.Report(drill.Orphans(ctx, name, time.Second, e.scan))
+	wait := time.Second
+	run.Report(drill.Orphans(ctx, name, wait, e.scan))
 }
 
 // cancelAtGrant: the acquire context is cancelled in the window between
