@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -479,17 +480,7 @@ func (k *Keeper) round() bool {
 		}
 		k.mu.Unlock()
 		sent := time.Now()
-		// A slow answer is still worth having: cutting a renewal at TTL/3
-		// would throw away a pooled connection whose replacement (a new
-		// TCP and database handshake) costs more round trips than the next
-		// attempt has, so a server that is slow but answering would cost
-		// every lease. So the batch may run until TTL/2 (never past its
-		// last lease's deadline, when an answer is useless); a connection
-		// that is dead rather than slow still leaves time for a retry on
-		// another one.
-		ctx, cancel := context.WithDeadline(k.base, later(sent.Add(k.interval), earlier(last, sent.Add(k.ttl/2))))
-		renewed, err := k.store.Renew(ctx, refs, k.ttl)
-		cancel()
+		renewed, err := k.renewBatch(batch, refs, sent, last)
 		k.batches.Add(1)
 		if err == nil && len(renewed) != len(refs) {
 			err = fmt.Errorf("keeper: Store.Renew returned %d results for %d refs", len(renewed), len(refs))
@@ -508,6 +499,70 @@ func (k *Keeper) round() bool {
 		k.apply(batch, renewed, sent)
 	}
 	return ok
+}
+
+// errLate is the error of a renewal batch that did not answer in time; its
+// answer is still applied if it comes before the batch's deadline.
+var errLate = errors.New("keeper: renewal not answered within TTL/2 (a late answer still counts)")
+
+// renewBatch sends one Store.Renew for batch and waits for its answer
+// until TTL/2 after sent (never before TTL/3, never past last, the batch's
+// last deadline). The request itself may run until last: a slow answer is
+// still worth having, since the server extended the leases when it ran the
+// request, after sent. Cutting it at the wait instead would also make the
+// driver close a pooled connection whose replacement (a TCP and database
+// handshake, statement prepares) costs more round trips than the next
+// round has, so a server slow but answering would cost every lease. An
+// answer that comes after the wait is applied by the goroutine that
+// received it, which the keeper owns (Close cancels its request and waits
+// for it); meanwhile the next round retries, usually on another
+// connection.
+func (k *Keeper) renewBatch(batch []*entry, refs []Ref, sent, last time.Time) ([]bool, error) {
+	wait := later(sent.Add(k.interval), earlier(last, sent.Add(k.ttl/2)))
+	ctx, cancel := context.WithDeadline(k.base, later(wait, last))
+	batch, refs = slices.Clone(batch), slices.Clone(refs) // the caller reuses refs
+	type result struct {
+		renewed []bool
+		err     error
+	}
+	ch := make(chan result, 1)
+	var mu sync.Mutex
+	abandoned := false
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		defer cancel()
+		renewed, err := k.store.Renew(ctx, refs, k.ttl)
+		if err == nil && len(renewed) != len(refs) {
+			err = fmt.Errorf("keeper: Store.Renew returned %d results for %d refs", len(renewed), len(refs))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			if err == nil {
+				k.apply(batch, renewed, sent)
+			}
+			return
+		}
+		ch <- result{renewed, err}
+	}()
+	t := time.NewTimer(time.Until(wait))
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.renewed, r.err
+	case <-t.C:
+	case <-k.stop:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-ch:
+		return r.renewed, r.err
+	default:
+		abandoned = true
+		return nil, errLate
+	}
 }
 
 // apply records a batch's answers: confirmed leases get a new deadline
