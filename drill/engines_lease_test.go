@@ -160,6 +160,11 @@ func withServer(engine, endpoint, addr, app string) (string, error) {
 		if addr != "" {
 			cfg.Addr = addr
 		}
+		if app != "" {
+			// MySQL has no application name outside performance_schema:
+			// the client connects as a user of its own (mysqlAppUser).
+			cfg.User, cfg.Passwd = app, ""
+		}
 		return cfg.FormatDSN(), nil
 	}
 	return endpoint, nil

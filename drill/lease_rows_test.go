@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 )
@@ -237,11 +239,11 @@ func cancelAtRelease(t *testing.T, e *engine, seed uint64) {
 // once, with a larger token, and is then held by renewals on its new
 // connections; nothing of the killed attempts is left.
 //
-// MySQL's KILL would do the same, but finding a pool's connections there
-// needs performance_schema; SQLite has no server. Both skip.
+// On MariaDB the waiter connects as a user of its own, and KILL ends every
+// connection of that user. SQLite has no server: it skips.
 func waiterBackendKilled(t *testing.T, e *engine, seed uint64) {
-	if e.name != "postgres" {
-		t.Skipf("%s: the drill finds a client's backends by PostgreSQL's application_name", e.name)
+	if e.name != "postgres" && e.name != "mysql" {
+		t.Skipf("%s: no server connections to end", e.name)
 	}
 	run := drill.Start(t, seed)
 	name := lockName("row12", e, seed)
@@ -254,6 +256,9 @@ func waiterBackendKilled(t *testing.T, e *engine, seed uint64) {
 		t.Fatalf("A's Lock = %v", err)
 	}
 	app := fmt.Sprintf("drill-row12-%d", seed)
+	if e.name == "mysql" {
+		mysqlAppUser(t, e, app)
+	}
 	w := newHolder(t, run, e, "w", name, clientOpts{appName: app})
 	type result struct {
 		l   *baton.Lease
@@ -268,12 +273,17 @@ func waiterBackendKilled(t *testing.T, e *engine, seed uint64) {
 	waitEntries(t, e, name, 2)
 
 	kill := func(what string) int {
+		if e.name == "mysql" {
+			heal := run.Rec.Fault("w", "KILL the waiter's connections "+what)
+			defer heal()
+			return mysqlKillUser(ctx, t, e, app)
+		}
 		heal := run.Rec.Fault("w", "pg_terminate_backend "+what)
 		defer heal()
 		var n int
 		err := e.sql.admin.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) k`, app).Scan(&n)
 		if err != nil {
-			t.Fatalf("pg_terminate_backend: %v", err)
+			t.Errorf("pg_terminate_backend: %v", err) // not Fatal: kill also runs on another goroutine
 		}
 		return n
 	}
@@ -332,4 +342,58 @@ func waiterBackendKilled(t *testing.T, e *engine, seed uint64) {
 	run.Report(drill.CheckExclusive(events))
 	res.check(t, run, false)
 	run.Report(drill.Orphans(ctx, name, 2*e.ttl, e.scan))
+}
+
+// mysqlAppUser creates a MariaDB user named app with every privilege on
+// the drill's database, dropped at cleanup: the waiter of row 12 connects
+// as it, so that its connections can be found and killed.
+func mysqlAppUser(t *testing.T, e *engine, app string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	user := "'" + app + "'@'%'"
+	cfg, err := mysql.ParseDSN(e.sql.dsn)
+	if err != nil {
+		t.Fatalf("mysql.ParseDSN: %v", err)
+	}
+	for _, q := range []string{
+		"CREATE USER IF NOT EXISTS " + user,
+		"GRANT ALL PRIVILEGES ON `" + cfg.DBName + "`.* TO " + user,
+	} {
+		if _, err := e.sql.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mysqlKillUser(ctx, t, e, app)
+		if _, err := e.sql.admin.ExecContext(ctx, "DROP USER IF EXISTS "+user); err != nil {
+			t.Errorf("DROP USER %s: %v", user, err)
+		}
+	})
+}
+
+// mysqlKillUser ends every connection of user app and returns how many.
+func mysqlKillUser(ctx context.Context, t *testing.T, e *engine, app string) int {
+	rows, err := e.sql.admin.QueryContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?`, app)
+	if err != nil {
+		t.Errorf("listing %s's connections: %v", app, err)
+		return 0
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	n := 0
+	for _, id := range ids {
+		if _, err := e.sql.admin.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err == nil {
+			n++
+		}
+	}
+	return n
 }
