@@ -147,6 +147,11 @@
 // transaction equivalent: the lock lasts until the server drops the
 // connection (wait_timeout, or TCP keepalive), as for the mutex's own
 // acquire transaction there; keep wait_timeout short for lock clients.
+// Only that one name stalls: on MySQL the shared token counter is bumped
+// in an autocommitted statement on another pooled connection (while the
+// transaction holds the name's lock, so tokens still increase per name),
+// never inside the attempt's transaction, so a cut-off client cannot hold
+// the counter's row and stall every name.
 //
 // Semaphore rows store their N; a client that finds rows taken with
 // another N reports them to Semaphore.OnDisagreement. Election rows store

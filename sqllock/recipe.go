@@ -345,6 +345,34 @@ func (s *store) readRecipeRows(ctx context.Context, q querier, name string) ([]r
 	return out, rows.Err()
 }
 
+// mysqlBump advances MySQL's one-row token counter for a transaction that
+// holds the name's row (or guard) lock. It does so in a statement of its
+// own on another pooled connection, committed at once, so the counter's
+// row is locked only for that statement: bumped inside tx, it stayed
+// locked until tx ended, and a client cut off mid-transaction (MySQL has no
+// idle-in-transaction timeout) stalled every acquire of every name until
+// the server noticed the dead connection. Tokens still increase per name:
+// the bump runs while tx holds the name's lock, after the previous grant's
+// bump committed. A pool of one connection cannot lend a second: there the
+// bump stays inside tx.
+func (s *store) mysqlBump(ctx context.Context, tx *sql.Tx) (uint64, error) {
+	var res sql.Result
+	var err error
+	if s.db.Stats().MaxOpenConnections == 1 {
+		res, err = tx.ExecContext(ctx, s.q.txBump())
+	} else {
+		res, err = s.db.ExecContext(ctx, s.q.txBump())
+	}
+	if err != nil {
+		return 0, err
+	}
+	tok, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(tok), nil
+}
+
 // nextToken advances the token source by one inside tx.
 func (s *store) nextToken(ctx context.Context, tx *sql.Tx) (uint64, error) {
 	var tok int64
@@ -354,13 +382,7 @@ func (s *store) nextToken(ctx context.Context, tx *sql.Tx) (uint64, error) {
 			return 0, err
 		}
 	case fence.MySQL:
-		res, err := tx.ExecContext(ctx, s.q.txBump())
-		if err != nil {
-			return 0, err
-		}
-		if tok, err = res.LastInsertId(); err != nil {
-			return 0, err
-		}
+		return s.mysqlBump(ctx, tx)
 	default:
 		if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
 			return 0, err

@@ -195,13 +195,11 @@ func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owne
 	}
 	var tok int64
 	if s.q.d == fence.MySQL {
-		res, err := tx.ExecContext(ctx, s.q.txBump())
+		t, err := s.mysqlBump(ctx, tx)
 		if err != nil {
 			return 0, false, err
 		}
-		if tok, err = res.LastInsertId(); err != nil {
-			return 0, false, err
-		}
+		tok = int64(t)
 	} else if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
 		return 0, false, err
 	}
