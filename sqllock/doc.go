@@ -151,7 +151,10 @@
 // in an autocommitted statement on another pooled connection (while the
 // transaction holds the name's lock, so tokens still increase per name),
 // never inside the attempt's transaction, so a cut-off client cannot hold
-// the counter's row and stall every name.
+// the counter's row and stall every name. That needs a second connection
+// while the transaction holds one, so it is done only when the pool is
+// unlimited (database/sql's default, and the CLI's); with SetMaxOpenConns
+// the bump stays inside the transaction.
 //
 // Semaphore rows store their N; a client that finds rows taken with
 // another N reports them to Semaphore.OnDisagreement. Election rows store

@@ -353,12 +353,14 @@ func (s *store) readRecipeRows(ctx context.Context, q querier, name string) ([]r
 // idle-in-transaction timeout) stalled every acquire of every name until
 // the server noticed the dead connection. Tokens still increase per name:
 // the bump runs while tx holds the name's lock, after the previous grant's
-// bump committed. A pool of one connection cannot lend a second: there the
-// bump stays inside tx.
+// bump committed. Only with an unlimited pool (database/sql's default):
+// with a bounded one, attempts holding every connection in their
+// transactions (queued on one name's lock) would wait for a connection
+// none of them frees, so there the bump stays inside tx.
 func (s *store) mysqlBump(ctx context.Context, tx *sql.Tx) (uint64, error) {
 	var res sql.Result
 	var err error
-	if s.db.Stats().MaxOpenConnections == 1 {
+	if s.db.Stats().MaxOpenConnections != 0 {
 		res, err = tx.ExecContext(ctx, s.q.txBump())
 	} else {
 		res, err = s.db.ExecContext(ctx, s.q.txBump())
