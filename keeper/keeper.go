@@ -636,7 +636,9 @@ func (k *Keeper) releasePending(next time.Time) time.Time {
 		for i, p := range batch {
 			refs[i] = p.ref
 		}
-		ctx, cancel := context.WithTimeout(k.base, k.interval)
+		// As for renewals (renewBatch): a slow answer is worth waiting
+		// for, and cutting the request closes a pooled connection.
+		ctx, cancel := context.WithTimeout(k.base, max(k.interval, k.ttl/2))
 		err := k.store.Release(ctx, refs)
 		cancel()
 		if err == nil {

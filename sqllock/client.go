@@ -204,6 +204,7 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	if err := c.identify(ctx); err != nil {
 		return err
 	}
+	c.st.pin(ctx)
 	c.schemaOK = true
 	return nil
 }
@@ -281,7 +282,9 @@ func (c *Client) Close() error {
 		unregister(c, h.id)
 	}
 	c.schemaMu.Unlock()
-	return c.k.Close()
+	err := c.k.Close()
+	c.st.unpin()
+	return err
 }
 
 // Entries lists the owned rows of name as "slot/kind/owner", read on the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton/fence"
@@ -21,6 +22,64 @@ type store struct {
 	db    *sql.DB
 	q     *statements
 	batch int
+
+	// pinned is a connection of the pool kept for renewals (see Renew);
+	// pinMu is held while it is in use or replaced.
+	pinMu  sync.Mutex
+	pinned *sql.Conn
+	closed bool
+}
+
+// execQuerier is what a renewal runs on: the pool or the pinned connection.
+type execQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// pinnable reports whether renewals may keep a connection of their own:
+// on a network database (SQLite is embedded), and never out of a pool of
+// two or fewer, which it would starve.
+func (s *store) pinnable() bool {
+	n := s.db.Stats().MaxOpenConnections
+	return s.q.d != fence.SQLite && (n == 0 || n > 2)
+}
+
+// pin opens the renewal connection and runs an empty renewal on it, so
+// that the statement is prepared there before any lease depends on it.
+// Client calls it at the first use, while the database answers promptly;
+// Renew calls it again after a failure.
+func (s *store) pin(ctx context.Context) {
+	if !s.pinnable() {
+		return
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.pinned != nil || s.closed {
+		return
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	// A renewal and a release of a row that cannot exist: they change
+	// nothing and leave both statements prepared on conn.
+	warm := []keeper.Ref{{Key: "baton: warm-up (no such lock)", Owner: "", Aux: int64(-2)}}
+	if _, err := s.renew(ctx, conn, warm, time.Second); err != nil || s.release(ctx, conn, warm) != nil {
+		_ = conn.Close()
+		return
+	}
+	s.pinned = conn
+}
+
+// unpin returns the renewal connection to the pool, for good (Close).
+func (s *store) unpin() {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	s.closed = true
+	if s.pinned != nil {
+		_ = s.pinned.Close()
+		s.pinned = nil
+	}
 }
 
 var _ keeper.Store = (*store)(nil)
@@ -56,13 +115,44 @@ type rowID struct {
 	owner string
 }
 
+// Renew runs on the connection pinned for renewals when it is free (a
+// late renewal may still hold it), else on the pool. The keeper then does
+// not compete with acquires for connections, and its statement is already
+// prepared: on a slow link a renewal that must open a connection (TCP,
+// startup, prepare, execute) takes three or four flights, which at a
+// latency of TTL/4 is more than the lease has left — a cancelled query of
+// the caller's on the same pool (the driver closes that connection) was
+// enough to lose every lease (drill row 8). After an error the pinned
+// connection is dropped and pinned again, warm, at the next renewal.
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
+	if !s.pinnable() || !s.pinMu.TryLock() {
+		return s.renew(ctx, s.db, refs, ttl)
+	}
+	conn := s.pinned
+	if conn == nil {
+		s.pinMu.Unlock()
+		r, err := s.renew(ctx, s.db, refs, ttl)
+		if err == nil {
+			s.pin(ctx) // the database answers again: pin a warm connection for the next rounds
+		}
+		return r, err
+	}
+	defer s.pinMu.Unlock()
+	renewed, err := s.renew(ctx, conn, refs, ttl)
+	if err != nil {
+		_ = conn.Close() // maybe broken: the pool replaces it
+		s.pinned = nil
+	}
+	return renewed, err
+}
+
+func (s *store) renew(ctx context.Context, db execQuerier, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
 	mark := rand.Int64()
 	var rows *sql.Rows
 	switch s.q.d {
 	case fence.MySQL:
 		args := append(refArgs(nil, refs), ttl.Microseconds(), mark)
-		res, err := s.db.ExecContext(ctx, s.q.renew(len(refs)), args...)
+		res, err := db.ExecContext(ctx, s.q.renew(len(refs)), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -77,20 +167,20 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 			}
 			return renewed, nil
 		}
-		rows, err = s.db.QueryContext(ctx, s.q.renewedMarked(len(refs)), refArgs([]any{mark}, refs)...)
+		rows, err = db.QueryContext(ctx, s.q.renewedMarked(len(refs)), refArgs([]any{mark}, refs)...)
 		if err != nil {
 			return nil, err
 		}
 	case fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		var err error
-		rows, err = s.db.QueryContext(ctx, s.q.renew(len(refs)), ttl.Microseconds(), mark, names, slots, owners)
+		rows, err = db.QueryContext(ctx, s.q.renew(len(refs)), ttl.Microseconds(), mark, names, slots, owners)
 		if err != nil {
 			return nil, err
 		}
 	default:
 		var err error
-		rows, err = s.db.QueryContext(ctx, s.q.renew(len(refs)), refArgs([]any{ttl.Microseconds(), mark}, refs)...)
+		rows, err = db.QueryContext(ctx, s.q.renew(len(refs)), refArgs([]any{ttl.Microseconds(), mark}, refs)...)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +204,28 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 	return renewed, nil
 }
 
+// Release runs on the pinned connection when it is free (see Renew), so
+// that an abandoned grant is freed with a warm, prepared statement even
+// when the pool's other connections were closed by cancelled queries.
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
+	if !s.pinnable() || !s.pinMu.TryLock() {
+		return s.release(ctx, s.db, refs)
+	}
+	conn := s.pinned
+	if conn == nil {
+		s.pinMu.Unlock()
+		return s.release(ctx, s.db, refs)
+	}
+	defer s.pinMu.Unlock()
+	err := s.release(ctx, conn, refs)
+	if err != nil {
+		_ = conn.Close()
+		s.pinned = nil
+	}
+	return err
+}
+
+func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) error {
 	// Intent rows of mutex waiters are deleted: their random slots would
 	// otherwise pile up as tombstones. Nobody waits for them to go.
 	var intents []keeper.Ref
@@ -133,9 +244,9 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 		var err error
 		if s.q.d == fence.Postgres {
 			names, slots, owners := refArrays(intents)
-			_, err = s.db.ExecContext(ctx, s.q.deleteRefs(len(intents)), names, slots, owners)
+			_, err = db.ExecContext(ctx, s.q.deleteRefs(len(intents)), names, slots, owners)
 		} else {
-			_, err = s.db.ExecContext(ctx, s.q.deleteRefs(len(intents)), refArgs(nil, intents)...)
+			_, err = db.ExecContext(ctx, s.q.deleteRefs(len(intents)), refArgs(nil, intents)...)
 		}
 		if err != nil {
 			return err
@@ -149,12 +260,12 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	case s.q.d == fence.Postgres && len(refs) == 1:
 		// A lease's own release: a single-row UPDATE by primary key; the
 		// unnest join of pgRelease costs ~130 µs more per call (bench).
-		_, err = s.db.ExecContext(ctx, s.q.release(1), append(refArgs(nil, refs), s.q.locks)...)
+		_, err = db.ExecContext(ctx, s.q.release(1), append(refArgs(nil, refs), s.q.locks)...)
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
-		_, err = s.db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
+		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
 	default:
-		_, err = s.db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
+		_, err = db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
 	}
 	if err != nil {
 		return err
