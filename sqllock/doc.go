@@ -185,4 +185,12 @@
 // On PostgreSQL, a process keeps one LISTEN connection per database server
 // and table, shared by all its Clients and taken from one of their pools;
 // size pools with it in mind.
+//
+// On PostgreSQL and MySQL each Client also keeps one connection of its
+// pool for the keeper (opened at the first use, when the database answers
+// promptly, with the renewal and release statements prepared on it), unless
+// the pool allows two connections or fewer. Renewals and releases use it
+// when it is free: a cancelled query elsewhere on the pool closes its
+// connection, and on a slow link a renewal that had to open a new one
+// (TCP, startup, prepare, execute) did not fit in what the lease had left.
 package sqllock
