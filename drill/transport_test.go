@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton"
@@ -332,6 +333,16 @@ func unreachable(t *testing.T, e *engine, seed uint64, fault string) {
 	switch fault {
 	case "refuse":
 		a.lc.proxy.Refuse()
+		// The call is to find the server down: let the client see its
+		// connection cut first (go-zookeeper reads the EOF on its own
+		// goroutine; under load that took longer than a short deadline).
+		if a.lc.zk != nil {
+			for wait := time.Now().Add(2 * time.Second); time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+				if c := a.lc.zk.Conn(); c == nil || c.State() != zk.StateHasSession {
+					break
+				}
+			}
+		}
 	case "blackhole":
 		if err := a.lc.proxy.Blackhole(""); err != nil {
 			t.Fatal(err)
