@@ -446,3 +446,17 @@ func closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// As converts an engine constructor's result into the suite's interface I
+// (baton.Locker, RW, Sem), keeping a failed constructor's nil pointer out
+// of the interface, so that an engine's Client adapter is one line per
+// recipe: return batontest.As[batontest.RW](c.Client.RWMutex(name)). It
+// panics if T does not implement I: a bug in the adapter, not in the
+// engine.
+func As[I, T any](v T, err error) (I, error) {
+	var zero I
+	if err != nil {
+		return zero, err
+	}
+	return any(v).(I), nil
+}

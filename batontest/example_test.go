@@ -68,17 +68,15 @@ type etcdClient struct {
 }
 
 func (c *etcdClient) Mutex(name string) (baton.Locker, error) {
-	m, err := c.Client.Mutex(name)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return m, nil
+	return batontest.As[baton.Locker](c.Client.Mutex(name))
 }
 
-func (c *etcdClient) RWMutex(name string) (batontest.RW, error) { return rwOf(c.Client.RWMutex(name)) }
+func (c *etcdClient) RWMutex(name string) (batontest.RW, error) {
+	return batontest.As[batontest.RW](c.Client.RWMutex(name))
+}
 
 func (c *etcdClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	return semOf(c.Client.Semaphore(name, n))
+	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
 }
 
 func (c *etcdClient) Election(name string) (batontest.Elect, error) {

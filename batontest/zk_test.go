@@ -94,11 +94,7 @@ type zkClient struct {
 }
 
 func (c *zkClient) Mutex(name string) (baton.Locker, error) {
-	m, err := c.Client.Mutex(name)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return m, nil
+	return batontest.As[baton.Locker](c.Client.Mutex(name))
 }
 
 // Kill partitions the client: the server stops hearing its pings and
@@ -109,10 +105,12 @@ func (c *zkClient) Kill(t testing.TB) {
 	}
 }
 
-func (c *zkClient) RWMutex(name string) (batontest.RW, error) { return rwOf(c.Client.RWMutex(name)) }
+func (c *zkClient) RWMutex(name string) (batontest.RW, error) {
+	return batontest.As[batontest.RW](c.Client.RWMutex(name))
+}
 
 func (c *zkClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	return semOf(c.Client.Semaphore(name, n))
+	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
 }
 
 func (c *zkClient) Election(name string) (batontest.Elect, error) {

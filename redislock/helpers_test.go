@@ -212,27 +212,15 @@ type redisClientT struct {
 }
 
 func (c *redisClientT) Mutex(name string) (baton.Locker, error) {
-	m, err := c.Client.Mutex(name)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return m, nil
+	return batontest.As[baton.Locker](c.Client.Mutex(name))
 }
 
 func (c *redisClientT) RWMutex(name string) (batontest.RW, error) {
-	m, err := c.Client.RWMutex(name)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return batontest.As[batontest.RW](c.Client.RWMutex(name))
 }
 
 func (c *redisClientT) Semaphore(name string, n int) (batontest.Sem, error) {
-	s, err := c.Client.Semaphore(name, n)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
 }
 
 func (c *redisClientT) Election(name string) (batontest.Elect, error) {

@@ -172,11 +172,7 @@ type sqlClient struct {
 }
 
 func (c *sqlClient) Mutex(name string) (baton.Locker, error) {
-	m, err := c.Client.Mutex(name)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return m, nil
+	return batontest.As[baton.Locker](c.Client.Mutex(name))
 }
 
 // Kill cuts the client off the database without telling it: the fault
@@ -194,19 +190,11 @@ func (c *sqlClient) Kill(t testing.TB) {
 }
 
 func (c *sqlClient) RWMutex(name string) (batontest.RW, error) {
-	m, err := c.Client.RWMutex(name)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return batontest.As[batontest.RW](c.Client.RWMutex(name))
 }
 
 func (c *sqlClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	s, err := c.Client.Semaphore(name, n)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
 }
 
 func (c *sqlClient) Election(name string) (batontest.Elect, error) {
