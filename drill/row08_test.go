@@ -122,22 +122,7 @@ func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
 		if _, ok := stateEvent(events, "old", "suspended"); ok {
 			t.Logf("old holder was told Suspended at times (allowed: a renewal was late)")
 		}
-		select {
-		case r := <-sc.got:
-			t.Fatalf("waiter's acquire returned (err %v) while the old holder holds through a slow link", r.err)
-		default:
-		}
-		ferr, uerr := sc.commit(ctx)
-		if ferr != nil || uerr != nil {
-			t.Errorf("old holder's commit = %v, %v; want accepted (it holds)", ferr, uerr)
-		}
-		sc.st.end(ctx, run.Rec, sc.old.id, sc.og)
-		if err := sc.old.release(ctx, sc.og); err != nil {
-			t.Errorf("old holder's release through the slow link = %v", err)
-		}
-		r := sc.awaitNext(t, 2*e.ttl, "after the old holder released")
-		sc.nextWorks(t, ctx, r.g)
-		sc.peerFinishes(t, ctx)
+		sc.holdsThenHandsOver(t, ctx, run, e, "through a slow link")
 		sc.old.lc.proxy.Heal()
 		heal()
 		sc.st.check(t, run, false)
@@ -249,22 +234,7 @@ func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable
 	if st := sc.og.lease.State(); st != baton.Held {
 		t.Errorf("old holder's lease is %v after the server resumed, want held", st)
 	}
-	select {
-	case r := <-sc.got:
-		t.Fatalf("waiter's acquire returned (err %v) while the old holder holds across a server pause", r.err)
-	default:
-	}
-	ferr, uerr := sc.commit(ctx)
-	if ferr != nil || uerr != nil {
-		t.Errorf("old holder's commit after the server resumed = %v, %v; want accepted (it holds)", ferr, uerr)
-	}
-	sc.st.end(ctx, run.Rec, sc.old.id, sc.og)
-	if err := sc.old.release(ctx, sc.og); err != nil {
-		t.Errorf("old holder's release = %v", err)
-	}
-	r := sc.awaitNext(t, 2*e.ttl, "after the old holder released")
-	sc.nextWorks(t, ctx, r.g)
-	sc.peerFinishes(t, ctx)
+	sc.holdsThenHandsOver(t, ctx, run, e, "across a server pause")
 	sc.st.check(t, run, false)
 	sc.st.checkHolders(run, sc.next.name)
 	if rc.permits == 1 {
@@ -274,4 +244,28 @@ func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable
 	for _, d := range rc.dirs(deadlineName) {
 		run.Report(drill.Orphans(ctx, d, 2*e.ttl, sc.next.lc.entries))
 	}
+}
+
+// holdsThenHandsOver is the end of a below-budget cell of row 8: the old
+// holder, which kept its lease (how: the cell says), is still exclusive —
+// the waiter was not granted, its fenced commit is accepted — and then
+// hands over by releasing, after which the next holder and the peer work.
+func (sc *recipeScene) holdsThenHandsOver(t *testing.T, ctx context.Context, run *drill.Run, e *engine, how string) {
+	t.Helper()
+	select {
+	case r := <-sc.got:
+		t.Fatalf("waiter's acquire returned (err %v) while the old holder holds %s", r.err, how)
+	default:
+	}
+	ferr, uerr := sc.commit(ctx)
+	if ferr != nil || uerr != nil {
+		t.Errorf("old holder's commit %s = %v, %v; want accepted (it holds)", how, ferr, uerr)
+	}
+	sc.st.end(ctx, run.Rec, sc.old.id, sc.og)
+	if err := sc.old.release(ctx, sc.og); err != nil {
+		t.Errorf("old holder's release %s = %v", how, err)
+	}
+	r := sc.awaitNext(t, 2*e.ttl, "after the old holder released")
+	sc.nextWorks(t, ctx, r.g)
+	sc.peerFinishes(t, ctx)
 }
