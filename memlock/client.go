@@ -1,0 +1,264 @@
+package memlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/queue"
+)
+
+// Client is one client of a Server, as one process of the system under
+// test would have: one session at a time, shared by all its locks, and
+// replaced by a new one at the next call after it was lost. Its recipes
+// are package queue's, the same code that runs on ZooKeeper and etcd.
+//
+// The fault methods (Partition, Heal, Expire, LoseResponse) script what a
+// network or a server does to a real client; they are safe to call from
+// any goroutine.
+type Client struct {
+	srv  *Server
+	name string
+	b    backend
+
+	// Guarded by srv.mu.
+	cur         *session
+	nsess       int
+	changed     chan struct{} // closed and replaced at Heal and Close
+	partitioned bool
+	closed      bool
+	losses      [Delete + 1]int // responses to lose, per Op
+}
+
+// Op names a call whose response LoseResponse loses.
+type Op int
+
+const (
+	// Create is the creation of a queue entry: the first step of every
+	// acquire.
+	Create Op = iota + 1
+	// Delete is the deletion of an entry: a release, or a TryLock that
+	// gives back its place.
+	Delete
+)
+
+// Name returns the client's name.
+func (c *Client) Name() string { return c.name }
+
+// SessionID returns the ID of the client's current session, "" before its
+// first call.
+func (c *Client) SessionID() string {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	if c.cur == nil {
+		return ""
+	}
+	return c.cur.id
+}
+
+// Mutex returns the reentrant mutex called name (queue.Mutex).
+func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	return queue.NewMutex(c.b, name, queue.MutexOptions{})
+}
+
+// RWMutex returns the fair read/write lock called name (queue.RWMutex).
+func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	return queue.NewRWMutex(c.b, name, queue.MutexOptions{})
+}
+
+// Semaphore returns the semaphore called name with n permits
+// (queue.Semaphore). Its entries live in the directories name+"/locks"
+// (the guard) and name+"/leases" (the permits).
+func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	return queue.NewSemaphore(c.b, name, n, queue.MutexOptions{})
+}
+
+// Election returns the leader election called name (queue.Election).
+func (c *Client) Election(name string) (*queue.Election, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	return queue.NewElection(c.b, name, queue.MutexOptions{})
+}
+
+func (c *Client) usable() error {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	if c.closed {
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Client) closedErr() error {
+	return fmt.Errorf("memlock: client %s: %w", c.name, baton.ErrClosed)
+}
+
+// Partition cuts the client off from the server. Its session is Suspended
+// at once, and so are its leases: the client notices the silence, as a
+// ZooKeeper client notices a dropped connection. Its calls wait for Heal
+// (or fail when their context ends, wrapping baton.ErrUnavailable). The
+// server keeps the session for SessionTTL on its clock; when that passes,
+// the session expires: the client's leases are Lost first, then the server
+// deletes its entries and the next waiter can be granted. A Partition
+// while already cut off does nothing.
+func (c *Client) Partition() {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	if c.closed || c.partitioned {
+		return
+	}
+	c.partitioned = true
+	if c.cur != nil {
+		c.cur.suspendLocked()
+	}
+}
+
+// Heal reconnects a partitioned client. Before the session expired, the
+// session and its leases are Held again, and the watches and cleanups that
+// waited are delivered; after, the leases stay Lost and the client opens a
+// new session at its next call.
+func (c *Client) Heal() {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	if !c.partitioned {
+		return
+	}
+	c.partitioned = false
+	c.notifyLocked()
+	if c.cur != nil {
+		c.cur.resumeLocked()
+	}
+}
+
+// Expire makes the server expire the client's session now, as it would
+// once SessionTTL passed: the client's leases are Lost, then its entries
+// are deleted. It returns once they are. The client opens a new session
+// at its next call (after Heal, if it is partitioned).
+func (c *Client) Expire() {
+	c.srv.mu.Lock()
+	s := c.cur
+	c.srv.mu.Unlock()
+	if s != nil {
+		c.srv.expire(s, errExpired)
+	}
+}
+
+// LoseResponse makes the client lose the response to its next call of op:
+// the server applies the call, the client cannot tell. A lost Create is
+// resolved inside the acquire, as ZooKeeper's protected create resolves
+// it (the acquire adopts the entry that landed, creates no second one, and
+// leaves none behind). A lost Delete makes Release return an error
+// wrapping ErrResponseLost while the entry is in fact gone, so the lock is
+// free; calling Release again succeeds. Each call loses one more response.
+func (c *Client) LoseResponse(op Op) {
+	if op != Create && op != Delete {
+		panic(fmt.Sprintf("memlock: LoseResponse(%d): no such Op", op))
+	}
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	c.losses[op]++
+}
+
+// takeLossLocked consumes one pending loss of op's response.
+func (c *Client) takeLossLocked(op Op) bool {
+	if c.losses[op] == 0 {
+		return false
+	}
+	c.losses[op]--
+	return true
+}
+
+// Close ends the client's session: its leases are Lost, then its entries
+// are deleted. A partitioned client cannot reach the server, so Close
+// then only tells its leases; the server expires the session when
+// SessionTTL passes, as it would for a crashed process. Later calls return
+// baton.ErrClosed. Close always returns nil.
+func (c *Client) Close() error {
+	c.shutdown(false)
+	return nil
+}
+
+// shutdown closes the client; server says the server is closing, which
+// ends even a partitioned client's session at once.
+func (c *Client) shutdown(server bool) {
+	c.srv.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.notifyLocked()
+	}
+	s := c.cur
+	crash := c.partitioned && !server
+	if s != nil && crash {
+		s.loseLocked(c.closedErr())
+	}
+	c.srv.mu.Unlock()
+	if s != nil && !crash {
+		c.srv.expire(s, c.closedErr())
+	}
+}
+
+func (c *Client) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// backend is the client's queue.Backend. It is unexported so that a
+// Client's methods are only what a test calls.
+type backend struct{ c *Client }
+
+var _ queue.Backend = backend{}
+
+// Engine returns "mem".
+func (b backend) Engine() string { return "mem" }
+
+// Session returns a handle on the client's current session, opening a new
+// session when there is none or the last one was lost. A partitioned
+// client waits for Heal.
+func (b backend) Session(ctx context.Context, _ string) (queue.Session, error) {
+	c := b.c
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	for {
+		if c.closed {
+			return nil, c.closedErr()
+		}
+		var expiring <-chan struct{}
+		if !c.partitioned {
+			if c.cur == nil || c.cur.state == baton.Lost {
+				c.cur = c.newSessionLocked()
+			}
+			if c.cur.state == baton.Held {
+				return &handle{s: c.cur}, nil
+			}
+			expiring = c.cur.changed // healed too late: the expiry is running
+		}
+		healed := c.changed
+		c.srv.mu.Unlock()
+		select {
+		case <-healed:
+		case <-expiring:
+		case <-ctx.Done():
+			c.srv.mu.Lock()
+			return nil, fmt.Errorf("memlock: client %s cut off from the server: %w: %w", c.name, baton.ErrUnavailable, ctx.Err())
+		}
+		c.srv.mu.Lock()
+	}
+}
+
+// Done tells the session that a recipe call, or the lease it granted, is
+// over.
+func (b backend) Done(s queue.Session, _ string) {
+	if h, ok := s.(*handle); ok {
+		h.release()
+	}
+}

@@ -1,0 +1,2 @@
+// Package memlock is an in-memory lock service for tests.
+package memlock
