@@ -104,12 +104,14 @@ func (c *Client) closedErr() error {
 }
 
 // Partition cuts the client off from the server. Its session is Suspended
-// at once, and so are its leases: the client notices the silence, as a
-// ZooKeeper client notices a dropped connection. Its calls wait for Heal
-// (or fail when their context ends, wrapping baton.ErrUnavailable). The
-// server keeps the session for SessionTTL on its clock; when that passes,
-// the session expires: the client's leases are Lost first, then the server
-// deletes its entries and the next waiter can be granted. A Partition
+// at once and its leases follow (Lease.Observe tells when): the client
+// notices the silence, as a ZooKeeper client notices a dropped connection.
+// Its calls wait for Heal (or fail when their context ends, wrapping
+// baton.ErrUnavailable). The server keeps the session for SessionTTL on
+// its clock; when that passes, the session expires: the client's leases
+// are Lost first, then the server deletes its entries and the next waiter
+// can be granted. The expiry's timer is on the clock when Partition
+// returns, so a test may advance a fake clock right away. A Partition
 // while already cut off does nothing.
 func (c *Client) Partition() {
 	c.srv.mu.Lock()
