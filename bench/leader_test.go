@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/queue"
@@ -105,7 +106,7 @@ func batonCampaign(el *queue.Election) func(context.Context) (leadership, error)
 			return leadership{}, err
 		}
 		return leadership{
-			resign: func(ctx context.Context) error { return ld.Resign(ctx, queue.ResignPlan{}) },
+			resign: func(ctx context.Context) error { return ld.Resign(ctx, baton.ResignPlan{}) },
 			ended:  ld.Context().Done(),
 			epoch:  ld.Epoch(),
 		}, nil

@@ -39,7 +39,7 @@
 //     client with another N is reported (queue.Semaphore.OnDisagreement).
 //   - Election: exactly `etcdctl elect <name> <proposal>` and
 //     concurrency.Election: "<name>/<lease hex>" whose value is the
-//     candidate's ID (queue.DefaultID, "<hostname>:<pid>", or the one given
+//     candidate's ID (baton.DefaultID, "<hostname>:<pid>", or the one given
 //     to CampaignAs); the key with the smallest create revision leads, so
 //     baton and etcdctl candidates take turns, and `etcdctl elect -l
 //     <name>` prints a baton leader's ID. The epoch is the leader key's

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
 )
 
 // Defaults and pool limits. Their effects are stated so they can be tuned
@@ -48,9 +47,6 @@ type Options struct {
 	// revision), so that tokens from a rebuilt cluster still exceed every
 	// token the resources have seen. See the baton package doc.
 	TokenFloor uint64
-
-	// Hooks are for fault drills; leave nil.
-	Hooks *queue.Hooks
 
 	// Backoff paces retried lease grants and background cleanup. The zero
 	// value uses baton's defaults.

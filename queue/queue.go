@@ -118,14 +118,3 @@ type Backend interface {
 	// (engines that pool sessions per directory reuse it).
 	Done(s Session, dir string)
 }
-
-// Hooks are injection points for fault drills. Production code leaves them
-// nil.
-type Hooks struct {
-	// BeforeWatch runs after the queue was read and before the watch on the
-	// blocking entry is registered (CURATOR-527 drills delete it here).
-	BeforeWatch func(blocker Entry)
-	// BeforeReturn runs after a grant and before Lock returns (drills cancel
-	// the acquire context here).
-	BeforeReturn func()
-}
