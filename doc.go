@@ -15,7 +15,8 @@
 //
 //   - the lock name and a fencing token (uint64) strictly greater than the
 //     token of every earlier exclusive grant of the same name on the same
-//     deployment (plus the deployment's token floor, see TokenFloor);
+//     deployment (the engine's raw counter plus the deployment's token
+//     floor, see "Token floor" below);
 //   - an owner identity unique to this grant;
 //   - a state: Held, Suspended (ownership uncertain: pause side effects),
 //     Lost (final) or Released;
@@ -36,8 +37,9 @@
 // exclusive grants because the next holder's granting read already reflects
 // the previous holder's deletion, and zxids survive container re-creation.
 //
-// etcd (package etcdlock): the lease is an etcd lease kept alive by baton's
-// own KeepAliveOnce loop so send times are known. The holder is told
+// etcd (package etcdlock): the lease is an etcd lease kept alive by
+// baton's own loop of one-shot keepalives (not clientv3's KeepAlive, which
+// hides send times), so the send time of every keepalive is known. The holder is told
 // Suspended when a keepalive answer is late and Lost before the lease can
 // have expired on the server (deadline from the send time of the last
 // answered keepalive on the monotonic clock, minus a drift margin). The token
@@ -58,10 +60,27 @@
 //
 // # Token floor
 //
-// After an engine is rebuilt from scratch (a new ZooKeeper ensemble, a new
-// etcd cluster, a lost Redis counter) its native tokens restart below values
-// the resources have already seen, and every write would be rejected as
-// stale. The recovery procedure: read the highest token the resources store,
-// and configure every client of the deployment with a TokenFloor above it.
-// Every token the engine issues is then raw+TokenFloor.
+// Every engine issues tokens by one rule: a grant's token is the engine's
+// raw counter plus the deployment's token floor (the TokenFloor option of
+// each engine; zero by default). The raw counter is what the engine
+// itself orders grants by: ZooKeeper's Pzxid, etcd's create revision, a
+// Redis counter, a database sequence. FloorToken computes the sum.
+//
+// The floor exists to re-base a counter that went back or moved: after an
+// engine is rebuilt from scratch (a new ZooKeeper ensemble, a new etcd
+// cluster, a Redis counter lost in a failover) or a lock moves to another
+// engine, raw tokens restart below values the resources have already
+// seen, and every write would be rejected as stale. The recovery
+// procedure: read the highest token the resources store (fence.Table.Max)
+// and configure every client of the deployment with a floor above it.
+//
+// Every client of a name must use the same floor. Tokens of clients with
+// different floors are not comparable: a client with a lower floor is
+// granted tokens the resources reject, and one with a higher floor makes
+// the others' tokens stale.
+//
+// A floor whose sum with the raw counter would pass math.MaxUint64 is
+// refused: the acquire fails with an error wrapping ErrInvalidOption
+// rather than grant a token that wrapped around. (SQL fences store at most
+// fence.MaxToken, 2^63-1, so keep floors well below that.)
 package baton

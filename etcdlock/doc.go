@@ -62,7 +62,8 @@
 // # Fencing token
 //
 // The token is the create revision of the holder's key plus
-// Options.TokenFloor. The mutex grants the key with the smallest create
+// Options.TokenFloor (the token floor rule of package baton: a sum past
+// 2^64 fails the acquire). The mutex grants the key with the smallest create
 // revision, and keys created later always get larger revisions, so tokens
 // strictly increase across grants of one name. This is the fix Jepsen
 // recommended after etcd 3.4.3's lock lost updates.

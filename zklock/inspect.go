@@ -275,7 +275,7 @@ func (c *Client) TokenBound(ctx context.Context, name string) (uint64, error) {
 			bound = max(bound, st.Pzxid)
 		}
 	}
-	return uint64(bound) + c.opts.TokenFloor, nil
+	return baton.FloorToken(uint64(bound), c.opts.TokenFloor)
 }
 
 // liveSessions asks the leader (or the standalone server) among the

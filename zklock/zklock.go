@@ -45,8 +45,11 @@ type Options struct {
 	// Chroot is a path prefix applied by baton itself (go-zookeeper has no
 	// chroot): "/app" puts every lock under /app. Empty or "/" means none.
 	Chroot string
-	// TokenFloor is added to every fencing token (see the baton package
-	// doc: the recovery procedure after rebuilding the ensemble).
+	// TokenFloor is added to every fencing token: token = Pzxid +
+	// TokenFloor. Every client of a name must use the same floor; an
+	// acquire whose sum would pass 2^64 fails with an error wrapping
+	// baton.ErrInvalidOption. See "Token floor" in the baton package doc
+	// (the recovery procedure after rebuilding the ensemble).
 	TokenFloor uint64
 	// Backoff paces reconnects after a lost session, re-creates after an
 	// unknown create result, and cleanup retries.
