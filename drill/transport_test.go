@@ -31,8 +31,8 @@ func trials(t *testing.T, e *engine, def int, f func(t *testing.T, e *engine, se
 }
 
 // TestRow01CreateResponseLost: the create of A's queue entry is applied
-// but its response is lost (seed 000 2.4.5.3; Curator's protected-mode
-// test; Jepsen jetcd 0.8.2, whose transport retried a non-idempotent
+// but its response is lost (Curator's protected-mode test; Jepsen jetcd
+// 0.8.2, whose transport retried a non-idempotent
 // create). Exactly one of {acquired with a fresh token, cleanly not
 // acquired}; ZooKeeper adopts its _c_<uuid> node or deletes it; no orphan
 // blocks B beyond the handoff; never two holders.

@@ -14,7 +14,8 @@
 // every write, and the resource keeps the highest token it has accepted and
 // refuses older ones — in the same atomic step as the write. Checking the
 // token in the application and then writing unconditionally reopens the
-// race between check and write (seed 000, 2.4.5.5).
+// race between check and write: a newer holder can write in between, and
+// the stale write lands after it.
 //
 // # The rule
 //
@@ -47,8 +48,8 @@
 //
 // # Use it inside your own transaction
 //
-// Table is the fencing_tokens scheme (seed 004, question 4, scheme 2): a
-// table (resource, token, owner, updated_at) next to your business tables,
+// Table is the fencing_tokens scheme (scheme 2 below): a table
+// (resource, token, owner, updated_at) next to your business tables,
 // advanced by one conditional upsert in the transaction that does your
 // business write:
 //
@@ -70,8 +71,8 @@
 //
 // # The three SQL schemes
 //
-// Seed 004 (question 4) names three ways to fence a SQL database without
-// changing it; all three apply the same rule:
+// There are three ways to fence writes to a SQL database; all three apply
+// the same rule:
 //
 //  1. Row: token columns on the business row itself (fence_token,
 //     fence_owner, added by Row.Migrate). Row.Update is the business
@@ -144,7 +145,7 @@
 // nothing and returns a *StaleError.
 //
 // Object stores without conditional writes cannot refuse a stale upload,
-// so nothing is ever overwritten (seed 000, 2.4.5.5): Publisher uploads
+// so nothing is ever overwritten: Publisher uploads
 // each grant's result as a new object "<name>/<token>-<owner tag>" and
 // then publishes a pointer to it in a fenced database row (the Row scheme).
 // A stale holder's pointer is refused and its upload is left as an

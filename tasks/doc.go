@@ -6,8 +6,7 @@
 //
 // A lock, or leadership, reduces conflicts: usually only one runner works
 // on a task. It cannot make that certain. A runner can pause past its
-// session, be replaced, and wake up with its result in hand (seed 000,
-// 2.4.5.8, story 8). Correctness is decided at the resource, here the task
+// session, be replaced, and wake up with its result in hand. Correctness is decided at the resource, here the task
 // row: every write carries the writer's (owner, epoch, version) and is
 // one conditional UPDATE that affects no row when the writer has been
 // superseded. The epoch is the fencing token of the grant that entitles

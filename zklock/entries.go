@@ -91,7 +91,7 @@ func parseEntry(parent, name string) (queue.Entry, bool) {
 func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
 
 // Enqueue creates this session's EPHEMERAL_SEQUENTIAL entry
-// "<dir>/_c_<uuid>-<kind><seq>" (protected create, brief §2). When the
+// "<dir>/_c_<uuid>-<kind><seq>" (Curator's protected create). When the
 // create's result is unknown it never re-creates blindly: it waits until the
 // connection is back on the same session, lists the directory for the
 // attempt's "_c_<uuid>-" prefix, adopts only entries whose ephemeral owner

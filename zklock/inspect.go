@@ -187,8 +187,8 @@ func protectedID(name string) (string, bool) {
 
 // markDuplicates flags every entry that shares its protected prefix and its
 // session with a smaller entry of the same queue (q is sorted): the
-// leftovers of a create retried after a lost response (seed 2.4.5.3). The
-// smallest is the attempt's real entry, the one a correct client adopts.
+// leftovers of a create retried after a lost response (drill row 1 in
+// docs/faults.md). The smallest is the attempt's real entry, the one a correct client adopts.
 func markDuplicates(q []queue.EntryInfo) {
 	first := map[string]int{}
 	for i := range q {
