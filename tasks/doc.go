@@ -1,5 +1,5 @@
-// Package tasks is a durable task table with fenced ownership: the seeds'
-// Runner, where the lock or the leader decides who should run, and the
+// Package tasks is a durable task table with fenced ownership: a runner
+// model where the lock or the leader decides who should run, and the
 // table decides whose results count.
 //
 // # Why the table decides
