@@ -29,25 +29,40 @@
 // # What each engine guarantees
 //
 // ZooKeeper (package zklock): the lease is tied to a ZooKeeper session. The
-// holder is told Suspended as soon as the connection drops and Lost when the
-// session timeout could have run out on the server (measured from the
-// disconnect, with a safety margin), on session expiry, or on any change of
-// the session ID. The token is the Pzxid of the lock directory read by the
-// Children call that granted the lock; it strictly increases across
-// exclusive grants because the next holder's granting read already reflects
-// the previous holder's deletion, and zxids survive container re-creation.
+// holder is told Suspended as soon as the connection drops and Lost when
+// the session timeout could have run out on the server (measured from the
+// last moment a reply proved the server heard the client, with a safety
+// margin), on session expiry, or on any change of the session ID. The token
+// is the Pzxid of the lock directory read by the Children call that granted
+// the lock; it strictly increases across exclusive grants because the next
+// holder's granting read already reflects the previous holder's deletion,
+// and zxids survive container re-creation.
 //
-// etcd (package etcdlock): the lease is an etcd lease kept alive by
-// baton's own loop of one-shot keepalives (not clientv3's KeepAlive, which
-// hides send times), so the send time of every keepalive is known. The holder is told
-// Suspended when a keepalive answer is late and Lost before the lease can
-// have expired on the server (deadline from the send time of the last
-// answered keepalive on the monotonic clock, minus a drift margin). The token
-// is the create revision of the holder's key.
+// etcd (package etcdlock): the lease is an etcd lease kept alive by baton's
+// own loop of one-shot keepalives (not clientv3's KeepAlive, which hides
+// send times), so the send time of every keepalive is known. The holder is
+// told Suspended when a keepalive answer is late and Lost before the lease
+// can have expired on the server (deadline from the send time of the last
+// answered keepalive on the monotonic clock, minus a drift margin). The
+// token is the create revision of the holder's key.
 //
-// Neither guarantee survives a host that suspends (a VM or laptop sleep):
-// Go's monotonic clock stops, so "Lost before the server expires" cannot
-// hold across it. Fencing does: a resource that checks tokens rejects the
+// Redis, Redlock and SQL (packages redislock, redlock, sqllock): the lease
+// is a key or row with an expiry on the server, renewed at TTL/3 by one
+// keeper per client (package keeper). The holder is told Suspended when no
+// renewal sent in the last TTL/2 was confirmed, and Lost before the server
+// can expire the lease (from the send time of the last confirmed renewal,
+// minus a drift margin) or at once when a renewal finds the lease gone. The
+// token is a counter on the server (a per-slot counter, a database
+// sequence; Redlock's quorum token). Redlock's grant rests on a majority of
+// independent servers and on their clocks: a node that expires a key early
+// can let a second client in while the first still holds; the second's
+// quorum token is then larger, so fencing still rejects the first holder's
+// late writes (a node restarted without persistence breaks even that; see
+// package redlock).
+//
+// None of these guarantees survives a host that suspends (a VM or laptop
+// sleep): Go's monotonic clock stops, so "Lost before the server expires"
+// cannot hold across it. Fencing does: a resource that checks tokens rejects the
 // late writer regardless of clocks.
 //
 // # Reentrancy
