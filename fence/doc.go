@@ -144,23 +144,22 @@
 // Lua script checks the fence hash and SETs or HSETs the value, or changes
 // nothing and returns a *StaleError.
 //
-// Object stores without conditional writes cannot refuse a stale upload,
-// so nothing is ever overwritten: Publisher uploads
-// each grant's result as a new object "<name>/<token>-<owner tag>" and
-// then publishes a pointer to it in a fenced database row (the Row scheme).
-// A stale holder's pointer is refused and its upload is left as an
-// orphan, which Orphans lists after a grace period for deletion. Readers
-// follow the pointer (Published). ObjectStore is the three calls the
-// pattern needs (Put, List, Delete); DirStore implements it on a
-// directory.
+// Object stores without conditional writes cannot refuse a stale upload, so
+// nothing is ever overwritten: Publisher uploads each grant's result as a
+// new object "<name>/<token>-<owner tag>" and then publishes a pointer to
+// it in a fenced database row (the Row scheme). A stale holder's pointer is
+// refused and its upload is left as an orphan, which Orphans lists after a
+// grace period for deletion. Readers follow the pointer (Published).
+// ObjectStore is the three calls the pattern needs (Put, List, Delete);
+// DirStore implements it on a directory.
 //
 // # The unfenced twins
 //
 // Unfenced (and UnfencedRow, UnfencedPublisher, redisfence.Unfenced) has
-// the same methods and records every write unconditionally,
-// as an application that trusts its lock would. Tests and baton demo run
-// the same story against both: the stale write must be refused by Table
-// and land through Unfenced, or the test cannot tell fencing from luck.
+// the same methods and records every write unconditionally, as an
+// application that trusts its lock would. Tests and baton demo run the same
+// story against both: the stale write must be refused by Table and land
+// through Unfenced, or the test cannot tell fencing from luck.
 //
 // # Token floor: recovering after the token source was rebuilt
 //
@@ -168,9 +167,9 @@
 // a new etcd cluster, a lost Redis counter) its tokens restart below what
 // the fences have stored, and every write is refused as stale. That is the
 // fence working: it cannot tell the new holders from zombies. Do not lower
-// or delete fence rows to get going again, which would let the zombies
-// back in. Instead read the highest stored token (Table.Max on every fence
-// table, and the largest fence_token of every Row table), and configure every client of
-// the deployment with a baton token floor above it; new tokens then exceed
-// everything the resources have seen.
+// or delete fence rows to get going again, which would let the zombies back
+// in. Instead read the highest stored token (Table.Max on every fence
+// table, and the largest fence_token of every Row table), and configure
+// every client of the deployment with a baton token floor above it; new
+// tokens then exceed everything the resources have seen.
 package fence
