@@ -110,7 +110,7 @@ func pausedHolder(t *testing.T, e *engine, seed uint64) {
 	// "Within 1 RTT of resuming": the engine may not wait for the server;
 	// 1 s leaves room for a loaded CI machine under -race.
 	if d := time.Duration(lost.T - resumeAt); d > time.Second {
-		t.Errorf("old holder reported Lost %v after resuming, want ≤ 1s", d)
+		t.Errorf("old holder reported Lost %v after resuming, want ≤ 1s (I4)", d)
 	} else {
 		t.Logf("old holder reported Lost %v after resuming", d)
 	}
