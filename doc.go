@@ -62,8 +62,8 @@
 //
 // None of these guarantees survives a host that suspends (a VM or laptop
 // sleep): Go's monotonic clock stops, so "Lost before the server expires"
-// cannot hold across it. Fencing does: a resource that checks tokens rejects the
-// late writer regardless of clocks.
+// cannot hold across it. Fencing does: a resource that checks tokens
+// rejects the late writer regardless of clocks.
 //
 // # Reentrancy
 //
