@@ -48,7 +48,9 @@ type Snapshot struct {
 	// Own is the index of the reader's own entry in Entries, -1 if absent.
 	Own int
 	// Token is the fencing token the reader's entry gets if this read
-	// grants it (token floor included).
+	// grants it: the engine's raw counter plus the token floor (see
+	// baton.FloorToken; an engine whose sum would overflow fails the read
+	// instead). It is set only when Own >= 0.
 	Token uint64
 	// Rev is the engine's position of the read (etcd's header revision),
 	// so a watch can start right after it. 0 where unused.
