@@ -57,10 +57,10 @@ func DefaultID() string {
 // epoch instead.
 const DefaultDrainTimeout = 10 * time.Second
 
-// ResignPlan is the orderly hand-over of seed 2.4.5.8, in its order: stop
-// taking work, drain in-flight work with a bound, checkpoint, then release
-// leadership. Releasing first would let a new leader dispatch while this
-// one still does.
+// ResignPlan is the orderly hand-over, in this order: stop taking work,
+// drain in-flight work with a bound, checkpoint, then release leadership.
+// Releasing first would let a new leader dispatch while this one still
+// does.
 type ResignPlan struct {
 	// Drain waits for in-flight work to finish; its context ends after
 	// DrainTimeout. Nil skips draining.

@@ -9,6 +9,12 @@
 // outside. It reports every violation with t.Errorf, naming the engine and
 // the invariant, and keeps going, so one run shows the whole picture.
 //
+// Invariants carry the IDs of the fault matrix (docs/faults.md in the baton
+// repository): I1 mutual exclusion, I2 tokens strictly increase per name,
+// I5 progress after a holder dies, I6 an acquire honours its context, I7
+// a holder is told Suspended or Lost before anyone else is granted, I8 no
+// entry or goroutine left behind, I9 a release removes only its own grant.
+//
 // The suite needs real servers: it waits for session expiry, counts remote
 // entries and measures how fast a cancelled acquire returns. Each subtest
 // works on a lock name of its own under "conformance/".
@@ -51,7 +57,7 @@ type Engine struct {
 	// killed session: the session timeout or lease TTL plus the server's
 	// own expiry granularity. The holder must be Lost within it (plus
 	// slack) and the next waiter granted within SessionTTL +
-	// max(0.5s, SessionTTL/4) (fault matrix I5).
+	// max(0.5s, SessionTTL/4) (I5).
 	SessionTTL time.Duration
 
 	// SemaphoreEntries lists the remote entries of the semaphore called
@@ -87,7 +93,7 @@ type Client interface {
 // Bounds of the contract the suite enforces.
 const (
 	// ReturnBound is how soon after its context ends an acquire must
-	// return (brief §1, fault matrix I6).
+	// return (I6).
 	ReturnBound = 250 * time.Millisecond
 	// TryLockBound is how long a failing TryLock may take: one attempt,
 	// a few round trips, never a wait for the holder.
@@ -302,7 +308,7 @@ func eventually(within time.Duration, cond func() bool) bool {
 }
 
 // lostBound is how long after Kill the holder may take to be told Lost, and
-// the next waiter to be granted (fault matrix I5).
+// the next waiter to be granted (I5).
 func (s *suite) lostBound() time.Duration {
 	return s.e.SessionTTL + max(500*time.Millisecond, s.e.SessionTTL/4)
 }

@@ -10,5 +10,5 @@ import (
 var etcdServer *etcdtest.Server
 
 // TestMain runs the tests beside one embedded etcd and checks for leaked
-// goroutines (fault matrix I8).
+// goroutines (I8).
 func TestMain(m *testing.M) { etcdtest.Main(m, &etcdServer) }

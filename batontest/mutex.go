@@ -436,7 +436,7 @@ func last(g []grantRecord) grantRecord {
 
 // testCancelWhileWaiting checks that a waiting Lock honours cancel and
 // deadline within ReturnBound, leaves no entry, and does not stall the
-// waiter queued behind it (brief §1, I6, CURATOR-79).
+// waiter queued behind it (I6, CURATOR-79).
 func (s *suite) testCancelWhileWaiting(t *testing.T) {
 	t.Run("AlreadyCancelled", func(t *testing.T) {
 		name := lockName("cancelled")
@@ -552,8 +552,8 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 // testCancelRacingGrant releases the holder and cancels the waiter at
 // nearly the same moment, at several offsets. Whichever wins, the waiter
 // either returns a live lease or an error and holds nothing: after an
-// error another client must get the lock, and no entry stays (brief §1:
-// "if the grant raced the cancel, the grant is released, not leaked").
+// error another client must get the lock, and no entry stays: a grant
+// that raced the cancel is released, not leaked (I6, I8).
 func (s *suite) testCancelRacingGrant(t *testing.T) {
 	name := lockName("race")
 	c1, c2, c3 := s.client(t), s.client(t), s.client(t)
@@ -724,7 +724,7 @@ func (s *suite) testLost(t *testing.T) {
 
 // testWaiterSessionLost kills a waiter's session while it waits: its Lock
 // must fail with ErrSessionLost and never acquire on its dead queue
-// position (fault row 12, CURATOR-604, etcd #19597).
+// position (row 12 of docs/faults.md, CURATOR-604, etcd #19597).
 func (s *suite) testWaiterSessionLost(t *testing.T) {
 	name := lockName("waiterlost")
 	c1, c2 := s.client(t), s.client(t)

@@ -1,7 +1,7 @@
 // Package bench measures baton beside its peers on the same servers, in
 // the same run, and reports ratios rather than absolute times: absolute
 // figures depend on the machine, ratios between implementations that make
-// the same round trips to the same server do not (brief §6).
+// the same round trips to the same server do not.
 //
 // It is a separate module so that the peers it measures (go-zookeeper's
 // zk.Lock, etcd's concurrency.Mutex, bsm/redislock, go-redsync) and the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -41,9 +41,9 @@ type handoffRig struct {
 	sessionNote string
 }
 
-// batonContender wraps a baton mutex; the recipe's BeforeWatch hook tells
-// when it has queued.
-func batonContender() (*contender, *queue.Hooks, func(locker)) {
+// batonContender wraps a baton mutex; the recipe's BeforeWatch hook,
+// carried in each Lock's context, tells when it has queued.
+func batonContender() (*contender, func(locker)) {
 	parked := make(chan struct{}, 1)
 	c := &contender{
 		queued: func(ctx context.Context) error {
@@ -61,7 +61,7 @@ func batonContender() (*contender, *queue.Hooks, func(locker)) {
 			}
 		},
 	}
-	hooks := &queue.Hooks{BeforeWatch: func(queue.Entry) {
+	hooks := &drillhook.Hooks{BeforeWatch: func(string) {
 		select {
 		case parked <- struct{}{}:
 		default:
@@ -69,14 +69,14 @@ func batonContender() (*contender, *queue.Hooks, func(locker)) {
 	}}
 	set := func(m locker) {
 		c.lock = func(ctx context.Context) (held, error) {
-			l, err := m.Lock(ctx)
+			l, err := m.Lock(drillhook.With(ctx, hooks))
 			if err != nil {
 				return nil, err
 			}
 			return l, nil
 		}
 	}
-	return c, hooks, set
+	return c, set
 }
 
 // zkHandoffTimeout makes go-zookeeper ping every 5 s (a third of it); the
@@ -100,14 +100,14 @@ func newZKHandoffRig(tb testing.TB, n int) *handoffRig {
 	sem := make(chan struct{}, 16) // dial 16 at a time
 	sets := make([]func(locker), n+1)
 	for i := range clients {
-		c, hooks, set := batonContender()
+		c, set := batonContender()
 		r.contenders[i], sets[i] = c, set
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			clients[i], errs[i] = zklock.Dial(ctx, []string{addr}, zklock.Options{SessionTimeout: zkHandoffTimeout, Hooks: hooks})
+			clients[i], errs[i] = zklock.Dial(ctx, []string{addr}, zklock.Options{SessionTimeout: zkHandoffTimeout})
 		})
 	}
 	wg.Wait()
@@ -157,8 +157,8 @@ func newEtcdHandoffRig(tb testing.TB, n int) *handoffRig {
 	clients := make([]*etcdlock.Client, 0, n+1)
 	tb.Cleanup(func() { closeAll(clients) })
 	for range n + 1 {
-		c, hooks, set := batonContender()
-		ec, err := etcdlock.New(cli, etcdlock.Options{TTL: etcdTTL, Hooks: hooks})
+		c, set := batonContender()
+		ec, err := etcdlock.New(cli, etcdlock.Options{TTL: etcdTTL})
 		if err != nil {
 			tb.Fatalf("etcdlock.New = %v", err)
 		}

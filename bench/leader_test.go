@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/queue"
@@ -105,7 +106,7 @@ func batonCampaign(el *queue.Election) func(context.Context) (leadership, error)
 			return leadership{}, err
 		}
 		return leadership{
-			resign: func(ctx context.Context) error { return ld.Resign(ctx, queue.ResignPlan{}) },
+			resign: func(ctx context.Context) error { return ld.Resign(ctx, baton.ResignPlan{}) },
 			ended:  ld.Context().Done(),
 			epoch:  ld.Epoch(),
 		}, nil
@@ -426,7 +427,8 @@ func leaderReport(t *testing.T) (misses []string) {
 			h = durations(ks, func(s leaderSample) time.Duration { return s.handoff })
 			st = durations(ks, func(s leaderSample) time.Duration { return s.step })
 			// A session or lease ends at most T (plus the server's expiry
-			// granularity) after its last renewal: the bound of fault matrix I5.
+			// granularity) after its last renewal: the progress bound
+			// (I5 in docs/faults.md).
 			bound := r.ttl + max(500*time.Millisecond, r.ttl/4)
 			var failed []string
 			if quantile(h, 1) > bound {

@@ -13,8 +13,12 @@ import (
 	"time"
 )
 
-// TestRatios is the report of brief §6: every pair measured in the same
-// run on the same servers, printed as ratios against the targets. It runs
+// TestRatios is the ratio report: every pair measured in the same run on
+// the same servers, printed as ratios against baton's performance targets
+// (the target column: on ZooKeeper within 5 % of the bare round-trip
+// floor and no slower than zk.Lock; on etcd within 5 % of
+// concurrency.Mutex; on Redis within 5 % of bsm/redislock; on Redlock
+// within 2.2× go-redsync). It runs
 // only with BATON_BENCH=1. A MISS is reported, not failed (timings are not
 // assertions); BATON_BENCH_STRICT=1 makes a MISS fail the test.
 //

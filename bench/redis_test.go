@@ -357,8 +357,8 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 }
 
 // TestRedisSmoke checks the Redis pairs really lock and unlock (the floor
-// really pings), that the counted twins make exactly the round trips the
-// brief speaks of (baton: one each way), and that a client holding 300
+// really pings), that the counted twins make exactly the round trips
+// baton's target allows (one to acquire, one to release), and that a client holding 300
 // leases renews them with the same goroutines as one lease and a few
 // pipelined round trips per renewal period.
 func TestRedisSmoke(t *testing.T) {

@@ -528,8 +528,8 @@ func smokeCounted(t *testing.T, pairs []*pair, turns *turnProxy) {
 
 // sqlReport prints the SQL rows: lock+unlock beside the two-UPDATE floor
 // and the native session lock, and fenced writes beside plain and
-// unfenced ones, on each database. The brief sets no target for SQL: the
-// rows are reported, not judged.
+// unfenced ones, on each database. baton sets no performance target for
+// SQL: the rows are reported, not judged.
 func sqlReport(t *testing.T, rounds int) {
 	backends := sqlBackends(t.TempDir())
 	var lt, wt strings.Builder

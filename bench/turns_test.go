@@ -12,8 +12,8 @@ import (
 // follows a reply (or opens the connection) is one request flight. A
 // pipeline of many commands sent before reading any reply is one flight,
 // as it costs one network round trip; a transaction of four statements
-// each waiting for its reply is four. That is the figure the brief's
-// targets speak of ("one round trip to acquire and one to release"), and
+// each waiting for its reply is four. That is the figure baton's targets
+// speak of ("one round trip to acquire and one to release"), and
 // it needs no cooperation from the server, which other clients share. A
 // pipeline so long that the server answers its first commands before the
 // client has sent the last counts twice or more: the count is exact for

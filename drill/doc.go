@@ -1,6 +1,8 @@
 // Package drill is baton's fault-drill harness: it records what clients of
 // a lock and of a resource did, as a history, and checks that history
-// against the invariants of the fault matrix (docs/faults.md). It is the
+// against the invariants I1–I10 of the fault matrix, docs/faults.md at the
+// root of the repository (invariant IDs and row numbers below are that
+// document's). It is the
 // evidence behind "a lock grants coordination, correctness is decided at
 // the resource": a drill injects a fault, lets clients act through it, and
 // then asks pure functions of the history whether mutual exclusion held at
@@ -45,6 +47,10 @@
 //     the semaphore's resource) never has more than N grants working at it
 //     at once (I1 for N permits); CheckHolders is CheckExclusive for N.
 //
+// I4 (loss told, never silent or false), I6 (deadlines honoured) and I9 (a
+// release removes only its own grant) are asserted by the drills directly
+// on the lease states and results they observe.
+//
 // # Resource
 //
 // Counter is a real row in SQLite (OpenSQLite) or PostgreSQL, incremented
@@ -59,7 +65,10 @@
 // N grants (a newer grant evicts the oldest) and rejects the uses of an
 // evicted one; the unfenced twin admits everyone.
 //
-// The drills themselves (the _test files of this package) run every row
-// of the matrix that the queue engines (zklock, etcdlock) must survive and
-// name the bug each reproduces.
+// The drills themselves (the _test files of this package, one or more rows
+// per file: TestRow01… to TestRow15…) run the rows of docs/faults.md on
+// every engine the row applies to — the queue engines (zklock, etcdlock)
+// and the lease engines (sqllock, redislock, redlock) — and name the bug
+// each reproduces. Rows 6 and 7 live beside their engines, in redislock
+// and redlock.
 package drill

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
@@ -83,7 +84,7 @@ type engine struct {
 
 type clientOpts struct {
 	proxied  bool
-	hooks    *queue.Hooks
+	hooks    *drillhook.Hooks  // a holder's acquires carry them in their context
 	upstream string            // dial this address instead of the server (counting proxy)
 	grpc     []grpc.DialOption // etcd: extra dial options (request counting)
 	etcdCli  *clientv3.Client  // etcd: share this client instead of dialing one
@@ -182,7 +183,7 @@ func zkEngine(t *testing.T) *engine {
 		if o.ttl > 0 {
 			timeout = o.ttl
 		}
-		c, err := zklock.Dial(ctx, []string{server}, zklock.Options{SessionTimeout: timeout, Hooks: o.hooks})
+		c, err := zklock.Dial(ctx, []string{server}, zklock.Options{SessionTimeout: timeout})
 		if err != nil {
 			t.Fatalf("zklock.Dial(%q) = %v", server, err)
 		}
@@ -241,7 +242,7 @@ func etcdEngine(t *testing.T) *engine {
 		if o.ttl > 0 {
 			ttl = o.ttl
 		}
-		c, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Hooks: o.hooks})
+		c, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl})
 		if err != nil {
 			t.Fatalf("etcdlock.New = %v", err)
 		}
@@ -308,6 +309,9 @@ type holder struct {
 	m   baton.Locker
 	// name is the normalised lock name, as leases report it.
 	name string
+	// hooks go with every acquire of the holder (its context carries
+	// them): at least the watch recorder.
+	hooks *drillhook.Hooks
 
 	wg sync.WaitGroup // lease observers
 }
@@ -318,12 +322,12 @@ func newHolder(t *testing.T, run *drill.Run, e *engine, id, name string, o clien
 	if err != nil {
 		t.Fatalf("ValidateName(%q) = %v", name, err)
 	}
-	h := &holder{id: id, run: run, e: e, name: n}
-	if o.hooks == nil {
-		o.hooks = &queue.Hooks{}
+	h := &holder{id: id, run: run, e: e, name: n, hooks: o.hooks}
+	if h.hooks == nil {
+		h.hooks = &drillhook.Hooks{}
 	}
-	if o.hooks.BeforeWatch == nil {
-		o.hooks.BeforeWatch = h.watched(name)
+	if h.hooks.BeforeWatch == nil {
+		h.hooks.BeforeWatch = h.watched(name)
 	}
 	// Registered before the client's Close, so it runs after it: Close
 	// ends every lease, and with them the observers.
@@ -338,9 +342,9 @@ func newHolder(t *testing.T, run *drill.Run, e *engine, id, name string, o clien
 }
 
 // watched records a waiter's watch registration (I10: one per waiter).
-func (h *holder) watched(name string) func(queue.Entry) {
-	return func(b queue.Entry) {
-		h.run.Rec.Record(drill.Event{Client: h.id, Op: drill.OpWatch, Phase: drill.Info, Name: name, Entry: b.Key})
+func (h *holder) watched(name string) func(blocker string) {
+	return func(blocker string) {
+		h.run.Rec.Record(drill.Event{Client: h.id, Op: drill.OpWatch, Phase: drill.Info, Name: name, Entry: blocker})
 	}
 }
 
@@ -348,7 +352,7 @@ func (h *holder) watched(name string) func(queue.Entry) {
 // change of the lease until it ends.
 func (h *holder) lock(ctx context.Context) (*baton.Lease, error) {
 	op := h.run.Rec.Begin(h.id, drill.OpAcquire, h.name, 0)
-	l, err := h.m.Lock(ctx)
+	l, err := h.m.Lock(drillhook.With(ctx, h.hooks))
 	if err != nil {
 		op.Fail(err) // the contract: an error means not holding
 		return nil, err

@@ -148,6 +148,21 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 	run.Report(drill.CheckExclusive(events))
 	run.Report(drill.CheckFIFO(events))
 	run.Report(drill.CheckWakeups(events, name, 1))
+	// Every waiter queued behind the plug, so each must have watched: a
+	// waiter without a watch event means the recorder (the BeforeWatch
+	// hook in its acquire context) never ran, and CheckWakeups above
+	// judged nothing.
+	watched := map[string]bool{}
+	for _, ev := range events {
+		if ev.Op == drill.OpWatch && ev.Name == name {
+			watched[ev.Client] = true
+		}
+	}
+	for _, w := range ws {
+		if !watched[w.id] {
+			t.Errorf("%s registered no watch while queued behind the plug: the watch recorder did not run", w.id)
+		}
+	}
 	res.check(t, run, false)
 	run.Report(drill.Orphans(ctx, name, time.Second, e.scan))
 	return float64(requests) / float64(n)

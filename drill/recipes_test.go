@@ -93,7 +93,7 @@ func forEachRecipe(t *testing.T, e *engine, f func(t *testing.T, rc recipe)) {
 // role is a taken role: the lease, and the leadership for elections.
 type role struct {
 	lease  *baton.Lease
-	leader *queue.Leader
+	leader *baton.Leader
 }
 
 // take acquires the recipe's role on lc: the lock, the write side, a
@@ -139,7 +139,7 @@ func (r recipe) take(ctx context.Context, lc *lockClient, name, id string) (role
 // release gives the role back: a leader resigns (in its documented order).
 func (g role) release(ctx context.Context) error {
 	if g.leader != nil {
-		return g.leader.Resign(ctx, queue.ResignPlan{})
+		return g.leader.Resign(ctx, baton.ResignPlan{})
 	}
 	return g.lease.Release(ctx)
 }

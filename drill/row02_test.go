@@ -9,14 +9,13 @@ import (
 	"github.com/baton-go/baton/drill"
 )
 
-// TestRow02PausedHolder is Jepsen's etcd 3.4.3 lock test (and seed 000
-// 2.4.5.4, data 4): the holder, in a child process, is frozen with SIGSTOP
+// TestRow02PausedHolder is Jepsen's etcd 3.4.3 lock test: the holder, in a child process, is frozen with SIGSTOP
 // for 3×TTL after it has read the counter. Its session expires; the next
 // waiter is granted (I5) with a larger token (I2). The holder resumes and
 // sends the write it had decided on: the fenced resource rejects it (I3);
 // the unfenced twin accepts it and loses the newer increments — the
 // negative control must go red. The holder learns Lost right after it
-// resumes.
+// resumes (I4).
 func TestRow02PausedHolder(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		// Each trial freezes the holder for 3×TTL. The Redis engines hold
@@ -111,7 +110,7 @@ func pausedHolder(t *testing.T, e *engine, seed uint64) {
 	// "Within 1 RTT of resuming": the engine may not wait for the server;
 	// 1 s leaves room for a loaded CI machine under -race.
 	if d := time.Duration(lost.T - resumeAt); d > time.Second {
-		t.Errorf("old holder reported Lost %v after resuming, want ≤ 1s", d)
+		t.Errorf("old holder reported Lost %v after resuming, want ≤ 1s (I4)", d)
 	} else {
 		t.Logf("old holder reported Lost %v after resuming", d)
 	}

@@ -22,7 +22,7 @@ import (
 // intact and whatever was in flight arrives late. A blackhole that drops
 // bytes would corrupt the stream instead, a different fault (rows 11, 13).
 //
-//   - short (0.2–0.5×TTL, both ways): no silent loss — after the heal the
+//   - short (0.2–0.5×TTL, both ways): no silent loss (I4) — after the heal the
 //     holder is either still Held with no other grant in between, or it
 //     was told Lost.
 //   - long (past the TTL, both ways): the holder is told Suspended before
@@ -243,7 +243,7 @@ func partition(t *testing.T, e *engine, rc recipe, seed uint64, kind string) {
 		case baton.Held:
 			select {
 			case r := <-sc.got:
-				t.Fatalf("waiter's acquire returned (%v, err %v) while the old holder still holds after a short partition: a silent loss", r.g.lease, r.err)
+				t.Fatalf("waiter's acquire returned (%v, err %v) while the old holder still holds after a short partition: a silent loss (I4)", r.g.lease, r.err)
 			default:
 			}
 			ferr, uerr := sc.commit(ctx)
@@ -256,7 +256,7 @@ func partition(t *testing.T, e *engine, rc recipe, seed uint64, kind string) {
 			}
 		case baton.Lost:
 			if _, ok := stateEvent(run.Rec.Events(), "old", "lost"); !ok {
-				t.Errorf("old holder's lease is lost but no lost state was reported")
+				t.Errorf("old holder's lease is lost but no lost state was reported (I4)")
 			}
 			t.Logf("short partition cost the session (%v): reported Lost", sc.og.lease.Err())
 			sc.st.end(ctx, run.Rec, sc.old.id, sc.og)

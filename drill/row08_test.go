@@ -18,7 +18,7 @@ import (
 // toxic, ± jitter), so every renewal reaches the server late: the server
 // restarts the session's or lease's clock later than the client sent it.
 //
-//   - 0.25×TTL: below the budget. No false Lost: the holder may be told
+//   - 0.25×TTL: below the budget. No false Lost (I4): the holder may be told
 //     Suspended while a renewal is in flight but is never told Lost; nobody
 //     else is granted while it holds; it acquires, commits and releases
 //     through the slow link; a call with a deadline shorter than the
@@ -117,7 +117,7 @@ func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
 		time.Sleep(3 * e.ttl / 2)
 		events := run.Rec.Events()
 		if ev, ok := stateEvent(events, "old", "lost"); ok {
-			t.Errorf("old holder told Lost %v into a latency of %v (%.2f×TTL): a false Lost below the budget", time.Duration(ev.T-faultAt), latency, x)
+			t.Errorf("old holder told Lost %v into a latency of %v (%.2f×TTL): a false Lost below the budget (I4)", time.Duration(ev.T-faultAt), latency, x)
 		}
 		if _, ok := stateEvent(events, "old", "suspended"); ok {
 			t.Logf("old holder was told Suspended at times (allowed: a renewal was late)")
@@ -182,7 +182,7 @@ func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
 // TestRow08ServerPaused: the server process itself is frozen (SIGSTOP) for
 // less than the TTL while a holder holds and a client waits: a private
 // ZooKeeper started for the test, an etcd in a child process. Below the
-// budget nothing is lost: the holder is never told Lost (Suspended is
+// budget nothing is lost: the holder is never told Lost (I4; Suspended is
 // allowed), nobody else is granted in between, its commit is accepted
 // after the resume; a call with a deadline made while the server is
 // frozen returns by its deadline, and the entry it may have left behind
@@ -229,7 +229,7 @@ func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable
 	time.Sleep(e.ttl / 2)
 	events := run.Rec.Events()
 	if _, ok := stateEvent(events, "old", "lost"); ok {
-		t.Errorf("old holder told Lost after a server pause of %v (%.1f×TTL): a false Lost below the budget", pause, 0.4)
+		t.Errorf("old holder told Lost after a server pause of %v (%.1f×TTL): a false Lost below the budget (I4)", pause, 0.4)
 	}
 	if st := sc.og.lease.State(); st != baton.Held {
 		t.Errorf("old holder's lease is %v after the server resumed, want held", st)

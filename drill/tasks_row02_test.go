@@ -16,8 +16,8 @@ import (
 	"github.com/baton-go/baton/tasks"
 )
 
-// TestRow02PausedTaskOwner is row 2 for durable tasks (package tasks, seed
-// story 8 under a real pause): a runner in a child process holds the SQL
+// TestRow02PausedTaskOwner is row 2 for durable tasks (package tasks' J7
+// takeover story under a real pause): a runner in a child process holds the SQL
 // mutex, claims task J7 with its lock's token as epoch, checkpoints, and is
 // frozen with SIGSTOP. Its lock and its task lease expire; a second runner
 // is granted the lock with a larger token, takes the task over (the

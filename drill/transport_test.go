@@ -15,9 +15,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 )
 
@@ -31,8 +31,8 @@ func trials(t *testing.T, e *engine, def int, f func(t *testing.T, e *engine, se
 }
 
 // TestRow01CreateResponseLost: the create of A's queue entry is applied
-// but its response is lost (seed 000 2.4.5.3; Curator's protected-mode
-// test; Jepsen jetcd 0.8.2, whose transport retried a non-idempotent
+// but its response is lost (Curator's protected-mode test; Jepsen jetcd
+// 0.8.2, whose transport retried a non-idempotent
 // create). Exactly one of {acquired with a fresh token, cleanly not
 // acquired}; ZooKeeper adopts its _c_<uuid> node or deletes it; no orphan
 // blocks B beyond the handoff; never two holders.
@@ -513,13 +513,13 @@ func predecessorGone(t *testing.T, e *engine, seed uint64) {
 	}
 	var deletedAt int64
 	var once sync.Once
-	hooks := &queue.Hooks{}
-	hooks.BeforeWatch = func(blocker queue.Entry) {
-		run.Rec.Record(drill.Event{Client: "b", Op: drill.OpWatch, Phase: drill.Info, Name: name, Entry: blocker.Key})
+	hooks := &drillhook.Hooks{}
+	hooks.BeforeWatch = func(blocker string) {
+		run.Rec.Record(drill.Event{Client: "b", Op: drill.OpWatch, Phase: drill.Info, Name: name, Entry: blocker})
 		once.Do(func() {
 			heal := run.Rec.Fault("a", "predecessor deleted between read and watch")
-			if err := e.del(ctx, blocker.Key); err != nil {
-				t.Errorf("deleting %s = %v", blocker.Key, err)
+			if err := e.del(ctx, blocker); err != nil {
+				t.Errorf("deleting %s = %v", blocker, err)
 			}
 			deletedAt = drill.Now()
 			heal()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/internal/drillhook"
 )
 
 // TestRow12WaiterSessionExpires is CURATOR-604 and etcd #19597: a waiter's
@@ -273,7 +273,7 @@ func cancelAtGrant(t *testing.T, e *engine, seed uint64) {
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	hooks := &queue.Hooks{BeforeReturn: func() {
+	hooks := &drillhook.Hooks{BeforeReturn: func() {
 		run.Rec.Info("racer", "cancel", name, "at BeforeReturn")
 		wcancel()
 	}}

@@ -23,8 +23,6 @@ const revokeTimeout = 2 * time.Second
 // Client is baton's etcd engine on a user's *clientv3.Client. It owns a
 // small pool of leases (sessions) and the goroutines that keep them alive;
 // Close revokes them. It does not own the etcd client.
-//
-// Client implements queue.Backend, so the queue recipes run on it.
 type Client struct {
 	cli  *clientv3.Client
 	opts Options
@@ -42,7 +40,7 @@ type Client struct {
 }
 
 var (
-	_ queue.Backend     = (*Client)(nil)
+	_ queue.Backend     = backend{}
 	_ queue.DirWatcher  = (*session)(nil)
 	_ queue.DataSession = (*session)(nil)
 )
@@ -85,7 +83,7 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewMutex(backend{c}, name, queue.MutexOptions{})
 }
 
 // RWMutex returns the read/write lock called name. Its keys are
@@ -97,7 +95,7 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewRWMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{})
 }
 
 // Semaphore returns the semaphore called name with n permits: the same
@@ -109,7 +107,7 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewSemaphore(c, name, n, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{})
 }
 
 // Election returns the leader election called name, compatible with
@@ -121,7 +119,7 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewElection(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewElection(backend{c}, name, queue.MutexOptions{})
 }
 
 // Entries returns the raw keys under "<name>/" in create-revision order,
@@ -179,12 +177,24 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// Session returns a lease on which a new entry in dir can live: a pooled
+// backend is the queue.Backend the client's recipes run on. It is a type
+// of its own so that the engine plumbing stays off the Client's API.
+type backend struct{ c *Client }
+
+func (b backend) Engine() string { return b.c.Engine() }
+
+func (b backend) Session(ctx context.Context, dir string) (queue.Session, error) {
+	return b.c.session(ctx, dir)
+}
+
+func (b backend) Done(s queue.Session, dir string) { b.c.done(s, dir) }
+
+// session returns a lease on which a new entry in dir can live: a pooled
 // one that has no entry in dir (two entries of one lease in one directory
 // would share the key "<dir>/<lease>"), or a newly granted one. Grants are
 // retried with backoff until ctx ends; the error then wraps
 // baton.ErrUnavailable and ctx's error.
-func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error) {
+func (c *Client) session(ctx context.Context, dir string) (queue.Session, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -215,10 +225,10 @@ func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error)
 	return s, nil
 }
 
-// Done tells the client the recipe no longer has an entry in dir on s. The
-// session becomes available for dir again once any abandoned entry there is
-// cleaned up; an idle session beyond MaxIdleSessions is revoked.
-func (c *Client) Done(qs queue.Session, dir string) {
+// done tells the client the recipe no longer has an entry in dir on qs.
+// The session becomes available for dir again once any abandoned entry
+// there is cleaned up; an idle session beyond MaxIdleSessions is revoked.
+func (c *Client) done(qs queue.Session, dir string) {
 	s, ok := qs.(*session)
 	if !ok || s.c != c {
 		return

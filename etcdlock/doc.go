@@ -39,7 +39,7 @@
 //     client with another N is reported (queue.Semaphore.OnDisagreement).
 //   - Election: exactly `etcdctl elect <name> <proposal>` and
 //     concurrency.Election: "<name>/<lease hex>" whose value is the
-//     candidate's ID (queue.DefaultID, "<hostname>:<pid>", or the one given
+//     candidate's ID (baton.DefaultID, "<hostname>:<pid>", or the one given
 //     to CampaignAs); the key with the smallest create revision leads, so
 //     baton and etcdctl candidates take turns, and `etcdctl elect -l
 //     <name>` prints a baton leader's ID. The epoch is the leader key's
@@ -62,7 +62,8 @@
 // # Fencing token
 //
 // The token is the create revision of the holder's key plus
-// Options.TokenFloor. The mutex grants the key with the smallest create
+// Options.TokenFloor (the token floor rule of package baton: a sum past
+// 2^64 fails the acquire). The mutex grants the key with the smallest create
 // revision, and keys created later always get larger revisions, so tokens
 // strictly increase across grants of one name. This is the fix Jepsen
 // recommended after etcd 3.4.3's lock lost updates.

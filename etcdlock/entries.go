@@ -198,7 +198,7 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease)), ID: grantID(k, kv.CreateRevision)}
 		if k == own.Key && e.Seq == own.Seq && kv.Lease == int64(s.id) {
 			snap.Own = len(snap.Entries)
-			snap.Token = e.Seq + s.c.opts.TokenFloor
+			snap.Token = e.Seq // the raw token: List adds the floor
 		}
 		snap.Entries = append(snap.Entries, e)
 	}
@@ -241,6 +241,13 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	}
 	if err := s.alive(); err != nil {
 		return queue.Snapshot{}, err
+	}
+	if f.snap.Own >= 0 {
+		tok, err := baton.FloorToken(f.snap.Token, s.c.opts.TokenFloor)
+		if err != nil {
+			return queue.Snapshot{}, fmt.Errorf("etcdlock: lock %q: %w", dir, err)
+		}
+		f.snap.Token = tok
 	}
 	return f.snap, nil
 }

@@ -172,7 +172,7 @@ func ExampleClient_Election() {
 	// Take work only while Admit allows it, and fence it with the epoch;
 	// stop when ld.Context() ends.
 	fmt.Println("admit:", ld.Admit(ctx))
-	err = ld.Resign(ctx, queue.ResignPlan{
+	err = ld.Resign(ctx, baton.ResignPlan{
 		Drain: func(ctx context.Context) error {
 			fmt.Println("drain: admit says", ld.Admit(ctx))
 			return nil

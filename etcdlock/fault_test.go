@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,7 +20,7 @@ import (
 // the same name ("<name>/<lease>") but a newer create revision.
 func TestStaleReleaseKeepsNewerLock(t *testing.T) {
 	name := uniq(t)
-	c := newClient(t, etcdlock.Options{})
+	c := newClient(t, etcdlock.Options{}).Backend()
 	ctx := context.Background()
 
 	s1, err := c.Session(ctx, name)
@@ -233,7 +234,7 @@ func TestCompactionDuringWait(t *testing.T) {
 	t.Cleanup(func() { raw.Delete(context.Background(), junk) })
 	var watches atomic.Int32
 	compactErr := make(chan error, 1)
-	hooks := &queue.Hooks{BeforeWatch: func(queue.Entry) {
+	hooks := &drillhook.Hooks{BeforeWatch: func(string) {
 		if watches.Add(1) != 1 {
 			return
 		}
@@ -253,7 +254,7 @@ func TestCompactionDuringWait(t *testing.T) {
 		compactErr <- err
 	}}
 	a := newClient(t, etcdlock.Options{})
-	b := newClient(t, etcdlock.Options{Hooks: hooks})
+	b := newClient(t, etcdlock.Options{})
 	la := lock(t, mutex(t, a, name), name)
 
 	type result struct {
@@ -263,6 +264,7 @@ func TestCompactionDuringWait(t *testing.T) {
 	got := make(chan result, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	ctx = drillhook.With(ctx, hooks)
 	mb := mutex(t, b, name)
 	go func() {
 		l, err := mb.Lock(ctx)

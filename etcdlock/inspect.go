@@ -64,10 +64,14 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 		if np > 0 && permits[sub] == 0 {
 			permits[sub] = np
 		}
+		tok, err := baton.FloorToken(uint64(kv.CreateRevision), c.opts.TokenFloor)
+		if err != nil {
+			return nil, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
+		}
 		info := queue.EntryInfo{
 			Entry: sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
 			Kind:  kind,
-			Token: uint64(kv.CreateRevision) + c.opts.TokenFloor,
+			Token: tok,
 		}
 		if kv.Lease != 0 {
 			info.Session = leaseHex(clientv3.LeaseID(kv.Lease))

@@ -86,22 +86,6 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 	}
 }
 
-func TestTokenFloor(t *testing.T) {
-	const floor = 1 << 40
-	name := uniq(t)
-	c := newClient(t, etcdlock.Options{TokenFloor: floor})
-	l := lock(t, mutex(t, c, name), name)
-	defer release(t, l)
-	raw := rawClient(t, "")
-	resp, err := raw.Get(context.Background(), keyOf(l))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("Get(%q) = %v, %v; want the holder's key", keyOf(l), resp, err)
-	}
-	if want := uint64(resp.Kvs[0].CreateRevision) + floor; l.Token() != want {
-		t.Errorf("Token() = %d, want create revision + floor = %d", l.Token(), want)
-	}
-}
-
 func TestTryLock(t *testing.T) {
 	name := uniq(t)
 	a, b := newClient(t, etcdlock.Options{}), newClient(t, etcdlock.Options{})

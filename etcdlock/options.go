@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
 )
 
 // Defaults and pool limits. Their effects are stated so they can be tuned
@@ -44,13 +43,13 @@ type Options struct {
 	// saying so: Client.GrantedTTL reports what the server granted.
 	TTL time.Duration
 
-	// TokenFloor is added to every fencing token (the key's create
-	// revision), so that tokens from a rebuilt cluster still exceed every
-	// token the resources have seen. See the baton package doc.
+	// TokenFloor is added to every fencing token: token = the key's create
+	// revision + TokenFloor, so that tokens from a rebuilt cluster still
+	// exceed every token the resources have seen. Every client of a name
+	// must use the same floor; an acquire whose sum would pass 2^64 fails
+	// with an error wrapping baton.ErrInvalidOption. See "Token floor" in
+	// the baton package doc.
 	TokenFloor uint64
-
-	// Hooks are for fault drills; leave nil.
-	Hooks *queue.Hooks
 
 	// Backoff paces retried lease grants and background cleanup. The zero
 	// value uses baton's defaults.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -97,7 +97,7 @@ func TestElectionConcurrencyCompat(t *testing.T) {
 		t.Fatalf("concurrency Campaign while baton leads returned %v, want it to wait", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := ld.Resign(ctx, queue.ResignPlan{}); err != nil {
+	if err := ld.Resign(ctx, baton.ResignPlan{}); err != nil {
 		t.Fatalf("Resign = %v", err)
 	}
 	if err := <-campaigned; err != nil {
@@ -108,7 +108,7 @@ func TestElectionConcurrencyCompat(t *testing.T) {
 	}
 
 	won := make(chan error, 1)
-	var ld2 *queue.Leader
+	var ld2 *baton.Leader
 	go func() {
 		var err error
 		ld2, err = ours.CampaignAs(ctx, "baton-2")
@@ -129,7 +129,7 @@ func TestElectionConcurrencyCompat(t *testing.T) {
 	if ld2.Epoch() <= uint64(theirs.Rev()) {
 		t.Errorf("baton epoch %d, want > the previous leader's create revision %d", ld2.Epoch(), theirs.Rev())
 	}
-	if err := ld2.Resign(ctx, queue.ResignPlan{}); err != nil {
+	if err := ld2.Resign(ctx, baton.ResignPlan{}); err != nil {
 		t.Fatalf("Resign = %v", err)
 	}
 }

@@ -14,7 +14,8 @@
 // every write, and the resource keeps the highest token it has accepted and
 // refuses older ones — in the same atomic step as the write. Checking the
 // token in the application and then writing unconditionally reopens the
-// race between check and write (seed 000, 2.4.5.5).
+// race between check and write: a newer holder can write in between, and
+// the stale write lands after it.
 //
 // # The rule
 //
@@ -47,8 +48,8 @@
 //
 // # Use it inside your own transaction
 //
-// Table is the fencing_tokens scheme (seed 004, question 4, scheme 2): a
-// table (resource, token, owner, updated_at) next to your business tables,
+// Table is the fencing_tokens scheme (scheme 2 below): a table
+// (resource, token, owner, updated_at) next to your business tables,
 // advanced by one conditional upsert in the transaction that does your
 // business write:
 //
@@ -70,8 +71,8 @@
 //
 // # The three SQL schemes
 //
-// Seed 004 (question 4) names three ways to fence a SQL database without
-// changing it; all three apply the same rule:
+// There are three ways to fence writes to a SQL database; all three apply
+// the same rule:
 //
 //  1. Row: token columns on the business row itself (fence_token,
 //     fence_owner, added by Row.Migrate). Row.Update is the business
@@ -143,23 +144,22 @@
 // Lua script checks the fence hash and SETs or HSETs the value, or changes
 // nothing and returns a *StaleError.
 //
-// Object stores without conditional writes cannot refuse a stale upload,
-// so nothing is ever overwritten (seed 000, 2.4.5.5): Publisher uploads
-// each grant's result as a new object "<name>/<token>-<owner tag>" and
-// then publishes a pointer to it in a fenced database row (the Row scheme).
-// A stale holder's pointer is refused and its upload is left as an
-// orphan, which Orphans lists after a grace period for deletion. Readers
-// follow the pointer (Published). ObjectStore is the three calls the
-// pattern needs (Put, List, Delete); DirStore implements it on a
-// directory.
+// Object stores without conditional writes cannot refuse a stale upload, so
+// nothing is ever overwritten: Publisher uploads each grant's result as a
+// new object "<name>/<token>-<owner tag>" and then publishes a pointer to
+// it in a fenced database row (the Row scheme). A stale holder's pointer is
+// refused and its upload is left as an orphan, which Orphans lists after a
+// grace period for deletion. Readers follow the pointer (Published).
+// ObjectStore is the three calls the pattern needs (Put, List, Delete);
+// DirStore implements it on a directory.
 //
 // # The unfenced twins
 //
 // Unfenced (and UnfencedRow, UnfencedPublisher, redisfence.Unfenced) has
-// the same methods and records every write unconditionally,
-// as an application that trusts its lock would. Tests and baton demo run
-// the same story against both: the stale write must be refused by Table
-// and land through Unfenced, or the test cannot tell fencing from luck.
+// the same methods and records every write unconditionally, as an
+// application that trusts its lock would. Tests and baton demo run the same
+// story against both: the stale write must be refused by Table and land
+// through Unfenced, or the test cannot tell fencing from luck.
 //
 // # Token floor: recovering after the token source was rebuilt
 //
@@ -167,9 +167,9 @@
 // a new etcd cluster, a lost Redis counter) its tokens restart below what
 // the fences have stored, and every write is refused as stale. That is the
 // fence working: it cannot tell the new holders from zombies. Do not lower
-// or delete fence rows to get going again, which would let the zombies
-// back in. Instead read the highest stored token (Table.Max on every fence
-// table, and the largest fence_token of every Row table), and configure every client of
-// the deployment with a baton token floor above it; new tokens then exceed
-// everything the resources have seen.
+// or delete fence rows to get going again, which would let the zombies back
+// in. Instead read the highest stored token (Table.Max on every fence
+// table, and the largest fence_token of every Row table), and configure
+// every client of the deployment with a baton token floor above it; new
+// tokens then exceed everything the resources have seen.
 package fence

@@ -31,7 +31,7 @@ func openExampleDB() (*sql.DB, func()) {
 	return db, func() { db.Close(); os.RemoveAll(dir) }
 }
 
-// The seed's export-88 story: A held the lock with token 701 and paused; B
+// The export-88 story: A held the lock with token 701 and paused; B
 // was granted 702 and published the result. A's late publish is rejected
 // by the resource and changes nothing. In a real program token and owner
 // come from the lease: lease.Token(), lease.Owner().

@@ -12,8 +12,8 @@ import (
 	"github.com/baton-go/baton/internal/testenv"
 )
 
-// TestExternalTokens is seed 004 question 4, scheme 3: the tokens come
-// from a counter outside the database (Redis INCR, no baton lock) and are
+// TestExternalTokens is the third SQL scheme (see the package doc): the
+// tokens come from a counter outside the database (Redis INCR, no baton lock) and are
 // checked in the database by Table and by the row columns. It also shows
 // what must hold: one token source per resource that never goes back.
 // When the counter is lost (here: deleted, as a failover onto a lagging

@@ -17,8 +17,9 @@ import (
 //
 // Advance takes a *sql.Tx, not something that may run in autocommit mode, on
 // purpose: a fence advanced in one transaction and a business write
-// committed in another leave the check-then-write race open again (seed
-// 2.4.5.5, question 2). Only a transaction makes the two one atomic step.
+// committed in another leave the check-then-write race open again: a newer
+// holder can advance the fence between the two commits, and the stale
+// write lands anyway. Only a transaction makes the two one atomic step.
 type Fence interface {
 	Advance(ctx context.Context, tx *sql.Tx, resource string, token uint64, owner string) error
 }

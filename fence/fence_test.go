@@ -152,12 +152,15 @@ func TestWriteRollsBackOnError(t *testing.T) {
 	})
 }
 
-// TestSeedStories replays the seeds' two stories (seed 000, 2.4.5.4 data
-// deduction 4 and 2.4.5.5 data deduction 5) on the fenced table and on the
-// unfenced twin: the fenced resource keeps the newer holder's write, the
-// unfenced one lets the paused holder's late write overwrite it — the
-// negative control that shows the test can tell the two apart.
-func TestSeedStories(t *testing.T) {
+// TestPausedHolderStories replays two paused-holder stories — a stock
+// adjustment (A holds 501 and pauses, B adjusts with 502, A's late 501
+// write arrives) and the export-88 publish (A 701 loses the lock, B 702
+// publishes and retries after a lost response, A repeats its publish) — on
+// the fenced table and on the unfenced twin: the fenced resource keeps the
+// newer holder's write, the unfenced one lets the paused holder's late
+// write overwrite it — the negative control that shows the test can tell
+// the two apart.
+func TestPausedHolderStories(t *testing.T) {
 	type step struct {
 		who       string
 		token     uint64

@@ -41,8 +41,8 @@ type ObjectInfo struct {
 // empty.
 const DefaultPointerTable = "fence_pointers"
 
-// Publisher is the object-store pattern of seed 000, 2.4.5.5: an object
-// store cannot refuse a stale write, so nobody overwrites the published
+// Publisher is the object-store pattern: an object store without
+// conditional writes cannot refuse a stale write, so nobody overwrites the published
 // object. Each grant writes its result as a new object named after its
 // token (ObjectName: "<name>/<token>-<owner tag>"), then publishes a pointer
 // to it in a database row that is fenced (the Row scheme, so the rule of

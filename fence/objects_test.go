@@ -109,8 +109,8 @@ func publisher(t *testing.T, b backend) fence.Publisher {
 	return p
 }
 
-// TestPublisherExport88 is seed 000's data deduction 5 on an object store
-// without conditional writes: A (701) loses the lock and pauses, B (702)
+// TestPublisherExport88 is the export-88 story on an object store without
+// conditional writes: A (701) loses the lock and pauses, B (702)
 // uploads and publishes, retries the same publish after a lost response,
 // then A uploads and publishes late. The pointer must stay at B's object,
 // A's upload must be listed as an orphan (once the grace has passed), and

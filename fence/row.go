@@ -22,8 +22,8 @@ type Column struct {
 	Value any
 }
 
-// Row is the token-column scheme (seed 004, question 4, scheme 1): the
-// fence lives on the business row itself, as two columns (fence_token,
+// Row is the token-column scheme (the first of the package doc's three SQL
+// schemes): the fence lives on the business row itself, as two columns (fence_token,
 // fence_owner), and the business update is the fence:
 //
 //	UPDATE orders SET status = ?, fence_token = ?, fence_owner = ?

@@ -124,7 +124,8 @@ func TestRowRule(t *testing.T) {
 	})
 }
 
-// TestRowStories: scheme 1 on the seeds' order story, with its negative
+// TestRowStories: scheme 1 on the order story (B, token 502, pays and
+// retries the identical write; A, 501, cancels late), with its negative
 // control, plus what a fenced update must tell apart: a missing row is not
 // a stale token, and a repeated identical write (MySQL reports 0 changed
 // rows for it) is not stale either.

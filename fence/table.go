@@ -10,8 +10,8 @@ import (
 // DefaultTable is the token table's name when Table.Name is empty.
 const DefaultTable = "fencing_tokens"
 
-// Table is the fencing_tokens scheme (seed 004, question 4, scheme 2): one
-// row per resource holding the highest accepted (token, owner), advanced by
+// Table is the fencing_tokens scheme (the second of the package doc's
+// three SQL schemes): one row per resource holding the highest accepted (token, owner), advanced by
 // a conditional upsert in the same transaction as the business write. It
 // needs no change to the business tables, at the price of one more row
 // lock per write: the fenced writers of one resource commit one at a time.

@@ -13,8 +13,8 @@
 // a fencing token (package fence) refuses the writer that is no longer
 // entitled, and an idempotency key makes one logical request count once
 // however often it is sent. The two do different jobs and are used
-// together (seed 000, 2.4.5.5): the key says "this is the same request",
-// the token says "this sender is no longer the owner".
+// together: the key says "this is the same request", the token says "this
+// sender is no longer the owner".
 //
 // # States
 //
@@ -42,7 +42,8 @@
 //
 // # The manual handling list
 //
-// Some suppliers have no query API (seed 2.4.5.10, Q2). Their unknowns,
+// Some suppliers have no query API: nothing can prove whether a request
+// whose answer was lost arrived. Their unknowns,
 // and unknowns that queries cannot settle, move to the manual handling
 // list after Options.UnknownBudget (Stuck lists them). From then on Do
 // calls and queries nothing for the key and returns ErrManual: a person
@@ -65,5 +66,6 @@
 //
 // The call runs outside any database transaction: holding a transaction
 // (or a lock) open while a third party answers blocks everyone behind it
-// and still decides nothing (seed 2.4.5.10, Q2).
+// and still decides nothing: the third party's outcome is not part of the
+// transaction.
 package idem

@@ -13,7 +13,7 @@ import (
 	"github.com/baton-go/baton/idem"
 )
 
-// export88 is seed 000's story 5: the result of export-88 is published as
+// export88 is the export-88 story: the result of export-88 is published as
 // a pointer in the database, behind a fence on "export-88", and every
 // publish that lands is logged (the count the story is about).
 type export88 struct {

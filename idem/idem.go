@@ -459,8 +459,7 @@ WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ? AND manual = 0 AND chan
 // returns the list: records Unknown for longer than UnknownBudget, and
 // records Requesting for longer than RequestBudget+UnknownBudget (a caller
 // that died, and nobody came back with the key to query it). They are what
-// a supplier without a query API leaves behind (seed 2.4.5.10, Q2): a
-// person checks with the supplier or the bill and calls Resolve. The list
+// a supplier without a query API leaves behind: a person checks with the supplier or the bill and calls Resolve. The list
 // is ordered by how long the records have been stuck, oldest first.
 func (s *Store) Stuck(ctx context.Context) ([]Record, error) {
 	if _, err := s.db.ExecContext(ctx, s.f.Rebind(`UPDATE `+s.table+` SET manual = 1

@@ -185,8 +185,8 @@ func TestFailIsFinal(t *testing.T) {
 	})
 }
 
-// TestStuckUnknownGoesToManualList: a supplier without a query API (seed
-// 2.4.5.10, Q2). The unknown record moves to the manual list after the
+// TestStuckUnknownGoesToManualList: a supplier without a query API. The
+// unknown record moves to the manual list after the
 // budget; from then on Do calls and queries nothing; an operator resolves
 // it from the supplier's bill.
 func TestStuckUnknownGoesToManualList(t *testing.T) {

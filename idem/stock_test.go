@@ -11,7 +11,7 @@ import (
 	"github.com/baton-go/baton/idem"
 )
 
-// stock is seed 000's inventory story: SKU-1 has 5 available; order A
+// stock is the inventory story: SKU-1 has 5 available; order A
 // wants 4 and order B wants 3. The invariant lives at the resource: one
 // conditional UPDATE (qty >= wanted) and a unique ledger row per order.
 type stock struct {

@@ -2,8 +2,8 @@
 // the same server: `baton run` and `baton elect` beside Apache Curator's
 // recipes (Java, compiled in the test run against Debian's
 // libcurator-recipes-java) on one ZooKeeper path, and beside `etcdctl lock`
-// and `etcdctl elect` on one etcd name. The brief promises wire
-// compatibility with both (Curator's `_c_<uuid>-<marker><seq>` layouts for
+// and `etcdctl elect` on one etcd name. baton promises wire compatibility
+// with both (Curator's `_c_<uuid>-<marker><seq>` layouts for
 // InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2 and
 // LeaderLatch; etcdctl's `<name>/<lease hex>` keys in create-revision
 // order); these tests are where that promise is checked against the real

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/drillhook"
 )
 
 // rule decides eligibility from a sorted snapshot: ok when the reader's own
@@ -15,13 +16,12 @@ type rule func(s Snapshot) (blocker int, ok bool)
 
 // recipe is the acquire loop every queue recipe shares.
 type recipe struct {
-	b     Backend
-	name  string // normalised lock name
-	dir   string // directory handed to the backend
-	kind  Kind
-	rule  rule
-	key   any // reentrancy identity; nil disables reentrancy
-	hooks *Hooks
+	b    Backend
+	name string // normalised lock name
+	dir  string // directory handed to the backend
+	kind Kind
+	rule rule
+	key  any // reentrancy identity; nil disables reentrancy
 	// handOff makes a failed release hand the entry to the session's
 	// cleanup and report success: for short internal guards, whose caller
 	// cannot retry and whose entry must not block others for a whole
@@ -45,6 +45,7 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, r.errf("%w", err)
 	}
+	hooks := drillhook.From(ctx)
 	s, err := r.b.Session(ctx, r.dir)
 	if err != nil {
 		return nil, r.errf("%w", err)
@@ -79,7 +80,7 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 		}
 		blocker, ok := r.rule(snap)
 		if ok {
-			return r.grant(ctx, s, e, snap)
+			return r.grant(ctx, s, e, snap, hooks)
 		}
 		if r.beforeWait != nil {
 			r.beforeWait(ctx, s, snap)
@@ -101,8 +102,8 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 			gone, err = dw.WatchDir(ctx, r.dir, snap)
 		} else {
 			be := snap.Entries[blocker]
-			if r.hooks != nil && r.hooks.BeforeWatch != nil {
-				r.hooks.BeforeWatch(be)
+			if hooks != nil && hooks.BeforeWatch != nil {
+				hooks.BeforeWatch(be.Key)
 			}
 			gone, err = s.Watch(ctx, be, snap)
 		}
@@ -140,10 +141,11 @@ func (r *recipe) await(ctx context.Context, s Session, gone <-chan struct{}) err
 }
 
 // grant turns a granted entry into a lease, unless the acquire context
-// ended in the meantime: then the grant is given back, not leaked.
-func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot) (*baton.Lease, error) {
-	if r.hooks != nil && r.hooks.BeforeReturn != nil {
-		r.hooks.BeforeReturn()
+// ended in the meantime: then the grant is given back, not leaked. hooks
+// are the acquire's drill hooks (nil outside drills).
+func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, hooks *drillhook.Hooks) (*baton.Lease, error) {
+	if hooks != nil && hooks.BeforeReturn != nil {
+		hooks.BeforeReturn()
 	}
 	if err := ctx.Err(); err != nil {
 		s.Abandon(e)

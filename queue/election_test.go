@@ -14,7 +14,7 @@ import (
 
 type campaign struct {
 	id  string
-	ld  *queue.Leader
+	ld  *baton.Leader
 	err error
 }
 
@@ -47,7 +47,7 @@ func nextLeader(t *testing.T, ch <-chan campaign) campaign {
 
 // observed waits until the observer reports a leader with ID id ("" for
 // none).
-func observed(t *testing.T, obs <-chan queue.Candidate, id string, none bool) queue.Candidate {
+func observed(t *testing.T, obs <-chan baton.Candidate, id string, none bool) baton.Candidate {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -56,7 +56,7 @@ func observed(t *testing.T, obs <-chan queue.Candidate, id string, none bool) qu
 			if !ok {
 				t.Fatalf("Observe closed while waiting for leader %q", id)
 			}
-			if none && c == (queue.Candidate{}) {
+			if none && c == (baton.Candidate{}) {
 				return c
 			}
 			if !none && c.ID == id && c.Entry != "" {
@@ -119,7 +119,7 @@ func TestElectionHandOver(t *testing.T) {
 			}
 
 			var steps []string
-			err := w.ld.Resign(ctx, queue.ResignPlan{
+			err := w.ld.Resign(ctx, baton.ResignPlan{
 				Drain: func(dctx context.Context) error {
 					if err := w.ld.Admit(dctx); !errors.Is(err, baton.ErrResigning) || w.ld.Accepting() {
 						t.Errorf("while draining: Admit() = %v, Accepting() = %v; want ErrResigning, false", err, w.ld.Accepting())
@@ -228,7 +228,7 @@ func TestElectionLeaderPartitioned(t *testing.T) {
 		if cur, err := election(t, fc, name).Leader(ctx); err != nil || cur.ID != "new" {
 			t.Errorf("Leader() after the heal = (%+v, %v), want %q", cur, err, "new")
 		}
-		if err := nw.ld.Resign(ctx, queue.ResignPlan{}); err != nil {
+		if err := nw.ld.Resign(ctx, baton.ResignPlan{}); err != nil {
 			t.Errorf("Resign = %v", err)
 		}
 	})

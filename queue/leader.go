@@ -17,7 +17,7 @@ import (
 // Each candidate stores its ID with its entry: the znode's data, which
 // Curator's LeaderLatch reads as the participant id, and the etcd value,
 // which `etcdctl elect -l NAME` prints as the leader's proposal. Campaign
-// uses DefaultID ("<hostname>:<pid>"); CampaignAs sets another.
+// uses baton.DefaultID ("<hostname>:<pid>"); CampaignAs sets another.
 //
 // Leadership is a lease: its context is cancelled when leadership is lost,
 // and its token is the leadership's epoch, strictly greater than every
@@ -34,21 +34,22 @@ func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first, hooks: opts.Hooks}}, nil
+	return &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first}}, nil
 }
 
 // Name returns the normalised election name.
 func (e *Election) Name() string { return e.r.name }
 
-// Campaign blocks until this candidate leads or ctx ends, with DefaultID as
-// its ID. On ctx's end its candidacy is withdrawn by the session's cleanup.
-func (e *Election) Campaign(ctx context.Context) (*Leader, error) {
-	return e.CampaignAs(ctx, DefaultID())
+// Campaign blocks until this candidate leads or ctx ends, with
+// baton.DefaultID as its ID. On ctx's end its candidacy is withdrawn by the
+// session's cleanup.
+func (e *Election) Campaign(ctx context.Context) (*baton.Leader, error) {
+	return e.CampaignAs(ctx, baton.DefaultID())
 }
 
 // CampaignAs is Campaign with the candidate ID id (etcdctl elect's
 // proposal; Curator LeaderLatch's id).
-func (e *Election) CampaignAs(ctx context.Context, id string) (*Leader, error) {
+func (e *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, error) {
 	r := e.r
 	r.data = []byte(id)
 	l, err := r.acquire(ctx, true)
@@ -59,23 +60,23 @@ func (e *Election) CampaignAs(ctx context.Context, id string) (*Leader, error) {
 }
 
 // Leader returns the current leader, or an error wrapping baton.ErrNoLeader.
-func (e *Election) Leader(ctx context.Context) (Candidate, error) {
+func (e *Election) Leader(ctx context.Context) (baton.Candidate, error) {
 	s, err := e.r.b.Session(ctx, e.r.dir)
 	if err != nil {
-		return Candidate{}, err
+		return baton.Candidate{}, err
 	}
 	defer e.r.b.Done(s, e.r.dir)
 	for {
 		snap, err := s.List(ctx, e.r.dir, Entry{})
 		if err != nil {
-			return Candidate{}, err
+			return baton.Candidate{}, err
 		}
 		if len(snap.Entries) == 0 {
-			return Candidate{}, fmt.Errorf("election %q: %w", e.r.name, baton.ErrNoLeader)
+			return baton.Candidate{}, fmt.Errorf("election %q: %w", e.r.name, baton.ErrNoLeader)
 		}
 		c, ok, err := describe(ctx, s, snap.Entries[0])
 		if err != nil {
-			return Candidate{}, err
+			return baton.Candidate{}, err
 		}
 		if ok {
 			return c, nil
@@ -86,8 +87,8 @@ func (e *Election) Leader(ctx context.Context) (Candidate, error) {
 
 // describe builds the Candidate of entry h, reading its ID where the
 // engine stores one; ok is false when h is already gone.
-func describe(ctx context.Context, s Session, h Entry) (Candidate, bool, error) {
-	c := Candidate{Entry: h.Key, Session: h.Owner}
+func describe(ctx context.Context, s Session, h Entry) (baton.Candidate, bool, error) {
+	c := baton.Candidate{Entry: h.Key, Session: h.Owner}
 	ds, ok := s.(DataSession)
 	if !ok {
 		return c, true, nil
@@ -97,7 +98,7 @@ func describe(ctx context.Context, s Session, h Entry) (Candidate, bool, error) 
 	h.Kind = KindLatch
 	data, ok, err := ds.Data(ctx, h)
 	if err != nil || !ok {
-		return Candidate{}, ok, err
+		return baton.Candidate{}, ok, err
 	}
 	c.ID = string(data)
 	return c, true, nil
@@ -106,22 +107,22 @@ func describe(ctx context.Context, s Session, h Entry) (Candidate, bool, error) 
 // Observe sends the leader each time it changes (an empty Candidate while
 // there is none) until ctx ends or the observing session fails; then it
 // closes the channel. The goroutine it starts is owned by ctx.
-func (e *Election) Observe(ctx context.Context) (<-chan Candidate, error) {
+func (e *Election) Observe(ctx context.Context) (<-chan baton.Candidate, error) {
 	s, err := e.r.b.Session(ctx, e.r.dir)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan Candidate)
+	out := make(chan baton.Candidate)
 	go func() {
 		defer close(out)
 		defer e.r.b.Done(s, e.r.dir)
-		last, first := Candidate{}, true
+		last, first := baton.Candidate{}, true
 		for ctx.Err() == nil {
 			snap, err := s.List(ctx, e.r.dir, Entry{})
 			if err != nil {
 				return
 			}
-			var cur Candidate
+			var cur baton.Candidate
 			var wake <-chan struct{}
 			if len(snap.Entries) > 0 {
 				h := snap.Entries[0]
@@ -162,22 +163,5 @@ func (e *Election) Observe(ctx context.Context) (<-chan Candidate, error) {
 	}()
 	return out, nil
 }
-
-// The leadership types are the contract's, shared with the lease
-// engines' elections; these names keep queue's API as it was.
-type (
-	// Leader is baton.Leader.
-	Leader = baton.Leader
-	// ResignPlan is baton.ResignPlan.
-	ResignPlan = baton.ResignPlan
-	// Candidate is baton.Candidate.
-	Candidate = baton.Candidate
-)
-
-// DefaultDrainTimeout is baton.DefaultDrainTimeout.
-const DefaultDrainTimeout = baton.DefaultDrainTimeout
-
-// DefaultID returns baton.DefaultID().
-func DefaultID() string { return baton.DefaultID() }
 
 var _ baton.Elector = (*Election)(nil)

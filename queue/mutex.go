@@ -12,11 +12,11 @@ type Mutex struct{ r recipe }
 
 var _ baton.Locker = (*Mutex)(nil)
 
-// MutexOptions configure NewMutex.
-type MutexOptions struct {
-	// Hooks are for fault drills; leave nil.
-	Hooks *Hooks
-}
+// MutexOptions configure NewMutex, NewRWMutex, NewSemaphore and
+// NewElection. It has no fields yet: the zero value is the only
+// configuration, and the parameter keeps the constructors' signatures
+// stable when one is added.
+type MutexOptions struct{}
 
 // NewMutex returns the mutex called name on b. name is validated with
 // baton.ValidateName; dir is the name the backend maps to its directory.
@@ -25,7 +25,7 @@ func NewMutex(b Backend, name string, opts MutexOptions) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mutex{r: recipe{b: b, name: n, dir: n, kind: KindMutex, rule: first, hooks: opts.Hooks}}
+	m := &Mutex{r: recipe{b: b, name: n, dir: n, kind: KindMutex, rule: first}}
 	m.r.key = m
 	return m, nil
 }

@@ -48,7 +48,9 @@ type Snapshot struct {
 	// Own is the index of the reader's own entry in Entries, -1 if absent.
 	Own int
 	// Token is the fencing token the reader's entry gets if this read
-	// grants it (token floor included).
+	// grants it: the engine's raw counter plus the token floor (see
+	// baton.FloorToken; an engine whose sum would overflow fails the read
+	// instead). It is set only when Own >= 0.
 	Token uint64
 	// Rev is the engine's position of the read (etcd's header revision),
 	// so a watch can start right after it. 0 where unused.
@@ -117,15 +119,4 @@ type Backend interface {
 	// Done tells the backend the recipe no longer has an entry in dir on s
 	// (engines that pool sessions per directory reuse it).
 	Done(s Session, dir string)
-}
-
-// Hooks are injection points for fault drills. Production code leaves them
-// nil.
-type Hooks struct {
-	// BeforeWatch runs after the queue was read and before the watch on the
-	// blocking entry is registered (CURATOR-527 drills delete it here).
-	BeforeWatch func(blocker Entry)
-	// BeforeReturn runs after a grant and before Lock returns (drills cancel
-	// the acquire context here).
-	BeforeReturn func()
 }

@@ -45,8 +45,8 @@ func NewRWMutex(b Backend, name string, opts MutexOptions) (*RWMutex, error) {
 		return nil, err
 	}
 	rw := &RWMutex{}
-	rw.read = recipe{b: b, name: n, dir: n, kind: KindRead, rule: readRule, key: rwKey{rw, false}, hooks: opts.Hooks}
-	rw.write = recipe{b: b, name: n, dir: n, kind: KindWrite, rule: first, key: rwKey{rw, true}, hooks: opts.Hooks}
+	rw.read = recipe{b: b, name: n, dir: n, kind: KindRead, rule: readRule, key: rwKey{rw, false}}
+	rw.write = recipe{b: b, name: n, dir: n, kind: KindWrite, rule: first, key: rwKey{rw, true}}
 	return rw, nil
 }
 

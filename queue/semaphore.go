@@ -101,8 +101,8 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 		return nil, fmt.Errorf("%w: semaphore %q needs at least one permit, got %d", baton.ErrInvalidOption, nm, n)
 	}
 	s := &Semaphore{n: n, checked: make(map[string]bool)}
-	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, hooks: opts.Hooks, handOff: true}
-	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule, hooks: opts.Hooks,
+	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, handOff: true}
+	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule,
 		data: PermitsData(n), beforeWait: s.check}
 	return s, nil
 }

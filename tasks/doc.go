@@ -1,16 +1,15 @@
-// Package tasks is a durable task table with fenced ownership: the seeds'
-// Runner, where the lock or the leader decides who should run, and the
+// Package tasks is a durable task table with fenced ownership: a runner
+// model where the lock or the leader decides who should run, and the
 // table decides whose results count.
 //
 // # Why the table decides
 //
 // A lock, or leadership, reduces conflicts: usually only one runner works
 // on a task. It cannot make that certain. A runner can pause past its
-// session, be replaced, and wake up with its result in hand (seed 000,
-// 2.4.5.8, story 8). Correctness is decided at the resource, here the task
-// row: every write carries the writer's (owner, epoch, version) and is
-// one conditional UPDATE that affects no row when the writer has been
-// superseded. The epoch is the fencing token of the grant that entitles
+// session, be replaced, and wake up with its result in hand. Correctness
+// is decided at the resource, here the task row: every write carries the
+// writer's (owner, epoch, version) and is one conditional UPDATE that
+// affects no row when the writer has been superseded. The epoch is the fencing token of the grant that entitles
 // the runner (ClaimantOf a *baton.Lease: a leader's or a lock's token);
 // the version grows with every write and catches any change in between.
 //
@@ -36,7 +35,7 @@
 // runner that wants the task back takes it over like anyone else, with a
 // new epoch.
 //
-// Story 8, as TestJ7Takeover runs it on every database: A owns J7 as
+// The takeover story, as TestJ7Takeover runs it on every database: A owns J7 as
 // RUNNING/A/81/v5 and pauses; its lease expires; B takes over with epoch
 // 82 and the task becomes RUNNING/B/82/v6; A's late Complete with 81/v5
 // affects no row and returns the stale error; B completes with 82/v6.

@@ -14,9 +14,9 @@ import (
 	"github.com/baton-go/baton/tasks"
 )
 
-// Story 8 on SQLite: A (epoch 81) pauses past its lease, B (epoch 82)
-// takes J7 over and resumes from A's checkpoint, A's late commit is
-// refused. In a real runner the claimant comes from a lease:
+// The takeover story on SQLite: A (epoch 81) pauses past its lease, B
+// (epoch 82) takes J7 over and resumes from A's checkpoint, A's late
+// commit is refused. In a real runner the claimant comes from a lease:
 // tasks.ClaimantOf(lease).
 func Example() {
 	ctx := context.Background()

@@ -93,7 +93,7 @@ func waitExpired(t *testing.T, s *tasks.Store, key string) tasks.Task {
 	return tasks.Task{}
 }
 
-// summary is a task as the seed writes it: STATE/owner/epoch/vVERSION.
+// summary is a task written as STATE/owner/epoch/vVERSION.
 func summary(task tasks.Task) string {
 	return fmt.Sprintf("%s/%s/%d/v%d", task.State, task.Owner, task.Epoch, task.Version)
 }

@@ -343,7 +343,7 @@ WHERE state = 'RUNNING' AND lease_until < `+s.f.NowUS+` ORDER BY lease_until, ta
 }
 
 // Takeover takes a Running task whose owner's lease has expired, for c. It
-// is the seed's
+// is one conditional UPDATE:
 //
 //	UPDATE … SET owner = c, epoch = c.Epoch, version = version + 1, lease_until = now + lease
 //	WHERE key = ? AND version = seen.Version AND epoch = seen.Epoch AND lease_until < now AND epoch < c.Epoch

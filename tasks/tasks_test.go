@@ -16,7 +16,8 @@ var (
 	runnerB = tasks.Claimant{Owner: "B", Epoch: 82}
 )
 
-// j7AtV5 brings task J7 to the seed's starting point RUNNING/A/81/v5:
+// j7AtV5 brings task J7 to the takeover story's starting point
+// RUNNING/A/81/v5:
 // enqueued (v1), claimed by A (v2), then a checkpoint, a heartbeat and a
 // checkpoint (v3–v5).
 func j7AtV5(t *testing.T, s *tasks.Store) *tasks.Claim {
@@ -44,7 +45,7 @@ func j7AtV5(t *testing.T, s *tasks.Store) *tasks.Claim {
 	return a
 }
 
-// TestJ7Takeover is seed 000's story 8: A owns J7 at epoch 81, version 5,
+// TestJ7Takeover is the takeover story: A owns J7 at epoch 81, version 5,
 // pauses, and its lease expires; B takes over with epoch 82 under
 // version=5 AND epoch=81 AND lease expired; A's late commit with 81/v5
 // affects no row; B completes with 82/v6 and only B's result stands.

@@ -1,5 +1,6 @@
-// Package zklock is baton's ZooKeeper engine: a queue.Backend over one
-// ZooKeeper session at a time, built on github.com/go-zookeeper/zk v1.0.4.
+// Package zklock is baton's ZooKeeper engine: the queue recipes of package
+// queue on one ZooKeeper session at a time, built on
+// github.com/go-zookeeper/zk v1.0.4.
 // Its locks are wire-compatible with Apache Curator 5.x, so Go and Java
 // services can share them.
 //
@@ -57,7 +58,8 @@
 //
 // The token of a grant is the lock directory's Pzxid (the zxid of its last
 // child change) from the Children read that granted it, plus
-// Options.TokenFloor. It costs no extra round trip and strictly increases
+// Options.TokenFloor (the token floor rule of package baton: a sum past
+// 2^64 fails the acquire). It costs no extra round trip and strictly increases
 // across exclusive grants: the next holder's granting read already reflects
 // the previous holder's deletion, which is a later transaction. zxids grow
 // across the whole ensemble, so a directory deleted by the container reaper

@@ -91,7 +91,7 @@ func parseEntry(parent, name string) (queue.Entry, bool) {
 func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
 
 // Enqueue creates this session's EPHEMERAL_SEQUENTIAL entry
-// "<dir>/_c_<uuid>-<kind><seq>" (protected create, brief §2). When the
+// "<dir>/_c_<uuid>-<kind><seq>" (Curator's protected create). When the
 // create's result is unknown it never re-creates blindly: it waits until the
 // connection is back on the same session, lists the directory for the
 // attempt's "_c_<uuid>-" prefix, adopts only entries whose ephemeral owner
@@ -320,11 +320,13 @@ func (s *session) mkdirsOnce(ctx context.Context, path string) error {
 	return nil
 }
 
-// List reads dir with one Children call. The token is the directory's
-// Pzxid from that very read plus the token floor: if this read grants the
-// lock, every earlier holder's deletion is already reflected in it, so it
-// exceeds every earlier grant's token. Only the caller's own entry carries
-// an Owner: reading other owners would cost a round trip per child.
+// List reads dir with one Children call. When the caller's entry is in
+// the read, the token is the directory's Pzxid from that very read plus
+// the token floor: if this read grants the lock, every earlier holder's
+// deletion is already reflected in it, so it exceeds every earlier grant's
+// token. A sum that would overflow is an error, not a grant. Only the
+// caller's own entry carries an Owner: reading other owners would cost a
+// round trip per child.
 func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
 	parent, err := s.c.dirPath(dir)
 	if err != nil {
@@ -347,8 +349,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	if st, _ := s.Observe(); st == baton.Lost {
 		return queue.Snapshot{}, s.lostErr()
 	}
-	snap := queue.Snapshot{Own: -1, Token: uint64(r.st.Pzxid) + s.c.opts.TokenFloor,
-		Entries: make([]queue.Entry, 0, len(r.kids))}
+	snap := queue.Snapshot{Own: -1, Entries: make([]queue.Entry, 0, len(r.kids))}
 	for _, k := range r.kids {
 		if e, ok := parseEntry(parent, k); ok {
 			snap.Entries = append(snap.Entries, e)
@@ -359,6 +360,11 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 		if snap.Entries[i].Key == own.Key {
 			snap.Own = i
 			snap.Entries[i].Owner = own.Owner
+		}
+	}
+	if snap.Own >= 0 {
+		if snap.Token, err = baton.FloorToken(uint64(r.st.Pzxid), s.c.opts.TokenFloor); err != nil {
+			return queue.Snapshot{}, fmt.Errorf("zklock: lock %s: %w", parent, err)
 		}
 	}
 	return snap, nil

@@ -187,8 +187,8 @@ func protectedID(name string) (string, bool) {
 
 // markDuplicates flags every entry that shares its protected prefix and its
 // session with a smaller entry of the same queue (q is sorted): the
-// leftovers of a create retried after a lost response (seed 2.4.5.3). The
-// smallest is the attempt's real entry, the one a correct client adopts.
+// leftovers of a create retried after a lost response (drill row 1 in
+// docs/faults.md). The smallest is the attempt's real entry, the one a correct client adopts.
 func markDuplicates(q []queue.EntryInfo) {
 	first := map[string]int{}
 	for i := range q {
@@ -275,7 +275,7 @@ func (c *Client) TokenBound(ctx context.Context, name string) (uint64, error) {
 			bound = max(bound, st.Pzxid)
 		}
 	}
-	return uint64(bound) + c.opts.TokenFloor, nil
+	return baton.FloorToken(uint64(bound), c.opts.TokenFloor)
 }
 
 // liveSessions asks the leader (or the standalone server) among the

@@ -172,7 +172,7 @@ func TestElectionCuratorLayout(t *testing.T) {
 		t.Fatalf("Leader() = (%+v, %v), want java-1 at %s", cur, err, javaLatch)
 	}
 	won := make(chan error, 1)
-	var ld *queue.Leader
+	var ld *baton.Leader
 	go func() {
 		var err error
 		ld, err = el.CampaignAs(ctx, "go-1")
@@ -199,7 +199,7 @@ func TestElectionCuratorLayout(t *testing.T) {
 	if err != nil || string(data) != "go-1" || st.EphemeralOwner != c.SessionID() {
 		t.Fatalf("Get(%s) = %q, owner 0x%x, %v; want go-1 owned by 0x%x", ld.Lease().Owner(), data, st.EphemeralOwner, err, c.SessionID())
 	}
-	if err := ld.Resign(ctx, queue.ResignPlan{}); err != nil {
+	if err := ld.Resign(ctx, baton.ResignPlan{}); err != nil {
 		t.Fatalf("Resign = %v", err)
 	}
 }

@@ -45,11 +45,12 @@ type Options struct {
 	// Chroot is a path prefix applied by baton itself (go-zookeeper has no
 	// chroot): "/app" puts every lock under /app. Empty or "/" means none.
 	Chroot string
-	// TokenFloor is added to every fencing token (see the baton package
-	// doc: the recovery procedure after rebuilding the ensemble).
+	// TokenFloor is added to every fencing token: token = Pzxid +
+	// TokenFloor. Every client of a name must use the same floor; an
+	// acquire whose sum would pass 2^64 fails with an error wrapping
+	// baton.ErrInvalidOption. See "Token floor" in the baton package doc
+	// (the recovery procedure after rebuilding the ensemble).
 	TokenFloor uint64
-	// Hooks are injection points for fault drills; leave nil.
-	Hooks *queue.Hooks
 	// Backoff paces reconnects after a lost session, re-creates after an
 	// unknown create result, and cleanup retries.
 	Backoff baton.Backoff
@@ -154,7 +155,8 @@ func ParseURL(raw string) (servers []string, chroot string, err error) {
 }
 
 // Client owns one ZooKeeper session at a time and replaces it when it is
-// lost. It implements queue.Backend; its recipes (Mutex) share the session.
+// lost. Its recipes (Mutex, RWMutex, Semaphore, Election) share the
+// session.
 type Client struct {
 	servers []string
 	opts    Options
@@ -170,7 +172,7 @@ type Client struct {
 }
 
 var (
-	_ queue.Backend     = (*Client)(nil)
+	_ queue.Backend     = backend{}
 	_ queue.DirWatcher  = (*session)(nil)
 	_ queue.DataSession = (*session)(nil)
 )
@@ -327,9 +329,15 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 // Engine returns "zk".
 func (c *Client) Engine() string { return "zk" }
 
-// Session returns the current session once it is Held (see queue.Backend).
-func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error) {
-	s, err := c.session(ctx)
+// backend is the queue.Backend the client's recipes run on. It is a type
+// of its own so that the engine plumbing stays off the Client's API.
+type backend struct{ c *Client }
+
+func (b backend) Engine() string { return b.c.Engine() }
+
+// Session returns the current session once it is Held.
+func (b backend) Session(ctx context.Context, dir string) (queue.Session, error) {
+	s, err := b.c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +345,7 @@ func (c *Client) Session(ctx context.Context, dir string) (queue.Session, error)
 }
 
 // Done does nothing: all recipes share the client's one session.
-func (c *Client) Done(queue.Session, string) {}
+func (b backend) Done(queue.Session, string) {}
 
 // Mutex returns the reentrant mutex called name, wire-compatible with
 // Curator's InterProcessMutex on the same path. Its znode directory is the
@@ -346,7 +354,7 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewMutex(backend{c}, name, queue.MutexOptions{})
 }
 
 // RWMutex returns the read/write lock called name, wire-compatible with
@@ -357,7 +365,7 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewRWMutex(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{})
 }
 
 // Semaphore returns the semaphore called name with n permits,
@@ -369,7 +377,7 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewSemaphore(c, name, n, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{})
 }
 
 // Election returns the leader election called name, wire-compatible with
@@ -382,7 +390,7 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewElection(c, name, queue.MutexOptions{Hooks: c.opts.Hooks})
+	return queue.NewElection(backend{c}, name, queue.MutexOptions{})
 }
 
 // Dir returns the znode directory of the lock called name. Names are

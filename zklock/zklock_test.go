@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
@@ -345,14 +346,15 @@ func TestPredecessorGoneBeforeWatch(t *testing.T) {
 	a := dial(t, "", zklock.Options{})
 	name := lockName(t)
 	la := lock(t, mutex(t, a, name))
-	hooks := &queue.Hooks{BeforeWatch: func(blocker queue.Entry) {
-		if err := a.Conn().Delete(blocker.Key, -1); err != nil {
-			t.Errorf("Delete(%s) = %v", blocker.Key, err)
+	hooks := &drillhook.Hooks{BeforeWatch: func(blocker string) {
+		if err := a.Conn().Delete(blocker, -1); err != nil {
+			t.Errorf("Delete(%s) = %v", blocker, err)
 		}
 	}}
-	b := dial(t, "", zklock.Options{Hooks: hooks})
+	b := dial(t, "", zklock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
+	ctx = drillhook.With(ctx, hooks)
 	lb, err := mutex(t, b, name).Lock(ctx)
 	if err != nil {
 		t.Fatalf("Lock(%q) after the blocker vanished before the watch = %v", name, err)

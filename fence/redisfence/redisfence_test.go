@@ -100,7 +100,7 @@ func TestSetRule(t *testing.T) {
 	}
 }
 
-// TestExport88 is the seed's story on Redis data, with its negative
+// TestExport88 is the export-88 story on Redis data, with its negative
 // control: A (701) pauses, B (702) publishes and retries, A's late write
 // is refused by the fence and lands through the unfenced twin.
 func TestExport88(t *testing.T) {
