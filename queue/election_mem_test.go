@@ -8,7 +8,6 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/memlock"
-	"github.com/baton-go/baton/queue"
 )
 
 // TestMemElectionEpochs: candidates lead in the order they campaigned, and
@@ -20,7 +19,7 @@ func TestMemElectionEpochs(t *testing.T) {
 	var (
 		clients []*memlock.Client
 		calls   []*memCall
-		leaders [3]*queue.Leader // each written before its call returns
+		leaders [3]*baton.Leader // each written before its call returns
 	)
 	for i, n := range names {
 		c := srv.Client(n)
@@ -47,7 +46,7 @@ func TestMemElectionEpochs(t *testing.T) {
 		t.Errorf("Leader() = %+v, %v, want candidate-a on session a#1", c, err)
 	}
 
-	if err := leaders[0].Resign(context.Background(), queue.ResignPlan{}); err != nil {
+	if err := leaders[0].Resign(context.Background(), baton.ResignPlan{}); err != nil {
 		t.Errorf("a: Resign = %v", err)
 	}
 	calls[1].granted(t, "b: Campaign after a resigned")
@@ -66,7 +65,7 @@ func TestMemElectionEpochs(t *testing.T) {
 	if want := []uint64{1, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("epochs = %v, want %v", got, want)
 	}
-	if err := leaders[2].Resign(context.Background(), queue.ResignPlan{}); err != nil {
+	if err := leaders[2].Resign(context.Background(), baton.ResignPlan{}); err != nil {
 		t.Errorf("c: Resign = %v", err)
 	}
 	memOwners(t, srv, "leader")
