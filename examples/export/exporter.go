@@ -62,7 +62,7 @@ type exporter struct {
 // errKilled is how a killed exporter's goroutine ends: the process is gone.
 var errKilled = errors.New("exporter killed")
 
-func newExporter(dir, name string, sh *shared) (*exporter, error) {
+func newExporter(ctx context.Context, dir, name string, sh *shared) (*exporter, error) {
 	db, link, err := embedded.OpenLink(dir, dbFile)
 	if err != nil {
 		return nil, err
@@ -70,6 +70,9 @@ func newExporter(dir, name string, sh *shared) (*exporter, error) {
 	e := &exporter{name: name, sh: sh, db: db, link: link,
 		pub: fence.Publisher{Store: sh.objects, Dialect: fence.SQLite}}
 	if e.locks, err = sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl}); err == nil {
+		err = e.locks.Migrate(ctx) // now, not at the first Acquire, where all five race
+	}
+	if err == nil {
 		if e.sem, err = e.locks.Semaphore(semName, permits); err == nil {
 			e.tasks, err = tasks.New(db, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
 		}

@@ -82,7 +82,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 		}
 	}()
 	for i := range exporters {
-		e, err := newExporter(dir, fmt.Sprintf("exporter-%d", i+1), sh)
+		e, err := newExporter(ctx, dir, fmt.Sprintf("exporter-%d", i+1), sh)
 		if err != nil {
 			return res, err
 		}

@@ -70,12 +70,12 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	if err := migrate(ctx, setup, ts); err != nil {
 		return res, err
 	}
-	r1, err := newRunner(dir, "runner-1", t)
+	r1, err := newRunner(ctx, dir, "runner-1", t)
 	if err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, r1.close()) }()
-	r2, err := newRunner(dir, "runner-2", t)
+	r2, err := newRunner(ctx, dir, "runner-2", t)
 	if err != nil {
 		return res, err
 	}

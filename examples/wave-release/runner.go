@@ -64,13 +64,16 @@ type runner struct {
 	beforePick func(wave string, pick int)
 }
 
-func newRunner(dir, name string, t *story.Teller) (*runner, error) {
+func newRunner(ctx context.Context, dir, name string, t *story.Teller) (*runner, error) {
 	db, link, err := embedded.OpenLink(dir, dbFile)
 	if err != nil {
 		return nil, err
 	}
 	r := &runner{name: name, t: t, db: db, link: link}
 	if r.locks, err = sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl}); err == nil {
+		err = r.locks.Migrate(ctx) // now, not at the first campaign
+	}
+	if err == nil {
 		if r.elect, err = r.locks.Election(electionName); err == nil {
 			r.tasks, err = tasks.New(db, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
 		}

@@ -43,12 +43,12 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 	if err := sh.migrate(ctx, setup); err != nil {
 		return r, err
 	}
-	east, err := newService(dir, file, "pick-east")
+	east, err := newService(ctx, dir, file, "pick-east")
 	if err != nil {
 		return r, err
 	}
 	defer func() { err = errors.Join(err, east.close()) }()
-	west, err := newService(dir, file, "pick-west")
+	west, err := newService(ctx, dir, file, "pick-west")
 	if err != nil {
 		return r, err
 	}

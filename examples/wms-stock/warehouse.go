@@ -103,13 +103,18 @@ type service struct {
 	stock *sqllock.Mutex
 }
 
-func newService(dir, file, name string) (*service, error) {
+func newService(ctx context.Context, dir, file, name string) (*service, error) {
 	db, link, err := embedded.OpenLink(dir, file)
 	if err != nil {
 		return nil, err
 	}
 	locks, err := sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl})
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := locks.Migrate(ctx); err != nil { // now, not at the first Lock
+		locks.Close()
 		db.Close()
 		return nil, err
 	}
