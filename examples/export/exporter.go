@@ -20,7 +20,7 @@ const (
 	dbFile    = "exports.db"
 	semName   = "exports/heavy"
 	permits   = 3
-	ttl       = time.Second // permit lease
+	ttl       = 2 * time.Second // permit lease: short, yet room for five processes on one SQLite file
 	taskLease = time.Second
 	shards    = 4
 	shardTime = 80 * time.Millisecond // exporting one shard
@@ -111,19 +111,40 @@ func (e *exporter) loop(ctx context.Context) error {
 			if err != nil || e.allDone(ctx) {
 				return err
 			}
-			time.Sleep(taskLease / 10) // a task is running elsewhere: look again soon
+			select { // a task is running elsewhere: look again soon
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(taskLease / 10):
+			}
 			continue
 		}
 		e.sh.started()
-		err = e.export(ctx, cl, permit)
+		err = e.underPermit(ctx, cl, permit)
 		e.sh.running.Add(-1)
-		if errors.Is(err, errKilled) {
+		switch {
+		case errors.Is(err, errKilled):
 			return err // no release: a dead process releases nothing
+		case errors.Is(permit.Err(), baton.ErrLost):
+			// The permit ran out under this export (renewals too late):
+			// it stopped, its task lease expires and another exporter
+			// takes it over, as for a killed one.
+			e.say("permit token %d lost: abandons %s to a takeover", permit.Token(), cl.Key())
+			continue
 		}
 		if err := errors.Join(err, permit.Release(context.WithoutCancel(ctx))); err != nil {
 			return err
 		}
 	}
+}
+
+// underPermit runs an export only while its permit lives: the permit's
+// loss cancels it, so at most three exports ever run at once.
+func (e *exporter) underPermit(ctx context.Context, cl *tasks.Claim, permit *baton.Lease) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(permit.Context(), cancel)
+	defer stop()
+	return e.export(ctx, cl, permit)
 }
 
 // next claims a pending export or takes over an expired one; nil, nil

@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, r2.close()) }()
-	t.Say("election %q and task leases of %v; waves W-1 (3 pick lists) and W-2 (6)", electionName, ttl)
+	t.Say("election %q (lease %v), task leases of %v; waves W-1 (3 pick lists) and W-2 (6)", electionName, ttl, taskLease)
 
 	ld1, err := r1.elect.CampaignAs(ctx, r1.name)
 	if err != nil {

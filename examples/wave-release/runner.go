@@ -20,8 +20,9 @@ const (
 	dbFile       = "wms.db"
 	electionName = "wms/wave-release"
 	// ttl is the leadership lease and taskLease the task table's: short,
-	// so a pause outlives both in about a second.
-	ttl       = time.Second
+	// so a pause outlives both in seconds, yet long enough that the
+	// leader's renewals on a loaded SQLite file are never too late.
+	ttl       = 2 * time.Second
 	taskLease = time.Second
 	pickTime  = 100 * time.Millisecond // releasing one pick list to the floor
 )
