@@ -58,18 +58,11 @@ type won struct {
 
 func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	t := story.New(w)
-	setup, err := embedded.Open(dir, dbFile)
+	setup, ts, err := prepare(ctx, dir)
 	if err != nil {
 		return res, err
 	}
 	defer setup.Close()
-	ts, err := tasks.New(setup, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
-	if err != nil {
-		return res, err
-	}
-	if err := migrate(ctx, setup, ts); err != nil {
-		return res, err
-	}
 	r1, err := newRunner(ctx, dir, "runner-1", t)
 	if err != nil {
 		return res, err
@@ -96,59 +89,103 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 		won2 <- won{ld, err}
 	}()
 
-	paused, resume := make(chan struct{}), make(chan struct{})
-	r1.beforePick = func(wave string, pick int) {
-		if wave == "W-2" && pick == 4 {
-			r1.link.Freeze()
-			r1.say("freezes just before it sends pick list 4 of W-2: no renewal, no heartbeat gets out")
-			close(paused)
-			<-resume
-		}
-	}
-	wake := sync.OnceFunc(func() { r1.link.Thaw(); close(resume) })
-	r1done := make(chan error, 1)
-	go func() { r1done <- r1.lead(ctx, ld1) }()
-	defer func() { wake(); <-r1done }() // runner-1's goroutine ends before the runners close
+	p := pauseAt(r1, "W-2", 4)
+	var late error // what runner-1's lead returns
+	r1done := make(chan struct{})
+	go func() { defer close(r1done); late = r1.lead(ctx, ld1) }()
+	defer func() { p.wake(); <-r1done }() // runner-1's goroutine ends before the runners close
 	select {
-	case <-paused:
-	case err := <-r1done:
-		r1done <- err
-		return res, fmt.Errorf("runner-1 stopped before its pause: %v", err)
+	case <-p.paused:
+	case <-r1done:
+		return res, fmt.Errorf("runner-1 stopped before its pause: %v", late)
 	}
-
-	pausedAt := time.Now()
 	o := <-won2
 	if o.err != nil {
 		return res, fmt.Errorf("runner-2's campaign: %w", o.err)
 	}
-	res.Epoch2 = o.ld.Epoch()
-	r2.say("leads with epoch %d after %v: runner-1's leadership lease expired", res.Epoch2, time.Since(pausedAt).Round(100*time.Millisecond))
-	r2.beforePick = func(wave string, pick int) {
-		if wave == "W-2" && res.ResumedAt == 0 {
-			res.ResumedAt = pick
-		}
+	if err := takeOver(ctx, r2, o.ld, p.at, &res); err != nil {
+		return res, err
 	}
-	if err := r2.lead(ctx, o.ld); err != nil {
-		return res, fmt.Errorf("runner-2: %w", err)
+	p.wake()
+	<-r1done
+	res.LateRelease = late
+	if err := tellLate(r1, ld1, p.at, &res); err != nil {
+		return res, err
 	}
-
-	wake()
-	res.LateRelease = <-r1done
-	r1done <- nil // for the deferred wait
-	res.Runner1Lost = errors.Is(ld1.Lease().Err(), baton.ErrLost)
-	r1.say("wakes up after %v and sends pick list 4 of W-2 with epoch %d", time.Since(pausedAt).Round(100*time.Millisecond), res.Epoch1)
-	var stale *fence.StaleError
-	if !errors.As(res.LateRelease, &stale) {
-		return res, fmt.Errorf("runner-1's late release = %v, want a stale token", res.LateRelease)
-	}
-	r1.say("→ refused by the wave's fence, no message sent: epoch %d after epoch %d (%v)", stale.Token, stale.StoredToken, baton.ErrStaleToken)
-	r1.say("only now learns its leadership ended: %v", ld1.Lease().Err())
 	if err := o.ld.Resign(ctx, baton.ResignPlan{}); err != nil {
 		return res, err
 	}
 	r2.say("resigns")
 	names := map[string]string{ld1.Lease().Owner(): r1.name, o.ld.Lease().Owner(): r2.name}
 	return res, collect(ctx, t, setup, ts, names, &res)
+}
+
+func prepare(ctx context.Context, dir string) (*sql.DB, *tasks.Store, error) {
+	setup, err := embedded.Open(dir, dbFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := tasks.New(setup, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
+	if err == nil {
+		err = migrate(ctx, setup, ts)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, setup.Close())
+	}
+	return setup, ts, nil
+}
+
+// pause is a runner frozen before one pick list until wake.
+type pause struct {
+	paused chan struct{} // closed when the runner froze
+	at     time.Time     // when it froze; written before paused is closed
+	wake   func()        // thaws it; safe to call more than once
+}
+
+// pauseAt freezes r just before it sends pick list pick of wave.
+func pauseAt(r *runner, wave string, pick int) *pause {
+	p := &pause{paused: make(chan struct{})}
+	resume := make(chan struct{})
+	p.wake = sync.OnceFunc(func() { r.link.Thaw(); close(resume) })
+	r.beforePick = func(w string, n int) {
+		if w == wave && n == pick {
+			r.link.Freeze()
+			p.at = time.Now()
+			r.say("freezes just before it sends pick list %d of %s: no renewal, no heartbeat gets out", pick, wave)
+			close(p.paused)
+			<-resume
+		}
+	}
+	return p
+}
+
+// takeOver is runner-2's turn as the new leader: it releases the waves,
+// taking W-2 over from its checkpoint.
+func takeOver(ctx context.Context, r2 *runner, ld *baton.Leader, pausedAt time.Time, res *Result) error {
+	res.Epoch2 = ld.Epoch()
+	r2.say("leads with epoch %d after %v: runner-1's leadership lease expired", res.Epoch2, time.Since(pausedAt).Round(100*time.Millisecond))
+	r2.beforePick = func(wave string, pick int) {
+		if wave == "W-2" && res.ResumedAt == 0 {
+			res.ResumedAt = pick
+		}
+	}
+	if err := r2.lead(ctx, ld); err != nil {
+		return fmt.Errorf("runner-2: %w", err)
+	}
+	return nil
+}
+
+// tellLate tells what became of runner-1's pick list sent after its pause.
+func tellLate(r1 *runner, ld1 *baton.Leader, pausedAt time.Time, res *Result) error {
+	res.Runner1Lost = errors.Is(ld1.Lease().Err(), baton.ErrLost)
+	r1.say("wakes up after %v and sends pick list 4 of W-2 with epoch %d", time.Since(pausedAt).Round(100*time.Millisecond), res.Epoch1)
+	var stale *fence.StaleError
+	if !errors.As(res.LateRelease, &stale) {
+		return fmt.Errorf("runner-1's late release = %v, want a stale token", res.LateRelease)
+	}
+	r1.say("→ refused by the wave's fence, no message sent: epoch %d after epoch %d (%v)", stale.Token, stale.StoredToken, baton.ErrStaleToken)
+	r1.say("only now learns its leadership ended: %v", ld1.Lease().Err())
+	return nil
 }
 
 func collect(ctx context.Context, t *story.Teller, setup *sql.DB, ts *tasks.Store, names map[string]string, res *Result) error {

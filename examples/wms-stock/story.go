@@ -43,16 +43,11 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 	if err := sh.migrate(ctx, setup); err != nil {
 		return r, err
 	}
-	east, err := newService(ctx, dir, file, "pick-east")
+	east, west, err := newServices(ctx, dir, file)
 	if err != nil {
 		return r, err
 	}
-	defer func() { err = errors.Join(err, east.close()) }()
-	west, err := newService(ctx, dir, file, "pick-west")
-	if err != nil {
-		return r, err
-	}
-	defer func() { err = errors.Join(err, west.close()) }()
+	defer func() { err = errors.Join(err, east.close(), west.close()) }()
 	t.Say("%d units of %s on the shelf; lock %q, lease TTL %v", startStock, sku, lockName, ttl)
 
 	eastLease, err := east.stock.Lock(ctx)
@@ -103,6 +98,17 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 	}
 	t.Say("end: stock %d, reservations %v", r.Stock, r.Reserved)
 	return r, nil
+}
+
+// newServices starts the two picking services on file.
+func newServices(ctx context.Context, dir, file string) (east, west *service, err error) {
+	if east, err = newService(ctx, dir, file, "pick-east"); err != nil {
+		return nil, nil, err
+	}
+	if west, err = newService(ctx, dir, file, "pick-west"); err != nil {
+		return nil, nil, errors.Join(err, east.close())
+	}
+	return east, west, nil
 }
 
 // reserveAsWest is pick-west's turn while pick-east is frozen: it waits
