@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/baton-go/baton v0.0.0
+	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 
