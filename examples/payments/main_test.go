@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/baton-go/baton/idem"
+)
+
+func TestStory(t *testing.T) {
+	res, err := run(t.Context(), io.Discard, t.TempDir())
+	if err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	for _, order := range []string{"A-1001", "A-1002", "A-1003", "A-1004"} {
+		if got := res.Charges[order]; got != 1 {
+			t.Errorf("charges of %s = %d, want 1", order, got)
+		}
+	}
+	for _, order := range []string{"A-1001", "A-1002", "A-1003"} {
+		if got := res.Ledger[order]; got != 1 {
+			t.Errorf("ledger entries of %s = %d, want 1", order, got)
+		}
+	}
+	if got := res.Ledger["A-1004"]; got != 0 {
+		t.Errorf("ledger entries of A-1004 = %d, want 0 until a person resolves it", got)
+	}
+	for _, order := range []string{"A-1002", "A-1003", "A-1004"} {
+		if err := res.FirstTry[order]; !errors.Is(err, idem.ErrUnknown) {
+			t.Errorf("first checkout of %s = %v, want %v", order, err, idem.ErrUnknown)
+		}
+	}
+	// A-1002 was charged before its answer was lost: settled by the query
+	// alone. A-1003 never arrived: the query said so and it was sent once
+	// more, the only request the provider saw.
+	if r := res.Settled["A-1002"]; r.State != idem.Success || r.Attempts != 1 {
+		t.Errorf("A-1002 = %s after %d attempts, want SUCCESS after 1", r.State, r.Attempts)
+	}
+	if r := res.Settled["A-1003"]; r.State != idem.Success || r.Attempts != 2 || res.Arrived["A-1003"] != 1 {
+		t.Errorf("A-1003 = %s after %d attempts, %d arrived; want SUCCESS after 2, 1 arrived", r.State, r.Attempts, res.Arrived["A-1003"])
+	}
+	if want := []string{"charge/A-1004"}; !slices.Equal(res.Manual, want) {
+		t.Errorf("manual list = %v, want %v", res.Manual, want)
+	}
+	if !errors.Is(res.ManualRetry, idem.ErrManual) {
+		t.Errorf("checkout of A-1004 after the budget = %v, want %v", res.ManualRetry, idem.ErrManual)
+	}
+}
