@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // State is where a lease stands. Its life is
@@ -77,6 +78,14 @@ type Grant struct {
 	// OnEnd, if set, runs once after the lease became Lost or Released, so
 	// the engine can stop whatever watched this lease.
 	OnEnd func()
+
+	// Observer, if set, is told of the lease's state changes (Suspended,
+	// Resumed, Lost, Released, ReleaseFailed), with Recipe, Session and
+	// Acquire copied into each event.
+	Observer Observer
+	Recipe   string // "mutex", "read", "write", "semaphore", "election"
+	Session  string // the engine session, when there is one
+	Acquire  uint64 // the acquire's ID (NextAcquireID), pairing grant and end
 }
 
 // Lease is one grant of a lock. Its methods are safe for concurrent use.
@@ -97,6 +106,9 @@ type Lease struct {
 	changed   chan struct{} // closed and replaced on every state change
 	holds     int
 	releasing bool
+
+	granted   time.Time // when NewLease built it, for Event.Hold
+	suspended time.Time // when it was last suspended, for Event.Duration
 }
 
 type leaseKey struct{}
@@ -108,6 +120,9 @@ type leaseKey struct{}
 // holding.
 func NewLease(parent context.Context, g Grant) (*Lease, *Control) {
 	l := &Lease{g: g, state: Held, holds: 1, changed: make(chan struct{})}
+	if g.Observer != nil {
+		l.granted = time.Now()
+	}
 	l.outer, _ = parent.Value(leaseKey{}).(*Lease)
 	base := context.WithValue(context.WithoutCancel(parent), leaseKey{}, l)
 	l.ctx, l.cancel = context.WithCancelCause(base)
@@ -203,12 +218,27 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err != nil {
 		l.holds++
 		l.mu.Unlock()
+		l.emit(EventReleaseFailed, err, 0)
 		return fmt.Errorf("baton: release %q: %w", l.g.Name, err)
 	}
 	l.endLocked(Released, ErrReleased)
 	l.mu.Unlock()
+	l.emit(EventReleased, nil, 0)
 	l.afterEnd()
 	return nil
+}
+
+// emit tells the grant's observer of a state change of the lease.
+func (l *Lease) emit(kind EventKind, err error, d time.Duration) {
+	if l.g.Observer == nil {
+		return
+	}
+	now := time.Now()
+	l.g.Observer.Observe(l.ctx, Event{
+		Kind: kind, Time: now, Engine: l.g.Engine, Name: l.g.Name, Recipe: l.g.Recipe,
+		Acquire: l.g.Acquire, Token: l.g.Token, Owner: l.g.Owner, Session: l.g.Session,
+		Hold: now.Sub(l.granted), Duration: d, Err: err,
+	})
 }
 
 func (l *Lease) setLocked(s State) {
@@ -240,9 +270,16 @@ func (c *Control) Lease() *Lease { return c.l }
 // Suspend moves a Held lease to Suspended; otherwise it does nothing.
 func (c *Control) Suspend() {
 	c.l.mu.Lock()
-	defer c.l.mu.Unlock()
-	if c.l.state == Held {
+	ok := c.l.state == Held
+	if ok {
 		c.l.setLocked(Suspended)
+		if c.l.g.Observer != nil {
+			c.l.suspended = time.Now()
+		}
+	}
+	c.l.mu.Unlock()
+	if ok {
+		c.l.emit(EventSuspended, nil, 0)
 	}
 }
 
@@ -250,9 +287,17 @@ func (c *Control) Suspend() {
 // Engines call it only after re-verifying ownership on the same session.
 func (c *Control) Resume() {
 	c.l.mu.Lock()
-	defer c.l.mu.Unlock()
-	if c.l.state == Suspended {
+	ok := c.l.state == Suspended
+	var d time.Duration
+	if ok {
 		c.l.setLocked(Held)
+		if c.l.g.Observer != nil {
+			d = time.Since(c.l.suspended)
+		}
+	}
+	c.l.mu.Unlock()
+	if ok {
+		c.l.emit(EventResumed, nil, d)
 	}
 }
 
@@ -272,6 +317,7 @@ func (c *Control) Lose(cause error) bool {
 	}
 	c.l.endLocked(Lost, cause)
 	c.l.mu.Unlock()
+	c.l.emit(EventLost, cause, 0)
 	c.l.afterEnd()
 	return true
 }
