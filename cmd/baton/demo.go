@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite"
@@ -116,7 +116,7 @@ type demoStory struct {
 
 func demo(ctx context.Context) (err error) {
 	say("starting an embedded etcd server on a free loopback port")
-	srv, err := etcdtest.Start()
+	srv, err := embedetcd.Start()
 	if err != nil {
 		return fmt.Errorf("embedded etcd: %w", err)
 	}

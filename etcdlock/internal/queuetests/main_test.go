@@ -1,3 +1,7 @@
+// The queue package's tests, run against both queue engines (ZooKeeper
+// and etcd). They live in the etcdlock module because they need etcd's
+// client: the root module, which holds package queue, must not require it
+// (its users would get etcd's client and zap in their module graphs).
 package queue_test
 
 import (
@@ -11,7 +15,6 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
@@ -21,14 +24,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// etcdServer is the embedded etcd member of this test binary; ZooKeeper is
-// the private server of scripts/servers.sh (BATON_TEST_ZK).
-var etcdServer *etcdtest.Server
+// etcdServer and ZooKeeper are the private servers of scripts/servers.sh
+// (BATON_TEST_ETCD, BATON_TEST_ZK).
+var etcdServer struct{ Endpoint string }
 
-// TestMain runs the tests beside one embedded etcd and checks for leaked
+// TestMain runs the tests against the etcd server and checks for leaked
 // goroutines; toxiproxy's shared in-process server outlives single tests.
 func TestMain(m *testing.M) {
-	etcdtest.Main(m, &etcdServer,
+	etcdServer.Endpoint = testenv.EtcdMain()
+	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"))
 }
