@@ -219,13 +219,8 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	if err := resolveBackend(cmd, cfg, backendGiven, getenv); err != nil {
 		return nil, err
 	}
-	if engine := sqlEngine(schemeOf(cfg.backend)); engine != "" && cfg.ttl < minSQLTTL {
-		return nil, usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, engine, minSQLTTL)
-	}
-	if isRedlockScheme(schemeOf(cfg.backend)) {
-		if err := redlockOnlyMutex(cmd, cfg.mode); err != nil {
-			return nil, err
-		}
+	if err := checkHold(cmd, cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

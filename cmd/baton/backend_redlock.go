@@ -22,8 +22,18 @@ import (
 	"github.com/baton-go/baton/redlock"
 )
 
-// isRedlockScheme reports the scheme of the Redlock engine.
-func isRedlockScheme(scheme string) bool { return scheme == "redlock" }
+func init() {
+	register(&engine{
+		schemes: []string{"redlock"},
+		parse: func(u engineURL) error {
+			_, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
+			return err
+		},
+		open:      openRedlock,
+		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return redlockOnlyMutex(cmd, cfg.mode) },
+		noClean:   func(engineURL) error { return redlockNoClean() },
+	})
+}
 
 // redlockOnlyMutex is the usage error of a recipe Redlock does not have.
 // It is checked offline (parseHold), before anything connects.
@@ -178,7 +188,7 @@ func redlockErr(err error) error {
 // openRedlock connects to a Redlock deployment: the nodes' indexes are
 // verified (and set on first use) by a majority, retried until
 // --connect-timeout. inspect (read-only) writes nothing: it only reads.
-func openRedlock(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	if err := redlockOnlyMutex("run", cfg.mode); err != nil {
 		return nil, err
 	}
@@ -223,15 +233,17 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL) (*backend, er
 			return c.Mutex(name)
 		},
 		election: func(string) (baton.Elector, error) { return nil, redlockOnlyMutex("elect", modeMutex) },
-		redlock: func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
-			es, err := c.Inspect(ctx, name)
-			if err != nil {
-				return nil, su.scrub(err)
-			}
-			for i := range es {
-				es[i].Err = su.scrub(es[i].Err)
-			}
-			return es, nil
+		inspect: func(a *adminSession, w io.Writer) int {
+			return inspectRedlock(a, w, func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
+				es, err := c.Inspect(ctx, name)
+				if err != nil {
+					return nil, su.scrub(err)
+				}
+				for i := range es {
+					es[i].Err = su.scrub(es[i].Err)
+				}
+				return es, nil
+			})
 		},
 		close: closeAll,
 	}, nil
@@ -284,10 +296,10 @@ type redlockEntryJSON struct {
 // what it holds for NAME (owner, the node's own token and the grant's
 // quorum token, time left on the node's clock) and the node's counter and
 // index. It needs a majority of the nodes to answer.
-func inspectRedlock(a *adminSession, w io.Writer) int {
+func inspectRedlock(a *adminSession, w io.Writer, read func(context.Context, string) ([]redlock.NodeEntry, error)) int {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	es, err := a.b.redlock(ctx, a.name)
+	es, err := read(ctx, a.name)
 	if err != nil {
 		return failAdmin(a.ctx, redlockErr(err))
 	}
