@@ -45,20 +45,13 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 		fs.Func("force-release", "", func(s string) error { cfg.forceRelease, cfg.forceSet = s, true; return nil })
 		fs.StringVar(&cfg.evidenceDir, "evidence-dir", "", "")
 	}
-	var positional []string
-	for own := args; ; {
-		if err := fs.Parse(own); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				cfg.help = true
-				return cfg, nil
-			}
-			return nil, usagef("%s: %v", cmd, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		own = fs.Args()[1:]
+	positional, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		cfg.help = true
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, usagef("%s: %v", cmd, err)
 	}
 	switch {
 	case len(positional) == 0:
