@@ -1,3 +1,8 @@
+// No replace directive here, on purpose: go install refuses a module that
+// has one, and `go install github.com/baton-go/baton/cmd/baton@latest`
+// must work once the modules are tagged. In this checkout the repository's
+// go.work points the required versions of baton's modules at the working
+// tree; a release bumps them to the tags (scripts/tidy.sh tidies all).
 module github.com/baton-go/baton/drill
 
 go 1.26.8
