@@ -127,104 +127,125 @@ func (u engineURL) scrub(err error) error {
 // BATON_SQL_USER / BATON_SQL_PASSWORD, then the driver's own environment
 // (PGUSER, PGPASSWORD, ~/.pgpass for PostgreSQL; MYSQL_PWD for MySQL).
 func parseSQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
-	bad := func(format string, args ...any) (sqlTarget, error) {
-		return sqlTarget{}, usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
-	}
 	switch sqlEngine(u.scheme) {
 	case "postgres":
-		// pgx parses the URL itself (multiple hosts, sslmode, sslrootcert,
-		// target_session_attrs…); TLS follows sslmode.
-		cc, err := pgx.ParseConfig(u.orig)
-		if err != nil {
-			return bad("%v", u.scrub(err))
-		}
-		if !u.hasUser {
-			if v := os.Getenv("BATON_SQL_USER"); v != "" {
-				cc.User = v
-			}
-		}
-		if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
-			if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
-				cc.Password = v
-			}
-		}
-		cc.ConnectTimeout = connectTimeout
-		if _, ok := cc.RuntimeParams["application_name"]; !ok {
-			cc.RuntimeParams["application_name"] = "baton"
-		}
-		return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
-
+		return parsePostgres(u, connectTimeout)
 	case "mysql":
-		pu, err := url.Parse(u.orig)
-		if err != nil {
-			return bad("not a URL (mysql://user:pass@host:3306/db?tls=true)")
-		}
-		if pu.Host == "" || pu.Hostname() == "" {
-			return bad("no host (mysql://user:pass@host:3306/db)")
-		}
-		mc := mysql.NewConfig()
-		mc.Net = "tcp"
-		port := pu.Port()
-		if port == "" {
-			port = "3306"
-		}
-		mc.Addr = net.JoinHostPort(pu.Hostname(), port)
-		mc.DBName = strings.TrimPrefix(pu.Path, "/")
-		if strings.Contains(mc.DBName, "/") {
-			return bad("database %q: want one name after the host", mc.DBName)
-		}
-		mc.User, mc.Passwd = pu.User.Username(), ""
-		if p, ok := pu.User.Password(); ok {
-			mc.Passwd = p
-		}
-		if pu.User == nil || mc.User == "" {
-			mc.User = os.Getenv("BATON_SQL_USER")
-		}
-		if mc.Passwd == "" {
-			mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
-		}
-		if mc.Passwd == "" {
-			mc.Passwd = os.Getenv("MYSQL_PWD")
-		}
-		// sqllock's doc: interpolateParams saves a prepare round trip per
-		// statement; DATETIME columns scan as time.Time in UTC.
-		mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
-		mc.Timeout = connectTimeout
-		for k, vs := range pu.Query() {
-			switch k {
-			case "tls":
-				// true, false, skip-verify or preferred, as the driver.
-				switch v := vs[len(vs)-1]; v {
-				case "true", "false", "skip-verify", "preferred":
-					mc.TLSConfig = v
-				default:
-					return bad("tls=%q: want true, false, skip-verify or preferred", v)
-				}
-			default:
-				return bad("parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
-			}
-		}
-		conn, err := mysql.NewConnector(mc)
-		if err != nil {
-			return bad("%v", u.scrub(err))
-		}
-		return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
-
+		return parseMySQL(u, connectTimeout)
 	case "sqlite":
-		path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
-		switch {
-		case query != "":
-			return bad("SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
-		case path == "":
-			return bad("no file (sqlite:///path/to/locks.db)")
-		case u.hasUser:
-			return bad("SQLite has no users")
-		}
-		// A SQLite URI: ?, # and % in the path must be escaped.
-		dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
-		return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
+		return parseSQLite(u)
 	}
-	return bad("not a SQL URL")
+	return sqlTarget{}, badSQLURL(u, "not a SQL URL")
+}
+
+// badSQLURL is the usage error of a SQL URL that does not parse.
+func badSQLURL(u engineURL, format string, args ...any) error {
+	return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
+}
+
+// parsePostgres lets pgx parse the URL itself (multiple hosts, sslmode,
+// sslrootcert, target_session_attrs…); TLS follows sslmode.
+func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
+	cc, err := pgx.ParseConfig(u.orig)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
+	}
+	if !u.hasUser {
+		if v := os.Getenv("BATON_SQL_USER"); v != "" {
+			cc.User = v
+		}
+	}
+	if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
+		if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
+			cc.Password = v
+		}
+	}
+	cc.ConnectTimeout = connectTimeout
+	if _, ok := cc.RuntimeParams["application_name"]; !ok {
+		cc.RuntimeParams["application_name"] = "baton"
+	}
+	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
+}
+
+// parseMySQL turns mysql://user:pass@host:3306/db?tls=… into the driver's
+// configuration, credentials from the environment where the URL has none.
+func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
+	pu, err := url.Parse(u.orig)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "not a URL (mysql://user:pass@host:3306/db?tls=true)")
+	}
+	if pu.Host == "" || pu.Hostname() == "" {
+		return sqlTarget{}, badSQLURL(u, "no host (mysql://user:pass@host:3306/db)")
+	}
+	mc := mysql.NewConfig()
+	mc.Net = "tcp"
+	port := pu.Port()
+	if port == "" {
+		port = "3306"
+	}
+	mc.Addr = net.JoinHostPort(pu.Hostname(), port)
+	mc.DBName = strings.TrimPrefix(pu.Path, "/")
+	if strings.Contains(mc.DBName, "/") {
+		return sqlTarget{}, badSQLURL(u, "database %q: want one name after the host", mc.DBName)
+	}
+	mc.User, mc.Passwd = pu.User.Username(), ""
+	if p, ok := pu.User.Password(); ok {
+		mc.Passwd = p
+	}
+	if pu.User == nil || mc.User == "" {
+		mc.User = os.Getenv("BATON_SQL_USER")
+	}
+	if mc.Passwd == "" {
+		mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
+	}
+	if mc.Passwd == "" {
+		mc.Passwd = os.Getenv("MYSQL_PWD")
+	}
+	// sqllock's doc: interpolateParams saves a prepare round trip per
+	// statement; DATETIME columns scan as time.Time in UTC.
+	mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
+	mc.Timeout = connectTimeout
+	if err := mysqlParams(u, pu.Query(), mc); err != nil {
+		return sqlTarget{}, err
+	}
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
+	}
+	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
+}
+
+// mysqlParams applies a MySQL URL's parameters: only tls=, with the
+// driver's values true, false, skip-verify or preferred.
+func mysqlParams(u engineURL, q url.Values, mc *mysql.Config) error {
+	for k, vs := range q {
+		if k != "tls" {
+			return badSQLURL(u, "parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
+		}
+		switch v := vs[len(vs)-1]; v {
+		case "true", "false", "skip-verify", "preferred":
+			mc.TLSConfig = v
+		default:
+			return badSQLURL(u, "tls=%q: want true, false, skip-verify or preferred", v)
+		}
+	}
+	return nil
+}
+
+// parseSQLite takes sqlite:///path/to/locks.db: a file and nothing else.
+func parseSQLite(u engineURL) (sqlTarget, error) {
+	path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
+	switch {
+	case query != "":
+		return sqlTarget{}, badSQLURL(u, "SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
+	case path == "":
+		return sqlTarget{}, badSQLURL(u, "no file (sqlite:///path/to/locks.db)")
+	case u.hasUser:
+		return sqlTarget{}, badSQLURL(u, "SQLite has no users")
+	}
+	// A SQLite URI: ?, # and % in the path must be escaped.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
+	return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
 }
 
 // openSQL connects to a SQL backend: the connection is proved by a ping,
