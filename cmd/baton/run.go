@@ -51,20 +51,10 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 		fmt.Fprint(os.Stderr, usage)
 		return exitOK
 	}
-	name, err := baton.ValidateName(cfg.name)
-	if err != nil {
-		return fail(err)
+	name, path, code := preflight(cfg)
+	if code >= 0 {
+		return code
 	}
-	if err := parseBackend(cfg.backend); err != nil {
-		return fail(err)
-	}
-	// Resolve COMMAND before taking the lock: a typo should not hold a
-	// lock, nor wait for one.
-	path, err := lookCommand(cfg.command[0])
-	if err != nil {
-		return failExec(cfg.command[0], err)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	defer stop()
 	b, err := openBackend(ctx, cfg, name)
@@ -89,7 +79,6 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	defer signal.Stop(sigc)
 	stop()
 
-	code := exitOK
 	if s, ok := signalFromCause(ctx); ok {
 		// Interrupted in the instant between grant and hand-over.
 		note("interrupted by %v before COMMAND started", s)
@@ -97,18 +86,44 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	} else {
 		code = supervise(h, cfg, path, sigc)
 	}
+	releaseHolding(h, cfg, name, code)
+	return code
+}
+
+// preflight checks what can be checked before connecting: the name, the
+// backend URL, and COMMAND, resolved before taking the lock (a typo should
+// not hold a lock, nor wait for one). A non-negative code means the
+// command is over with that exit code.
+func preflight(cfg *runConfig) (name, path string, code int) {
+	name, err := baton.ValidateName(cfg.name)
+	if err != nil {
+		return "", "", fail(err)
+	}
+	if err := parseBackend(cfg.backend); err != nil {
+		return "", "", fail(err)
+	}
+	path, err = lookCommand(cfg.command[0])
+	if err != nil {
+		return "", "", failExec(cfg.command[0], err)
+	}
+	return name, path, -1
+}
+
+// releaseHolding releases h once COMMAND is over (code is baton's exit
+// code so far). A failure is only noted: the entry goes with the session.
+func releaseHolding(h *holding, cfg *runConfig, name string, code int) {
 	rctx, cancel := context.WithTimeout(context.Background(), cfg.connectTimeout)
 	defer cancel()
-	if err := h.release(rctx); err != nil {
-		if errors.Is(err, baton.ErrLost) {
-			if code != exitLost {
-				note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
-			}
-		} else {
-			note("release of %s %q failed (the entry goes with the session): %v", h.noun, name, err)
+	err := h.release(rctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, baton.ErrLost):
+		if code != exitLost {
+			note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
 		}
+	default:
+		note("release of %s %q failed (the entry goes with the session): %v", h.noun, name, err)
 	}
-	return code
 }
 
 // takeLock takes the lock of `run`: the mutex, or the --read / --write
