@@ -16,6 +16,12 @@
 #     never in the user's go.mod or go.sum.
 # On failure it prints the graph's module list.
 #
+# First it checks that every module of go.work is tidy on its own
+# (GOWORK=off; nested modules with temporary replace directives to this
+# checkout, in a copy of their go.mod): in the workspace a package or test
+# could import another baton module without its go.mod saying so, and the
+# scratch modules, which read those go.mod files, would not see it.
+#
 #   MODCHECK_ALLOW=REGEX  exempts matching modules (for a branch whose
 #                         dependencies are known to be in flux).
 set -euo pipefail
@@ -76,7 +82,31 @@ MOD
   echo "modcheck $name: ok: $n modules in the graph, $(wc -l <"$dir/build") built: $(tr '\n' ' ' <"$dir/build")"
 }
 
+# tidycheck DIR: is the module in DIR tidy without the workspace?
+tidycheck() {
+  local mod=$1 up m
+  up=$(echo "$mod" | sed 's#[^/]*#..#g')
+  cp "$mod/go.mod" "$tmp/tidy.mod"
+  cp "$mod/go.sum" "$tmp/tidy.sum" 2>/dev/null || : >"$tmp/tidy.sum"
+  if [ "$mod" != . ]; then
+    for m in $(go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p'); do
+      [ "$m" = "$mod" ] || (cd "$mod" && go mod edit -modfile="$tmp/tidy.mod" -replace "$root/$m=$up/$m")
+    done
+    (cd "$mod" && go mod edit -modfile="$tmp/tidy.mod" -replace "$root=$up")
+  fi
+  if ! (cd "$mod" && GOWORK=off go mod tidy -diff -modfile="$tmp/tidy.mod" >"$tmp/tidy.diff" 2>&1); then
+    echo "modcheck tidy $mod: FAIL: go.mod is not what go mod tidy makes of it without the workspace (a package or test importing another baton module? run scripts/tidy.sh):" >&2
+    cat "$tmp/tidy.diff" >&2
+    return 1
+  fi
+}
+
 status=0
+mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p' | sed 's#^\./##')
+for mod in "${modules[@]}"; do
+  tidycheck "$mod" || status=1
+done
+echo "modcheck tidy: ${#modules[@]} modules checked: ${modules[*]}"
 check redislock "$root/redislock" "$never|$loggers|$etcdclient" "$zk|$sqldrivers" || status=1
 check sqllock "$root/sqllock" "$never|$loggers|$etcdclient" "$zk|$redis" || status=1
 check etcdlock "$root/etcdlock" "$never" "$zk|$redis|$sqldrivers" || status=1
