@@ -3,12 +3,11 @@ package batontest_test
 import (
 	"testing"
 
-	"github.com/baton-go/baton/internal/etcdtest"
+	"go.uber.org/goleak"
 )
 
-// etcdServer is the one embedded etcd member of this test binary.
-var etcdServer *etcdtest.Server
-
-// TestMain runs the tests beside one embedded etcd and checks for leaked
-// goroutines (I8).
-func TestMain(m *testing.M) { etcdtest.Main(m, &etcdServer) }
+// TestMain checks for leaked goroutines once the tests passed (I8). The suite's
+// runs against etcdlock, its example and its negative tests live in the
+// etcdlock module (etcdlock/internal/batontests), which alone requires
+// etcd's client.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

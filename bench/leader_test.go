@@ -128,9 +128,9 @@ func startProxy(tb testing.TB, addr string) *faultproxy.Proxy {
 // a proxy when killable.
 func etcdCandidateClient(tb testing.TB, killable bool) (*clientv3.Client, func()) {
 	tb.Helper()
-	ep, kill := etcdServer.Endpoint, func() {}
+	ep, kill := etcdAddr(tb), func() {}
 	if killable {
-		p := startProxy(tb, etcdServer.Endpoint)
+		p := startProxy(tb, ep)
 		ep, kill = p.Addr, p.Refuse
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})

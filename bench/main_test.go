@@ -12,27 +12,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 )
 
-// etcdServer is the embedded etcd every test and benchmark of this binary
-// uses: a real server on loopback TCP, started once.
-var etcdServer *etcdtest.Server
-
-func TestMain(m *testing.M) {
-	s, err := etcdtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcdtest:", err)
-		os.Exit(1)
+// etcdAddr returns the etcd server to measure: BATON_BENCH_ETCD, else the
+// shared test server of scripts/servers.sh (skipping by hand, failing
+// under CI when neither is set).
+func etcdAddr(tb testing.TB) string {
+	tb.Helper()
+	if a := os.Getenv("BATON_BENCH_ETCD"); a != "" {
+		return a
 	}
-	etcdServer = s
-	code := m.Run()
-	s.Close()
-	os.Exit(code)
+	return testenv.Etcd(tb)
 }
 
 // benchEnabled reports whether the long ratio report was asked for.
@@ -142,12 +136,12 @@ func (s *countedStream) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
-// etcdClient returns a clientv3.Client on the embedded server whose
-// requests c counts (c may be nil), closed at cleanup.
+// etcdClient returns a clientv3.Client on the etcd server whose requests
+// c counts (c may be nil), closed at cleanup.
 func etcdClient(tb testing.TB, c *rpcCounter) *clientv3.Client {
 	tb.Helper()
 	cfg := clientv3.Config{
-		Endpoints:   []string{etcdServer.Endpoint},
+		Endpoints:   []string{etcdAddr(tb)},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	}
@@ -156,7 +150,7 @@ func etcdClient(tb testing.TB, c *rpcCounter) *clientv3.Client {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		tb.Fatalf("clientv3.New(%q) = %v", etcdServer.Endpoint, err)
+		tb.Fatalf("clientv3.New(%q) = %v", cfg.Endpoints[0], err)
 	}
 	tb.Cleanup(func() { cli.Close() })
 	return cli

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
-	"github.com/baton-go/baton/internal/etcdtest"
+	"github.com/baton-go/baton/drill/internal/etcdtest"
 )
 
 // nopZap silences clientv3's logger.

@@ -21,8 +21,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/internal/etcdtest"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/queue"
 )
 

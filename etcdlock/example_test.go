@@ -13,7 +13,7 @@ import (
 )
 
 func Example() {
-	// server.Endpoint is this test binary's embedded etcd; use your own
+	// server.Endpoint is the etcd of this test run; use your own
 	// endpoints (etcdlock.ParseURL reads "etcd://h1:2379,h2:2379").
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -54,7 +54,7 @@ func Example() {
 }
 
 // newExampleClient is the setup the examples below share: a baton client
-// on this test binary's embedded etcd.
+// on the etcd of this test run.
 func newExampleClient() (*etcdlock.Client, func(), error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {

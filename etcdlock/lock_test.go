@@ -255,7 +255,7 @@ func TestNewOptions(t *testing.T) {
 	}
 }
 
-// TestTTLClamped: etcd raises a 1s TTL to its minimum (2s with the embedded
+// TestTTLClamped: etcd raises a 1s TTL to its minimum (2s with the test
 // server's timing) without an error; GrantedTTL must say so.
 func TestTTLClamped(t *testing.T) {
 	name := uniq(t)

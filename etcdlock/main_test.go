@@ -2,6 +2,8 @@ package etcdlock_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -10,17 +12,30 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/etcdtest"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 )
 
-// server is the embedded etcd every test of this binary talks to.
-var server *etcdtest.Server
+// server is the etcd every test of this binary talks to: the private
+// server of scripts/servers.sh (BATON_TEST_ETCD), shared with the other
+// test binaries of the run, so names carry runID.
+var server struct{ Endpoint string }
 
-// TestMain runs the tests beside one embedded etcd; every goroutine a
-// Client owns must be gone once the clients and the server are closed.
-func TestMain(m *testing.M) { etcdtest.Main(m, &server) }
+// runID makes this binary's lock names its own on the shared server.
+var runID = func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+// TestMain runs the tests against the etcd server; every goroutine a
+// Client owns must be gone once the clients are closed.
+func TestMain(m *testing.M) {
+	server.Endpoint = testenv.EtcdMain()
+	goleak.VerifyTestMain(m)
+}
 
 // rawClient returns a plain etcd client to endpoint (the server when "").
 func rawClient(t *testing.T, endpoint string) *clientv3.Client {
@@ -128,7 +143,7 @@ func eventually(d time.Duration, cond func() bool) bool {
 
 // uniq returns a lock name unique to the test.
 func uniq(t *testing.T) string {
-	return "baton-test/" + strings.ReplaceAll(t.Name(), "/", "-")
+	return "baton-test/" + runID + "/" + strings.ReplaceAll(t.Name(), "/", "-")
 }
 
 // keyOf returns the etcd key of a grant: Owner() is "<key>@<create revision>".

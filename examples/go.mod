@@ -3,12 +3,12 @@ module github.com/baton-go/baton/examples
 go 1.26.8
 
 require (
-	github.com/baton-go/baton v0.0.0
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 
 require (
+	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -25,7 +25,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// Development only: the examples build against the baton of this
-// repository checkout.
-replace github.com/baton-go/baton => ../

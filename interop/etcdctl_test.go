@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -19,27 +18,25 @@ import (
 // other's.
 var etcdctlEntry = regexp.MustCompile(`^[0-9a-f]{1,16}$`)
 
-// etcdServer starts an embedded etcd for the test and a plain client to
-// inspect the keys from outside both lock clients.
+// etcdServer returns the private etcd server of scripts/servers.sh
+// (Debian's etcd-server, the release etcdctl comes with) and a plain client
+// to inspect the keys from outside both lock clients. Lock names are unique
+// per test (lockName), so the shared server needs no cleaning.
 func etcdServer(t *testing.T) server {
 	t.Helper()
-	s, err := etcdtest.Start()
-	if err != nil {
-		t.Fatalf("etcdtest.Start() = %v", err)
-	}
-	t.Cleanup(s.Close)
+	endpoint := testenv.Etcd(t)
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{s.Endpoint},
+		Endpoints:   []string{endpoint},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		t.Fatalf("clientv3.New(%q) = %v", s.Endpoint, err)
+		t.Fatalf("clientv3.New(%q) = %v", endpoint, err)
 	}
 	t.Cleanup(func() { cli.Close() })
 	return server{
 		engine:  "etcd",
-		backend: "etcd://" + s.Endpoint,
+		backend: "etcd://" + endpoint,
 		entry:   etcdctlEntry,
 		queue: func(t *testing.T, name string) []string {
 			t.Helper()

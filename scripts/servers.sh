@@ -12,6 +12,7 @@ set -euo pipefail
 
 STATE=${BATON_SERVERS_DIR:-${TMPDIR:-/tmp}/baton-servers}
 ZK_PORT=${BATON_ZK_PORT:-21810}
+ETCD_PORT=${BATON_ETCD_PORT:-23790} # clients; peers on ETCD_PORT+1
 
 zk_classpath() {
   local cp=/etc/zookeeper/conf j
@@ -99,6 +100,22 @@ start_redis_private_set() {
   fi
 }
 
+# etcd (Debian's etcd-server) runs privately: the etcdlock module's tests
+# and the interop tests talk to it; only `baton demo` and the drills embed
+# a server of their own, so that no library module requires etcd's server.
+start_etcd() {
+  if port_open "$ETCD_PORT"; then return 0; fi
+  local peer=$((ETCD_PORT + 1))
+  mkdir -p "$STATE/etcd"
+  nohup etcd --name baton-test --data-dir "$STATE/etcd/data" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "baton-test=http://127.0.0.1:$peer" --logger zap --log-level error \
+    >"$STATE/etcd/log" 2>&1 &
+  echo $! >"$STATE/etcd/pid"
+  wait_port "$ETCD_PORT"
+}
+
 # PostgreSQL and MariaDB run privately too, with room for the conformance
 # suites' and drills' connections (go test runs packages in parallel: the
 # default 100 PostgreSQL connections ran out).
@@ -132,6 +149,7 @@ case "${1:-start}" in
 start)
   mkdir -p "$STATE"; chmod 755 "$STATE"
   start_zk >&2
+  start_etcd >&2
   start_redis >&2
   start_redis_private_set >&2
   start_postgres >&2
@@ -140,6 +158,7 @@ start)
     psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE baton" >&2
   mariadb -h 127.0.0.1 -P "$MY_PORT" -u root -e "CREATE DATABASE IF NOT EXISTS baton" >&2
   echo "export BATON_TEST_ZK=127.0.0.1:$ZK_PORT"
+  echo "export BATON_TEST_ETCD=127.0.0.1:$ETCD_PORT"
   echo "export BATON_TEST_REDIS=$REDIS_ADDR"
   echo "export BATON_TEST_REDLOCK=$(echo $REDLOCK_PORTS | sed 's/\([0-9]*\)/127.0.0.1:\1/g; s/ /,/g')"
   echo "export BATON_TEST_REDIS_PRIMARY=127.0.0.1:16390"
@@ -149,7 +168,7 @@ start)
   echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
   ;;
 stop)
-  for p in "$STATE"/zk/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
+  for p in "$STATE"/zk/pid "$STATE"/etcd/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
     [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
     rm -f "$p"
   done
@@ -157,7 +176,7 @@ stop)
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" stop -m fast >/dev/null 2>&1 || true
   fi
-  rm -rf "$STATE/zk/data" "$STATE"/redis-*
+  rm -rf "$STATE/zk/data" "$STATE/etcd/data" "$STATE"/redis-*
   ;;
 *)
   echo "usage: $0 start|stop" >&2

@@ -3,15 +3,17 @@
 # tests against real servers.
 #   1. installs the Debian packages that are missing (apt-get),
 #   2. starts private servers on loopback ports (scripts/servers.sh),
-#   3. runs go vet and go test -race in every module,
-#   4. stops what it started.
+#   3. runs go vet and go test -race in every module of go.work,
+#   4. checks what `go get` of one engine puts into a user's module graph
+#      (scripts/modcheck.sh),
+#   5. stops what it started.
 # Long randomized fault drills (50+ trials per cell) are scripts/drill.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in zookeeper default-jdk-headless libcurator-recipes-java etcd-client redis-server \
+for pkg in zookeeper default-jdk-headless libcurator-recipes-java etcd-client etcd-server redis-server \
   postgresql mariadb-server; do
   have "$pkg" || need+=("$pkg")
 done
@@ -30,12 +32,17 @@ export BATON_SERVERS_DIR=${BATON_SERVERS_DIR:-$(mktemp -d -t baton-servers.XXXXX
 trap 'scripts/servers.sh stop || true' EXIT
 eval "$(scripts/servers.sh start)"
 
+# The modules, as go.work lists them; every one runs in the workspace.
+mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
+[ ${#modules[@]} -gt 0 ] || { echo "test.sh: no modules in go.work" >&2; exit 70; }
+
 status=0
-for mod in . bench; do
-  [ -f "$mod/go.mod" ] || continue
+for mod in "${modules[@]}"; do
   echo "== $mod: go vet" >&2
   (cd "$mod" && go vet ./...) || status=1
   echo "== $mod: go test -race" >&2
   (cd "$mod" && go test -race -count=1 -timeout 15m ./...) || status=1
 done
+echo "== module graphs" >&2
+scripts/modcheck.sh || status=1
 exit $status

@@ -118,94 +118,22 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 		connectTimeout: defaultConnectTimeout,
 		grace:          defaultGrace,
 	}
-	var (
-		onSuspend    = "none"
-		read, write  bool
-		shared       int
-		sharedSet    bool
-		backendGiven bool
-	)
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("backend", "", func(s string) error { cfg.backend, backendGiven = s, true; return nil })
-	fs.Var(durationValue{d: &cfg.ttl}, "ttl", "")
-	fs.Var(durationValue{d: &cfg.wait, set: &cfg.waitSet}, "wait", "")
-	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
-	fs.Var(durationValue{d: &cfg.grace}, "grace", "")
-	fs.StringVar(&onSuspend, "on-suspend", onSuspend, "")
-	fs.BoolVar(&read, "read", false, "")
-	fs.BoolVar(&write, "write", false, "")
-	fs.Func("shared", "", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("--shared %q: want a number of permits", v)
-		}
-		shared, sharedSet = n, true
-		return nil
-	})
-
-	own, command, sawDash := args, []string(nil), false
-	for i, a := range args {
-		if a == "--" {
-			own, command, sawDash = args[:i], args[i+1:], true
-			break
-		}
+	hf := holdFlags{onSuspend: "none"}
+	fs := hf.flagSet(cmd, cfg)
+	own, command, sawDash := splitDash(args)
+	positional, err := parseInterleaved(fs, own)
+	if errors.Is(err, flag.ErrHelp) {
+		cfg.help = true
+		return cfg, nil
 	}
-	var positional []string
-	for {
-		if err := fs.Parse(own); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				cfg.help = true
-				return cfg, nil
-			}
-			return nil, usagef("%s: %v", cmd, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		own = fs.Args()[1:]
+	if err != nil {
+		return nil, usagef("%s: %v", cmd, err)
 	}
-
-	synopsis := fmt.Sprintf("baton %s [flags] NAME -- COMMAND [ARG...]", cmd)
-	switch {
-	case len(positional) == 0:
-		return nil, usagef("%s: missing NAME", cmd)
-	case len(positional) > 1 && !sawDash:
-		return nil, usagef("%s: put -- between NAME and COMMAND (%s)", cmd, synopsis)
-	case len(positional) > 1:
-		return nil, usagef("%s: unexpected %q before --: only NAME goes there", cmd, positional[1])
-	case !sawDash || len(command) == 0:
-		return nil, usagef("%s: missing COMMAND (%s)", cmd, synopsis)
+	if err := holdOperands(cmd, cfg, positional, command, sawDash); err != nil {
+		return nil, err
 	}
-	cfg.name, cfg.command = positional[0], command
-
-	picked := 0
-	for _, on := range []bool{read, write, sharedSet} {
-		if on {
-			picked++
-		}
-	}
-	switch {
-	case cmd != "run" && picked > 0:
-		return nil, usagef("%s: --read, --write and --shared are for baton run (an election has one leader)", cmd)
-	case picked > 1:
-		return nil, usagef("%s: --read, --write and --shared exclude each other: a read/write lock and a semaphore are different objects", cmd)
-	case sharedSet && shared < 1:
-		return nil, usagef("%s: --shared %d: a semaphore needs at least one permit", cmd, shared)
-	case read:
-		cfg.mode = modeRead
-	case write:
-		cfg.mode = modeWrite
-	case sharedSet:
-		cfg.mode, cfg.permits = modeShared, shared
-	}
-	switch onSuspend {
-	case "none":
-	case "stop":
-		cfg.stopOnSuspend = true
-	default:
-		return nil, usagef("%s: --on-suspend=%q: want none or stop", cmd, onSuspend)
+	if err := hf.apply(cmd, cfg); err != nil {
+		return nil, err
 	}
 	if err := checkCommon(cmd, cfg); err != nil {
 		return nil, err
@@ -216,18 +144,124 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	case cfg.grace < 0:
 		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
 	}
-	if err := resolveBackend(cmd, cfg, backendGiven, getenv); err != nil {
+	if err := resolveBackend(cmd, cfg, hf.backendGiven, getenv); err != nil {
 		return nil, err
 	}
-	if engine := sqlEngine(schemeOf(cfg.backend)); engine != "" && cfg.ttl < minSQLTTL {
-		return nil, usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, engine, minSQLTTL)
-	}
-	if isRedlockScheme(schemeOf(cfg.backend)) {
-		if err := redlockOnlyMutex(cmd, cfg.mode); err != nil {
-			return nil, err
-		}
+	if err := checkHold(cmd, cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
+}
+
+// holdFlags are the flags of run and elect that do not go straight into
+// the runConfig: apply turns them into it once parsed.
+type holdFlags struct {
+	onSuspend    string
+	read, write  bool
+	shared       int
+	sharedSet    bool
+	backendGiven bool
+}
+
+// flagSet declares run's and elect's flags, storing into cfg and hf.
+func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("backend", "", func(s string) error { cfg.backend, hf.backendGiven = s, true; return nil })
+	fs.Var(durationValue{d: &cfg.ttl}, "ttl", "")
+	fs.Var(durationValue{d: &cfg.wait, set: &cfg.waitSet}, "wait", "")
+	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.Var(durationValue{d: &cfg.grace}, "grace", "")
+	fs.StringVar(&hf.onSuspend, "on-suspend", hf.onSuspend, "")
+	fs.BoolVar(&hf.read, "read", false, "")
+	fs.BoolVar(&hf.write, "write", false, "")
+	fs.Func("shared", "", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("--shared %q: want a number of permits", v)
+		}
+		hf.shared, hf.sharedSet = n, true
+		return nil
+	})
+	return fs
+}
+
+// splitDash cuts args at the first "--": baton's own arguments before it,
+// COMMAND after it, so that COMMAND's flags never reach baton.
+func splitDash(args []string) (own, command []string, sawDash bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, and returns those (flag.ErrHelp for -h).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// holdOperands checks that exactly NAME precedes "--" and a COMMAND
+// follows it, and stores them in cfg.
+func holdOperands(cmd string, cfg *runConfig, positional, command []string, sawDash bool) error {
+	synopsis := fmt.Sprintf("baton %s [flags] NAME -- COMMAND [ARG...]", cmd)
+	switch {
+	case len(positional) == 0:
+		return usagef("%s: missing NAME", cmd)
+	case len(positional) > 1 && !sawDash:
+		return usagef("%s: put -- between NAME and COMMAND (%s)", cmd, synopsis)
+	case len(positional) > 1:
+		return usagef("%s: unexpected %q before --: only NAME goes there", cmd, positional[1])
+	case !sawDash || len(command) == 0:
+		return usagef("%s: missing COMMAND (%s)", cmd, synopsis)
+	}
+	cfg.name, cfg.command = positional[0], command
+	return nil
+}
+
+// apply sets cfg's lock mode from --read, --write and --shared (at most
+// one, and only for run) and its suspension policy from --on-suspend.
+func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
+	picked := 0
+	for _, on := range []bool{hf.read, hf.write, hf.sharedSet} {
+		if on {
+			picked++
+		}
+	}
+	switch {
+	case cmd != "run" && picked > 0:
+		return usagef("%s: --read, --write and --shared are for baton run (an election has one leader)", cmd)
+	case picked > 1:
+		return usagef("%s: --read, --write and --shared exclude each other: a read/write lock and a semaphore are different objects", cmd)
+	case hf.sharedSet && hf.shared < 1:
+		return usagef("%s: --shared %d: a semaphore needs at least one permit", cmd, hf.shared)
+	case hf.read:
+		cfg.mode = modeRead
+	case hf.write:
+		cfg.mode = modeWrite
+	case hf.sharedSet:
+		cfg.mode, cfg.permits = modeShared, hf.shared
+	}
+	switch hf.onSuspend {
+	case "none":
+	case "stop":
+		cfg.stopOnSuspend = true
+	default:
+		return usagef("%s: --on-suspend=%q: want none or stop", cmd, hf.onSuspend)
+	}
+	return nil
 }
 
 // checkCommon validates the flags every connecting command shares.

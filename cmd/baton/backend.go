@@ -2,50 +2,86 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"os"
+	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/queue"
-	"github.com/baton-go/baton/redislock"
-	"github.com/baton-go/baton/redlock"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // backend is a connected engine, as much of it as the commands need.
 type backend struct {
-	engine string // "zk", "etcd", "postgres", "mysql", "sqlite"
+	engine string // BATON_ENGINE: "zk", "etcd", "redis", "postgres", …
 	// locker returns the coordination object `run` takes for mode.
 	locker func(name string, mode lockMode, permits int) (baton.Locker, error)
 	// election returns the election `elect` campaigns in.
 	election func(name string) (baton.Elector, error)
-	// inspector, remover and bounder serve `inspect` and `clean`; bounder
-	// is nil where tokens are exact (etcd).
-	inspector queue.Inspector
-	remover   queue.Remover
-	bounder   queue.TokenBounder
-	// rows serves inspect on the SQL engine instead of inspector: a row
-	// per holder with its deadline on the database clock (waiters hold no
-	// row). clean does not apply there.
-	rows func(ctx context.Context, name string) ([]sqlRow, error)
-	// redis serves inspect on the Redis engine: holders and waiting
-	// intents with their time left on the server's clock.
-	redis func(ctx context.Context, name string) (redislock.Inspection, error)
-	// redlock serves inspect on the Redlock engine: what each node holds.
-	redlock func(ctx context.Context, name string) ([]redlock.NodeEntry, error)
-	close   func()
+	// inspect is `baton inspect` of name on w, in the engine's own terms
+	// (queue engines share inspectQueue); it returns the exit code.
+	inspect func(a *adminSession, w io.Writer) int
+	// queue is set on the engines whose locks are queues of entries
+	// (ZooKeeper, etcd): `clean` lists and removes entries through it. If
+	// it is also a queue.TokenBounder, clean bounds the tokens it cannot
+	// read exactly.
+	queue queueAdmin
+	close func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
+}
+
+// queueAdmin is what `inspect` and `clean` need of a queue engine.
+type queueAdmin interface {
+	queue.Inspector
+	queue.Remover
+}
+
+// engine is one engine of the CLI, registered by its backend_*.go file
+// (register, from init): adding an engine is adding one file.
+type engine struct {
+	// schemes are the backend URL schemes it serves, lower case.
+	schemes []string
+	// parse checks a URL offline: a bad URL is a usage error before
+	// anything connects.
+	parse func(u engineURL) error
+	// open connects within cfg.connectTimeout (bounded also by ctx);
+	// name is the lock the command is about.
+	open func(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error)
+	// checkHold, if set, checks a run or elect command line offline for
+	// what the engine cannot do (cmd is "run" or "elect").
+	checkHold func(cmd string, u engineURL, cfg *runConfig) error
+	// noClean, if set, is the usage error of `baton clean`: the engine
+	// leaves nothing behind for it to remove.
+	noClean func(u engineURL) error
+}
+
+// engines maps each registered scheme to its engine.
+var engines = map[string]*engine{}
+
+// register adds e under its schemes. Two engines claiming one scheme is a
+// bug of this program.
+func register(e *engine) {
+	for _, s := range e.schemes {
+		if engines[s] != nil {
+			panic("baton: scheme " + s + " registered twice")
+		}
+		engines[s] = e
+	}
+}
+
+// engineOf returns the engine of a backend URL, or a usage error naming
+// the schemes there are.
+func engineOf(u engineURL) (*engine, error) {
+	if e := engines[u.scheme]; e != nil {
+		return e, nil
+	}
+	if knownLater[u.scheme] {
+		return nil, usagef("backend %s: the %s engine is not available in this release (%s are)", u.redacted, u.scheme, knownSchemes())
+	}
+	return nil, usagef("backend %s: unknown scheme %q (%s)", u.redacted, u.scheme, knownSchemes())
 }
 
 // engineURL is a backend URL split from its credentials, so that the
@@ -66,7 +102,7 @@ type engineURL struct {
 func splitURL(raw string) (engineURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme == "" {
-		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactQuery(raw), knownSchemes)
+		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactQuery(raw), knownSchemes())
 	}
 	u := engineURL{scheme: strings.ToLower(scheme), orig: raw, raw: raw, redacted: redactQuery(raw)}
 	authority, path := rest, ""
@@ -91,7 +127,13 @@ var secretParam = regexp.MustCompile(`(?i)([?&](?:ssl)?(?:password|passwd|pass)=
 func redactQuery(raw string) string { return secretParam.ReplaceAllString(raw, "${1}***") }
 
 // knownSchemes lists the backends of this release, for messages.
-const knownSchemes = "zk://, etcd://, etcds://, postgres://, mysql://, sqlite://, redis://, rediss://, redlock://"
+func knownSchemes() string {
+	var out []string
+	for _, s := range slices.Sorted(maps.Keys(engines)) {
+		out = append(out, s+"://")
+	}
+	return strings.Join(out, ", ")
+}
 
 // knownLater are schemes whose engines arrive in a later release.
 var knownLater = map[string]bool{}
@@ -104,19 +146,11 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 	if err != nil {
 		return nil, err
 	}
-	switch u.scheme {
-	case "zk":
-		return openZK(ctx, cfg, u)
-	case "etcd", "etcds":
-		return openEtcd(ctx, cfg, u, name)
-	case "postgres", "postgresql", "mysql", "sqlite":
-		return openSQL(ctx, cfg, u)
-	case "redis", "rediss":
-		return openRedis(ctx, cfg, u)
-	case "redlock":
-		return openRedlock(ctx, cfg, u)
+	e, err := engineOf(u)
+	if err != nil {
+		return nil, err
 	}
-	return nil, parseBackend(cfg.backend)
+	return e.open(ctx, cfg, u, name)
 }
 
 // parseBackend checks the URL without connecting, so that a bad URL is a
@@ -126,144 +160,37 @@ func parseBackend(raw string) error {
 	if err != nil {
 		return err
 	}
-	switch u.scheme {
-	case "zk":
-		if err := parseZK(u); err != nil {
-			return err
-		}
-	case "etcd", "etcds":
-		if _, _, err := etcdlock.ParseURL(u.raw); err != nil {
-			return usagef("backend %s: %v", u.redacted, err)
-		}
-	case "postgres", "postgresql", "mysql", "sqlite":
-		if _, err := parseSQL(u, defaultConnectTimeout); err != nil {
-			return err
-		}
-	case "redis", "rediss":
-		if _, err := parseRedis(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout}); err != nil {
-			return err
-		}
-	case "redlock":
-		if _, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout}); err != nil {
-			return err
-		}
-	default:
-		if knownLater[u.scheme] {
-			return usagef("backend %s: the %s engine is not available in this release (%s are)", u.redacted, u.scheme, knownSchemes)
-		}
-		return usagef("backend %s: unknown scheme %q (%s)", u.redacted, u.scheme, knownSchemes)
+	e, err := engineOf(u)
+	if err != nil {
+		return err
+	}
+	return e.parse(u)
+}
+
+// checkHold checks a run or elect command line against the backend's
+// engine offline (an unknown or bad URL is left to parseBackend).
+func checkHold(cmd string, cfg *runConfig) error {
+	u, err := splitURL(cfg.backend)
+	if err != nil {
+		return nil
+	}
+	if e := engines[u.scheme]; e != nil && e.checkHold != nil {
+		return e.checkHold(cmd, u, cfg)
 	}
 	return nil
 }
 
-func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error) {
-	endpoints, useTLS, err := etcdlock.ParseURL(u.raw)
+// checkClean refuses `baton clean` on an engine that leaves nothing for
+// it to remove.
+func checkClean(raw string) error {
+	u, err := splitURL(raw)
 	if err != nil {
-		return nil, usagef("backend %s: %v", u.redacted, err)
+		return nil
 	}
-	user, pass := u.user, u.password
-	if !u.hasUser {
-		user, pass = os.Getenv("BATON_ETCD_USER"), os.Getenv("BATON_ETCD_PASSWORD")
+	if e := engines[u.scheme]; e != nil && e.noClean != nil {
+		return e.noClean(u)
 	}
-	ttl := cfg.ttl.Truncate(time.Second)
-	if ttl < cfg.ttl {
-		ttl += time.Second
-	}
-	if ttl != cfg.ttl {
-		note("--ttl %v rounded up to %v: etcd leases are whole seconds", cfg.ttl, ttl)
-	}
-	ccfg := clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: cfg.connectTimeout,
-		Username:    user,
-		Password:    pass,
-		Logger:      zap.NewNop(),
-	}
-	if useTLS {
-		tc, err := etcdTLS()
-		if err != nil {
-			return nil, err
-		}
-		ccfg.TLS = tc
-	}
-	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-	defer cancel()
-	cli, err := clientv3.New(ccfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
-	}
-	// clientv3.New does not wait for a connection unless it authenticates:
-	// probe with a linearizable read, which also needs a quorum.
-	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
-	}
-	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl})
-	if err != nil {
-		cli.Close()
-		return nil, err
-	}
-	return &backend{
-		engine: "etcd",
-		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
-			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
-		},
-		election:  func(n string) (baton.Elector, error) { return lc.Election(n) },
-		inspector: lc,
-		remover:   lc,
-		close:     func() { _ = lc.Close(); _ = cli.Close() },
-		granted: func() {
-			if got := lc.GrantedTTL(); got != 0 && got != ttl {
-				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
-			}
-		},
-	}, nil
-}
-
-// etcdErr marks authentication and TLS failures with baton.ErrAuth and
-// everything else with baton.ErrUnavailable. gRPC flattens TLS handshake
-// errors into text, so those are recognised by their message.
-func etcdErr(err error) error {
-	for _, auth := range []error{rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty,
-		rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision, rpctypes.ErrGRPCAuthFailed, rpctypes.ErrGRPCPermissionDenied} {
-		if errors.Is(err, auth) || err.Error() == auth.Error() {
-			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-		}
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "authentication handshake failed") || strings.Contains(msg, "x509:") {
-		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-	}
-	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-}
-
-// etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
-// system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
-func etcdTLS() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca := os.Getenv("BATON_ETCD_CACERT"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CACERT: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usagef("BATON_ETCD_CACERT %s: no PEM certificates", ca)
-		}
-		tc.RootCAs = pool
-	}
-	cert, key := os.Getenv("BATON_ETCD_CERT"), os.Getenv("BATON_ETCD_KEY")
-	if cert != "" || key != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CERT/BATON_ETCD_KEY: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return tc, nil
+	return nil
 }
 
 // pickLocker returns the Locker of mode from an engine's recipe

@@ -18,8 +18,20 @@ import (
 	"github.com/baton-go/baton/redislock"
 )
 
-// isRedisScheme reports the schemes of the Redis single-primary engine.
-func isRedisScheme(scheme string) bool { return scheme == "redis" || scheme == "rediss" }
+func init() {
+	register(&engine{
+		schemes: []string{"redis", "rediss"},
+		parse: func(u engineURL) error {
+			_, err := parseRedis(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
+			return err
+		},
+		open: openRedis,
+		noClean: func(engineURL) error {
+			return usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
+				"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
+		},
+	})
+}
 
 // parseRedis checks a redis:// or rediss:// URL offline and returns the
 // go-redis options: redis://[user:pass@]host:port[/db][?dial_timeout=…].
@@ -93,7 +105,7 @@ func redisErr(err error) error {
 
 // openRedis connects to a Redis primary: the connection (and AUTH) is
 // proved by a PING, retried until --connect-timeout.
-func openRedis(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	o, err := parseRedis(u, cfg)
 	if err != nil {
 		return nil, err
@@ -117,7 +129,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL) (*backend, erro
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
-		redis:    c.Inspect,
+		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedis(a, w, c.Inspect) },
 		close:    closeAll,
 	}, nil
 }
@@ -158,10 +170,10 @@ func pingRedis(ctx context.Context, rdb *redis.Client) error {
 // NAME read by one script on the server: holders of each recipe (owner,
 // token, time left on the server's clock) and the waiting intents that
 // waiting acquirers refresh at every attempt.
-func inspectRedis(a *adminSession, w io.Writer) int {
+func inspectRedis(a *adminSession, w io.Writer, read func(context.Context, string) (redislock.Inspection, error)) int {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	in, err := a.b.redis(ctx, a.name)
+	in, err := read(ctx, a.name)
 	if err != nil {
 		return failAdmin(a.ctx, redisErr(err))
 	}

@@ -22,8 +22,18 @@ import (
 	"github.com/baton-go/baton/redlock"
 )
 
-// isRedlockScheme reports the scheme of the Redlock engine.
-func isRedlockScheme(scheme string) bool { return scheme == "redlock" }
+func init() {
+	register(&engine{
+		schemes: []string{"redlock"},
+		parse: func(u engineURL) error {
+			_, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
+			return err
+		},
+		open:      openRedlock,
+		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return redlockOnlyMutex(cmd, cfg.mode) },
+		noClean:   func(engineURL) error { return redlockNoClean() },
+	})
+}
 
 // redlockOnlyMutex is the usage error of a recipe Redlock does not have.
 // It is checked offline (parseHold), before anything connects.
@@ -64,97 +74,124 @@ type redlockTarget struct {
 // tls=true uses BATON_REDIS_CACERT and BATON_REDIS_CERT/_KEY as rediss://
 // does.
 func parseRedlock(u engineURL, cfg *runConfig) (*redlockTarget, error) {
-	bad := func(format string, args ...any) error {
-		return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
-	}
 	_, rest, _ := strings.Cut(u.raw, "://")
 	rest, rawQuery, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(rest, "/")
-	db := 0
+	p, err := parseRedlockParams(u, path, rawQuery)
+	if err != nil {
+		return nil, err
+	}
+	t := &redlockTarget{prefix: p.prefix}
+	seen := map[string]bool{}
+	for _, h := range strings.Split(hosts, ",") {
+		o, err := redlockNode(u, h, p, cfg)
+		if err != nil {
+			return nil, err
+		}
+		addr := strings.ToLower(o.Addr)
+		if seen[addr] {
+			// One server listed twice would cast two votes.
+			return nil, badRedlockURL(u, "node %s listed twice: Redlock's nodes must be distinct servers", h)
+		}
+		seen[addr] = true
+		t.nodes = append(t.nodes, o)
+	}
+	if len(t.nodes) < redlock.MinNodes {
+		return nil, badRedlockURL(u, "%d node(s): Redlock needs at least %d independent servers (odd: 3, 5, 7)", len(t.nodes), redlock.MinNodes)
+	}
+	return t, nil
+}
+
+// badRedlockURL is the usage error of a redlock:// URL that does not parse.
+func badRedlockURL(u engineURL, format string, args ...any) error {
+	return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
+}
+
+// redlockParams is what a redlock:// URL says of every node alike.
+type redlockParams struct {
+	db         int
+	useTLS     bool
+	prefix     string
+	user, pass string
+}
+
+// parseRedlockParams reads the database number (path), tls= and prefix=
+// (query), and the credentials: the URL's, else BATON_REDIS_USERNAME and
+// BATON_REDIS_PASSWORD.
+func parseRedlockParams(u engineURL, path, rawQuery string) (redlockParams, error) {
+	var p redlockParams
 	if path != "" {
 		n, err := strconv.Atoi(path)
 		if err != nil || n < 0 {
-			return nil, bad("database %q: want a number (the same on every node)", path)
+			return p, badRedlockURL(u, "database %q: want a number (the same on every node)", path)
 		}
-		db = n
+		p.db = n
 	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return nil, bad("%v", err)
+		return p, badRedlockURL(u, "%v", err)
 	}
-	useTLS, prefix := false, ""
 	for k, vs := range q {
 		v := vs[len(vs)-1]
 		switch k {
 		case "tls":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, bad("tls=%q: want true or false", v)
+			if p.useTLS, err = strconv.ParseBool(v); err != nil {
+				return p, badRedlockURL(u, "tls=%q: want true or false", v)
 			}
-			useTLS = b
 		case "prefix":
 			if v == "" {
-				return nil, bad("empty prefix")
+				return p, badRedlockURL(u, "empty prefix")
 			}
-			prefix = v
+			p.prefix = v
 		default:
-			return nil, bad("unknown parameter %q (tls, prefix)", k)
+			return p, badRedlockURL(u, "unknown parameter %q (tls, prefix)", k)
 		}
 	}
-	user, pass := os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
+	p.user, p.pass = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
 	if u.hasUser {
-		if user, err = url.PathUnescape(u.user); err != nil {
-			return nil, bad("user: %v", err)
+		if p.user, err = url.PathUnescape(u.user); err != nil {
+			return p, badRedlockURL(u, "user: %v", err)
 		}
-		if pass, err = url.PathUnescape(u.password); err != nil {
-			return nil, bad("password: bad escape")
+		if p.pass, err = url.PathUnescape(u.password); err != nil {
+			return p, badRedlockURL(u, "password: bad escape")
 		}
 	}
-	t := &redlockTarget{prefix: prefix}
-	seen := map[string]bool{}
-	for _, h := range strings.Split(hosts, ",") {
-		host, port, err := net.SplitHostPort(h)
-		if err != nil || host == "" {
-			return nil, bad("node %q: want host:port", h)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return nil, bad("node %q: bad port", h)
-		}
-		addr := net.JoinHostPort(strings.ToLower(host), port)
-		if seen[addr] {
-			// One server listed twice would cast two votes.
-			return nil, bad("node %s listed twice: Redlock's nodes must be distinct servers", h)
-		}
-		seen[addr] = true
-		o := &redis.Options{
-			Addr:     net.JoinHostPort(host, port),
-			Username: user,
-			Password: pass,
-			DB:       db,
-			// baton retries acquires itself; a resent acquire script
-			// could take the node a second time under a new owner.
-			MaxRetries: -1,
-			// These clients are baton's own: let every context deadline
-			// cut a blocked read, so a dead node costs no more than the
-			// engine's NodeTimeout, and Close does not wait for it.
-			ContextTimeoutEnabled: true,
-			DialTimeout:           cfg.connectTimeout,
-			ReadTimeout:           max(cfg.ttl/3, 100*time.Millisecond),
-			ClientName:            "baton",
-		}
-		o.WriteTimeout = o.ReadTimeout
-		if useTLS {
-			o.TLSConfig = &tls.Config{ServerName: host}
-			if err := redisTLS(o.TLSConfig); err != nil {
-				return nil, err
-			}
-		}
-		t.nodes = append(t.nodes, o)
+	return p, nil
+}
+
+// redlockNode returns the go-redis options of node h ("host:port").
+func redlockNode(u engineURL, h string, p redlockParams, cfg *runConfig) (*redis.Options, error) {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil || host == "" {
+		return nil, badRedlockURL(u, "node %q: want host:port", h)
 	}
-	if len(t.nodes) < redlock.MinNodes {
-		return nil, bad("%d node(s): Redlock needs at least %d independent servers (odd: 3, 5, 7)", len(t.nodes), redlock.MinNodes)
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, badRedlockURL(u, "node %q: bad port", h)
 	}
-	return t, nil
+	o := &redis.Options{
+		Addr:     net.JoinHostPort(host, port),
+		Username: p.user,
+		Password: p.pass,
+		DB:       p.db,
+		// baton retries acquires itself; a resent acquire script could
+		// take the node a second time under a new owner.
+		MaxRetries: -1,
+		// These clients are baton's own: let every context deadline cut a
+		// blocked read, so a dead node costs no more than the engine's
+		// NodeTimeout, and Close does not wait for it.
+		ContextTimeoutEnabled: true,
+		DialTimeout:           cfg.connectTimeout,
+		ReadTimeout:           max(cfg.ttl/3, 100*time.Millisecond),
+		ClientName:            "baton",
+	}
+	o.WriteTimeout = o.ReadTimeout
+	if p.useTLS {
+		o.TLSConfig = &tls.Config{ServerName: host}
+		if err := redisTLS(o.TLSConfig); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }
 
 // redlockErr classifies a Redlock failure: ErrInvalidOption (exit 64)
@@ -178,7 +215,7 @@ func redlockErr(err error) error {
 // openRedlock connects to a Redlock deployment: the nodes' indexes are
 // verified (and set on first use) by a majority, retried until
 // --connect-timeout. inspect (read-only) writes nothing: it only reads.
-func openRedlock(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	if err := redlockOnlyMutex("run", cfg.mode); err != nil {
 		return nil, err
 	}
@@ -223,15 +260,17 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL) (*backend, er
 			return c.Mutex(name)
 		},
 		election: func(string) (baton.Elector, error) { return nil, redlockOnlyMutex("elect", modeMutex) },
-		redlock: func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
-			es, err := c.Inspect(ctx, name)
-			if err != nil {
-				return nil, su.scrub(err)
-			}
-			for i := range es {
-				es[i].Err = su.scrub(es[i].Err)
-			}
-			return es, nil
+		inspect: func(a *adminSession, w io.Writer) int {
+			return inspectRedlock(a, w, func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
+				es, err := c.Inspect(ctx, name)
+				if err != nil {
+					return nil, su.scrub(err)
+				}
+				for i := range es {
+					es[i].Err = su.scrub(es[i].Err)
+				}
+				return es, nil
+			})
 		},
 		close: closeAll,
 	}, nil
@@ -284,10 +323,10 @@ type redlockEntryJSON struct {
 // what it holds for NAME (owner, the node's own token and the grant's
 // quorum token, time left on the node's clock) and the node's counter and
 // index. It needs a majority of the nodes to answer.
-func inspectRedlock(a *adminSession, w io.Writer) int {
+func inspectRedlock(a *adminSession, w io.Writer, read func(context.Context, string) ([]redlock.NodeEntry, error)) int {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	es, err := a.b.redlock(ctx, a.name)
+	es, err := read(ctx, a.name)
 	if err != nil {
 		return failAdmin(a.ctx, redlockErr(err))
 	}

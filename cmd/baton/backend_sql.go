@@ -1,23 +1,22 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -32,6 +31,24 @@ import (
 // the write lock at once, so a transaction that read first never fails
 // when it writes; WAL lets inspect read while a run writes.
 const sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_pragma=synchronous(normal)&_txlock=immediate"
+
+func init() {
+	register(&engine{
+		schemes: []string{"postgres", "postgresql", "mysql", "sqlite"},
+		parse: func(u engineURL) error {
+			_, err := parseSQL(u, defaultConnectTimeout)
+			return err
+		},
+		open: openSQL,
+		checkHold: func(cmd string, u engineURL, cfg *runConfig) error {
+			if cfg.ttl < minSQLTTL {
+				return usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, sqlEngine(u.scheme), minSQLTTL)
+			}
+			return nil
+		},
+		noClean: func(u engineURL) error { return sqlUnsupported("clean", sqlEngine(u.scheme)) },
+	})
+}
 
 // sqlEngine returns the BATON_ENGINE of a SQL URL scheme, "" for others.
 func sqlEngine(scheme string) string {
@@ -110,110 +127,131 @@ func (u engineURL) scrub(err error) error {
 // BATON_SQL_USER / BATON_SQL_PASSWORD, then the driver's own environment
 // (PGUSER, PGPASSWORD, ~/.pgpass for PostgreSQL; MYSQL_PWD for MySQL).
 func parseSQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
-	bad := func(format string, args ...any) (sqlTarget, error) {
-		return sqlTarget{}, usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
-	}
 	switch sqlEngine(u.scheme) {
 	case "postgres":
-		// pgx parses the URL itself (multiple hosts, sslmode, sslrootcert,
-		// target_session_attrs…); TLS follows sslmode.
-		cc, err := pgx.ParseConfig(u.orig)
-		if err != nil {
-			return bad("%v", u.scrub(err))
-		}
-		if !u.hasUser {
-			if v := os.Getenv("BATON_SQL_USER"); v != "" {
-				cc.User = v
-			}
-		}
-		if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
-			if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
-				cc.Password = v
-			}
-		}
-		cc.ConnectTimeout = connectTimeout
-		if _, ok := cc.RuntimeParams["application_name"]; !ok {
-			cc.RuntimeParams["application_name"] = "baton"
-		}
-		return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
-
+		return parsePostgres(u, connectTimeout)
 	case "mysql":
-		pu, err := url.Parse(u.orig)
-		if err != nil {
-			return bad("not a URL (mysql://user:pass@host:3306/db?tls=true)")
-		}
-		if pu.Host == "" || pu.Hostname() == "" {
-			return bad("no host (mysql://user:pass@host:3306/db)")
-		}
-		mc := mysql.NewConfig()
-		mc.Net = "tcp"
-		port := pu.Port()
-		if port == "" {
-			port = "3306"
-		}
-		mc.Addr = net.JoinHostPort(pu.Hostname(), port)
-		mc.DBName = strings.TrimPrefix(pu.Path, "/")
-		if strings.Contains(mc.DBName, "/") {
-			return bad("database %q: want one name after the host", mc.DBName)
-		}
-		mc.User, mc.Passwd = pu.User.Username(), ""
-		if p, ok := pu.User.Password(); ok {
-			mc.Passwd = p
-		}
-		if pu.User == nil || mc.User == "" {
-			mc.User = os.Getenv("BATON_SQL_USER")
-		}
-		if mc.Passwd == "" {
-			mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
-		}
-		if mc.Passwd == "" {
-			mc.Passwd = os.Getenv("MYSQL_PWD")
-		}
-		// sqllock's doc: interpolateParams saves a prepare round trip per
-		// statement; DATETIME columns scan as time.Time in UTC.
-		mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
-		mc.Timeout = connectTimeout
-		for k, vs := range pu.Query() {
-			switch k {
-			case "tls":
-				// true, false, skip-verify or preferred, as the driver.
-				switch v := vs[len(vs)-1]; v {
-				case "true", "false", "skip-verify", "preferred":
-					mc.TLSConfig = v
-				default:
-					return bad("tls=%q: want true, false, skip-verify or preferred", v)
-				}
-			default:
-				return bad("parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
-			}
-		}
-		conn, err := mysql.NewConnector(mc)
-		if err != nil {
-			return bad("%v", u.scrub(err))
-		}
-		return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
-
+		return parseMySQL(u, connectTimeout)
 	case "sqlite":
-		path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
-		switch {
-		case query != "":
-			return bad("SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
-		case path == "":
-			return bad("no file (sqlite:///path/to/locks.db)")
-		case u.hasUser:
-			return bad("SQLite has no users")
-		}
-		// A SQLite URI: ?, # and % in the path must be escaped.
-		dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
-		return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
+		return parseSQLite(u)
 	}
-	return bad("not a SQL URL")
+	return sqlTarget{}, badSQLURL(u, "not a SQL URL")
+}
+
+// badSQLURL is the usage error of a SQL URL that does not parse.
+func badSQLURL(u engineURL, format string, args ...any) error {
+	return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
+}
+
+// parsePostgres lets pgx parse the URL itself (multiple hosts, sslmode,
+// sslrootcert, target_session_attrs…); TLS follows sslmode.
+func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
+	cc, err := pgx.ParseConfig(u.orig)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
+	}
+	if !u.hasUser {
+		if v := os.Getenv("BATON_SQL_USER"); v != "" {
+			cc.User = v
+		}
+	}
+	if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
+		if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
+			cc.Password = v
+		}
+	}
+	cc.ConnectTimeout = connectTimeout
+	if _, ok := cc.RuntimeParams["application_name"]; !ok {
+		cc.RuntimeParams["application_name"] = "baton"
+	}
+	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
+}
+
+// parseMySQL turns mysql://user:pass@host:3306/db?tls=… into the driver's
+// configuration, credentials from the environment where the URL has none.
+func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
+	pu, err := url.Parse(u.orig)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "not a URL (mysql://user:pass@host:3306/db?tls=true)")
+	}
+	if pu.Host == "" || pu.Hostname() == "" {
+		return sqlTarget{}, badSQLURL(u, "no host (mysql://user:pass@host:3306/db)")
+	}
+	mc := mysql.NewConfig()
+	mc.Net = "tcp"
+	port := pu.Port()
+	if port == "" {
+		port = "3306"
+	}
+	mc.Addr = net.JoinHostPort(pu.Hostname(), port)
+	mc.DBName = strings.TrimPrefix(pu.Path, "/")
+	if strings.Contains(mc.DBName, "/") {
+		return sqlTarget{}, badSQLURL(u, "database %q: want one name after the host", mc.DBName)
+	}
+	mc.User, mc.Passwd = pu.User.Username(), ""
+	if p, ok := pu.User.Password(); ok {
+		mc.Passwd = p
+	}
+	if pu.User == nil || mc.User == "" {
+		mc.User = os.Getenv("BATON_SQL_USER")
+	}
+	if mc.Passwd == "" {
+		mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
+	}
+	if mc.Passwd == "" {
+		mc.Passwd = os.Getenv("MYSQL_PWD")
+	}
+	// sqllock's doc: interpolateParams saves a prepare round trip per
+	// statement; DATETIME columns scan as time.Time in UTC.
+	mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
+	mc.Timeout = connectTimeout
+	if err := mysqlParams(u, pu.Query(), mc); err != nil {
+		return sqlTarget{}, err
+	}
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
+	}
+	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
+}
+
+// mysqlParams applies a MySQL URL's parameters: only tls=, with the
+// driver's values true, false, skip-verify or preferred.
+func mysqlParams(u engineURL, q url.Values, mc *mysql.Config) error {
+	for k, vs := range q {
+		if k != "tls" {
+			return badSQLURL(u, "parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
+		}
+		switch v := vs[len(vs)-1]; v {
+		case "true", "false", "skip-verify", "preferred":
+			mc.TLSConfig = v
+		default:
+			return badSQLURL(u, "tls=%q: want true, false, skip-verify or preferred", v)
+		}
+	}
+	return nil
+}
+
+// parseSQLite takes sqlite:///path/to/locks.db: a file and nothing else.
+func parseSQLite(u engineURL) (sqlTarget, error) {
+	path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
+	switch {
+	case query != "":
+		return sqlTarget{}, badSQLURL(u, "SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
+	case path == "":
+		return sqlTarget{}, badSQLURL(u, "no file (sqlite:///path/to/locks.db)")
+	case u.hasUser:
+		return sqlTarget{}, badSQLURL(u, "SQLite has no users")
+	}
+	// A SQLite URI: ?, # and % in the path must be escaped.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
+	return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
 }
 
 // openSQL connects to a SQL backend: the connection is proved by a ping,
 // retried until --connect-timeout (a database that is restarting is not
 // down yet); then the schema is created unless cfg.readOnly.
-func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	t, err := parseSQL(u, cfg.connectTimeout)
 	if err != nil {
 		return nil, err
@@ -261,7 +299,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error)
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
-		rows:     func(ctx context.Context, name string) ([]sqlRow, error) { return sqlRows(ctx, db, c, name) },
+		inspect:  func(a *adminSession, w io.Writer) int { return inspectSQL(a, w, c) },
 		close:    closeAll,
 	}, nil
 }
@@ -340,90 +378,64 @@ func sqlErr(err error) error {
 	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 }
 
-// sqlRow is one owned row of a SQL lock, as inspect shows it.
-type sqlRow struct {
-	slot      int64
-	kind      string
-	owner     string
-	token     uint64
-	expiresAt time.Time     // on the database clock, UTC
-	left      time.Duration // expiresAt minus the database's now; ≤ 0: expired
-}
-
-// sqlRows reads the owned rows of name and their time left by the
-// database clock, read-only: the lock table's layout is documented in
-// sqllock's package doc. A table not created yet means no rows.
-func sqlRows(ctx context.Context, db *sql.DB, c *sqllock.Client, name string) ([]sqlRow, error) {
-	t := c.Table() // validated by sqllock: a plain identifier
-	var q string
-	switch c.Engine() {
-	case fence.Postgres.String():
-		q = `SELECT slot, kind, owner, token,
-	(extract(epoch FROM expires_at) * 1000000)::bigint,
-	(extract(epoch FROM (expires_at - clock_timestamp())) * 1000000)::bigint
-FROM ` + t + ` WHERE name = $1 AND owner <> '' ORDER BY slot`
-	case fence.MySQL.String():
-		q = `SELECT slot, kind, owner, token,
-	TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at),
-	TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
-FROM ` + t + ` WHERE name = ? AND owner <> '' ORDER BY slot`
-	default:
-		q = `SELECT slot, kind, owner, token, expires_at,
-	expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)
-FROM ` + t + ` WHERE name = ? AND owner <> '' ORDER BY slot`
-	}
-	rows, err := db.QueryContext(ctx, q, name)
+// inspectSQL is inspect on the SQL engine. A SQL lock is a row per
+// holder: its owner (the grant's random identity), token and deadline on
+// the database clock. Waiters keep an intent row that their retries
+// refresh (RW locks, semaphores, elections on every engine; mutexes on
+// PostgreSQL and MySQL): they are listed after the holders, in the order
+// they are served (their ticket, shown as the token), as "waiting".
+func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	defer cancel()
+	rows, err := c.Inspect(ctx, a.name)
 	if err != nil {
-		if noTable(err) {
-			return nil, nil
+		return failAdmin(a.ctx, sqlErr(err))
+	}
+	out := make([]entryJSON, 0, len(rows))
+	for i, r := range rows {
+		e := entryJSON{
+			Position: i, Entry: fmt.Sprintf("%d/%s/%s", r.Slot, r.Kind, r.Owner), Kind: r.Recipe(), Marker: r.Kind,
+			Session: r.Owner, State: "holder", Holder: true,
 		}
-		return nil, sqlErr(err)
-	}
-	defer rows.Close()
-	var out []sqlRow
-	for rows.Next() {
-		var (
-			r          sqlRow
-			exp, leftU int64
-		)
-		if err := rows.Scan(&r.slot, &r.kind, &r.owner, &r.token, &exp, &leftU); err != nil {
-			return nil, fmt.Errorf("read %s: %w", t, err)
+		if r.Token != 0 {
+			t := r.Token
+			e.Token = &t
 		}
-		r.expiresAt, r.left = time.UnixMicro(exp).UTC(), time.Duration(leftU)*time.Microsecond
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, sqlErr(err)
-	}
-	// Holders first (by slot), then waiters in the order they are served
-	// (by ticket, which their token column holds).
-	slices.SortStableFunc(out, func(a, b sqlRow) int {
-		wa, wb := sqlWaiting(a.kind), sqlWaiting(b.kind)
+		exp, left := r.ExpiresAt, r.Left.Milliseconds()
+		e.ExpiresAt, e.LeaseLeftMS = &exp, &left
 		switch {
-		case wa != wb && wa:
-			return 1
-		case wa != wb:
-			return -1
-		case wa:
-			return cmp.Compare(a.token, b.token)
+		case r.Waiting() && r.Left <= 0:
+			e.State, e.Holder = "expired", false
+			e.Note = "waiter gone: its intent row was not refreshed"
+		case r.Waiting():
+			e.State, e.Holder = "waiting", false
+		case r.Left <= 0:
+			e.State, e.Holder = "expired", false
+			e.Note = "lease expired on the database clock: free to the next acquire"
 		}
-		return 0
-	})
-	return out, nil
-}
-
-// noTable reports an error saying the lock table does not exist (nothing
-// was ever locked there; inspect does not create it).
-func noTable(err error) bool {
-	var (
-		pe *pgconn.PgError
-		me *mysql.MySQLError
-	)
-	switch {
-	case errors.As(err, &pe):
-		return pe.Code == "42P01" // undefined_table
-	case errors.As(err, &me):
-		return me.Number == 1146 // ER_NO_SUCH_TABLE
+		out = append(out, e)
 	}
-	return strings.Contains(err.Error(), "no such table")
+	if a.cfg.json {
+		err = writeJSON(w, out)
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "POS\tSLOT\tKIND\tOWNER\tTOKEN\tEXPIRES (DB CLOCK, UTC)\tLEFT\tSTATE")
+		for i, e := range out {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, e.Kind, e.Session,
+				tokenText(rows[i].Token), rows[i].ExpiresAt.Format("2006-01-02 15:04:05.000"),
+				rows[i].Left.Round(time.Millisecond), e.State)
+		}
+		err = tw.Flush()
+	}
+	if err != nil {
+		note("write: %v", err)
+		return exitSoftware
+	}
+	if len(out) == 0 {
+		note("%q has no holder on %s", a.name, a.b.engine)
+	}
+	if a.b.engine == "sqlite" {
+		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
+	}
+	return exitOK
 }

@@ -10,6 +10,11 @@ import (
 	"github.com/baton-go/baton/zklock"
 )
 
+func init() {
+	register(&engine{schemes: []string{"zk"}, parse: parseZK, open: openZK})
+}
+
+// parseZK checks a zk:// URL offline.
 func parseZK(u engineURL) error {
 	if u.hasUser && u.user == "" {
 		return usagef("backend %s: empty ZooKeeper user", u.redacted)
@@ -20,7 +25,7 @@ func parseZK(u engineURL) error {
 	return nil
 }
 
-func openZK(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) {
+func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	servers, chroot, err := zklock.ParseURL(u.raw)
 	if err != nil {
 		return nil, usagef("backend %s: %v", u.redacted, err)
@@ -50,10 +55,9 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL) (*backend, error) 
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
-		election:  func(n string) (baton.Elector, error) { return c.Election(n) },
-		inspector: c,
-		remover:   c,
-		bounder:   c,
-		close:     func() { _ = c.Close() },
+		election: func(n string) (baton.Elector, error) { return c.Election(n) },
+		inspect:  inspectQueue,
+		queue:    c, // a queue.TokenBounder too: Pzxid tokens are bounds
+		close:    func() { _ = c.Close() },
 	}, nil
 }

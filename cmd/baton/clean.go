@@ -21,6 +21,9 @@ func cleanMain(args []string) int {
 		return code
 	}
 	defer a.close()
+	if a.b.queue == nil { // an engine registered without noClean
+		return fail(usagef("clean: not applicable to the %s engine: it keeps no queue of entries to clean", a.b.engine))
+	}
 	q, err := a.inspect()
 	if err != nil {
 		return failAdmin(a.ctx, err)
@@ -76,7 +79,7 @@ func cleanResidue(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-		err := a.b.remover.Remove(ctx, a.name, e.Entry)
+		err := a.b.queue.Remove(ctx, a.name, e.Entry)
 		cancel()
 		if err != nil {
 			failed++
@@ -136,9 +139,9 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 		Queue:   toJSON(q),
 	}
 	fence, exact := target.Token, target.Token != 0
-	if !exact && a.b.bounder != nil {
+	if bounder, ok := a.b.queue.(queue.TokenBounder); ok && !exact {
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-		b, err := a.b.bounder.TokenBound(ctx, a.name)
+		b, err := bounder.TokenBound(ctx, a.name)
 		cancel()
 		if err != nil {
 			return failAdmin(a.ctx, err)
@@ -180,7 +183,7 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 	fmt.Fprintf(w, "evidence saved to %s\n", path)
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	if err := a.b.remover.Remove(ctx, a.name, e.Entry); err != nil {
+	if err := a.b.queue.Remove(ctx, a.name, e.Entry); err != nil {
 		return failAdmin(a.ctx, err)
 	}
 	fmt.Fprintf(w, "removed %s\n", e.Entry)

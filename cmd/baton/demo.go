@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite"
@@ -114,9 +114,26 @@ type demoStory struct {
 	unfencedAccepted       bool
 }
 
-func demo(ctx context.Context) (err error) {
+// demoRun is one run of the story: the server, the twin stores and the
+// three clients, with what has happened so far. Each step is a method
+// that fits on a screen; demo runs them in order.
+type demoRun struct {
+	ctx        context.Context
+	endpoint   string // the embedded etcd
+	dbPath     string
+	db         *sql.DB
+	a          *holderProc // holder A, a process of its own
+	b, c       *demoClient // B and C, in this process
+	gotB, gotC <-chan lockResult
+	leaseB     *baton.Lease
+	paused     time.Time // when A was frozen
+	balances   [2]int    // what C reads: fenced, unfenced
+	st         demoStory
+}
+
+func demo(ctx context.Context) error {
 	say("starting an embedded etcd server on a free loopback port")
-	srv, err := etcdtest.Start()
+	srv, err := embedetcd.Start()
 	if err != nil {
 		return fmt.Errorf("embedded etcd: %w", err)
 	}
@@ -126,170 +143,230 @@ func demo(ctx context.Context) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	dbPath := filepath.Join(dir, "bank.db")
-	db, err := openDemoDB(dbPath)
-	if err != nil {
+	r := &demoRun{ctx: ctx, endpoint: srv.Endpoint, dbPath: filepath.Join(dir, "bank.db")}
+	if r.db, err = openDemoStores(ctx, r.dbPath); err != nil {
 		return err
 	}
-	defer db.Close()
-	for _, l := range demoLedgers() {
-		if err := l.fence.Migrate(ctx, db); err != nil {
-			return err
-		}
-		if _, err := db.ExecContext(ctx, "CREATE TABLE "+l.table+" (account TEXT PRIMARY KEY, balance INTEGER NOT NULL, writer TEXT NOT NULL)"); err != nil {
-			return err
-		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO "+l.table+" VALUES (?, 100, 'setup')", demoAccount); err != nil {
-			return err
-		}
-	}
+	defer r.db.Close()
 	say("etcd at %s; lock %q (lease TTL %v); %s holds balance 100 in two twin SQLite stores: one fenced, one not",
 		srv.Endpoint, demoLock, demoTTL, demoAccount)
+	defer r.close()
+	for _, step := range []func() error{r.startA, r.queueBehindA, r.pauseA, r.resumeA, r.handOverToC} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return r.verdict()
+}
 
-	var st demoStory
+// openDemoStores creates the twin stores in a fresh SQLite file: each
+// ledger's fence table and its account row at balance 100.
+func openDemoStores(ctx context.Context, path string) (*sql.DB, error) {
+	db, err := openDemoDB(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range demoLedgers() {
+		err := l.fence.Migrate(ctx, db)
+		if err == nil {
+			_, err = db.ExecContext(ctx, "CREATE TABLE "+l.table+" (account TEXT PRIMARY KEY, balance INTEGER NOT NULL, writer TEXT NOT NULL)")
+		}
+		if err == nil {
+			_, err = db.ExecContext(ctx, "INSERT INTO "+l.table+" VALUES (?, 100, 'setup')", demoAccount)
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
 
-	// A runs in a process of its own, so that it can really be paused.
-	a, err := startHolder(ctx, srv.Endpoint, dbPath)
+// close stops A and closes B's and C's clients, whichever were started.
+func (r *demoRun) close() {
+	if r.c != nil {
+		r.c.close()
+	}
+	if r.b != nil {
+		r.b.close()
+	}
+	if r.a != nil {
+		r.a.stop()
+	}
+}
+
+// startA starts holder A in a process of its own, so that it can really
+// be paused, and waits until it holds the lock and has read the balance.
+func (r *demoRun) startA() error {
+	a, err := startHolder(r.ctx, r.endpoint, r.dbPath)
 	if err != nil {
 		return err
 	}
-	defer a.stop()
-	line, err := a.expect(ctx, "held")
+	r.a = a
+	line, err := a.expect(r.ctx, "held")
 	if err != nil {
 		return err
 	}
-	if st.tokenA, err = strconv.ParseUint(line[0], 10, 64); err != nil {
+	if r.st.tokenA, err = strconv.ParseUint(line[0], 10, 64); err != nil {
 		return fmt.Errorf("A's token %q: %w", line[0], err)
 	}
-	say("A (pid %d) is granted the lock with token %d", a.cmd.Process.Pid, st.tokenA)
-	if _, err := a.expect(ctx, "read"); err != nil {
+	say("A (pid %d) is granted the lock with token %d", a.cmd.Process.Pid, r.st.tokenA)
+	if _, err := a.expect(r.ctx, "read"); err != nil {
 		return err
 	}
 	say("A reads balance 100 and prepares its write: withdraw 30, so balance := 70")
+	return nil
+}
 
-	b, err := newDemoClient(srv.Endpoint)
-	if err != nil {
+// queueBehindA starts B's and then C's Lock, each once the previous
+// waiter's entry is in the queue, so that they are served in that order.
+func (r *demoRun) queueBehindA() error {
+	var err error
+	if r.b, err = newDemoClient(r.endpoint); err != nil {
 		return err
 	}
-	defer b.close()
-	c, err := newDemoClient(srv.Endpoint)
-	if err != nil {
+	if r.c, err = newDemoClient(r.endpoint); err != nil {
 		return err
 	}
-	defer c.close()
-	gotB := b.lockAsync(ctx)
-	if err := b.awaitEntries(ctx, 2); err != nil {
+	r.gotB = r.b.lockAsync(r.ctx)
+	if err := r.b.awaitEntries(r.ctx, 2); err != nil {
 		return fmt.Errorf("B did not queue: %w", err)
 	}
 	say("B queues behind A")
-	gotC := c.lockAsync(ctx)
-	if err := c.awaitEntries(ctx, 3); err != nil {
+	r.gotC = r.c.lockAsync(r.ctx)
+	if err := r.c.awaitEntries(r.ctx, 3); err != nil {
 		return fmt.Errorf("C did not queue: %w", err)
 	}
 	say("C queues behind B")
+	return nil
+}
 
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+// pauseA freezes A until its lease expires and B is granted, and lets B
+// write its deposit to both stores.
+func (r *demoRun) pauseA() error {
+	if err := r.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause A: %w", err)
 	}
-	paused := time.Now()
+	r.paused = time.Now()
 	say("A freezes before it writes (SIGSTOP, like a long GC or VM pause); its lease can no longer be kept alive")
-
-	var leaseB *baton.Lease
-	select {
-	case r := <-gotB:
-		if r.err != nil {
-			return fmt.Errorf("B's Lock: %w", r.err)
-		}
-		leaseB = r.lease
-	case <-ctx.Done():
-		return fmt.Errorf("B was never granted: %w", ctx.Err())
+	var err error
+	if r.leaseB, err = awaitGrant(r.ctx, r.gotB, "B"); err != nil {
+		return err
 	}
-	st.tokenB = leaseB.Token()
-	say("%v later A's lease has expired on the server: B is granted the lock with token %d", time.Since(paused).Round(100*time.Millisecond), st.tokenB)
-	if st.tokenB <= st.tokenA {
-		return fmt.Errorf("B's token %d is not above A's %d", st.tokenB, st.tokenA)
+	r.st.tokenB = r.leaseB.Token()
+	say("%v later A's lease has expired on the server: B is granted the lock with token %d", time.Since(r.paused).Round(100*time.Millisecond), r.st.tokenB)
+	if r.st.tokenB <= r.st.tokenA {
+		return fmt.Errorf("B's token %d is not above A's %d", r.st.tokenB, r.st.tokenA)
 	}
 	for _, l := range demoLedgers() {
-		bal, err := l.balance(ctx, db)
+		bal, err := l.balance(r.ctx, r.db)
 		if err != nil {
 			return err
 		}
-		if err := l.set(ctx, db, leaseB.Token(), leaseB.Owner(), "B", bal+50); err != nil {
+		if err := l.set(r.ctx, r.db, r.leaseB.Token(), r.leaseB.Owner(), "B", bal+50); err != nil {
 			return fmt.Errorf("B's write to the %s store: %w", l.label, err)
 		}
 	}
-	say("B reads balance 100, deposits 50 and writes balance := 150 with token %d to both stores", st.tokenB)
+	say("B reads balance 100, deposits 50 and writes balance := 150 with token %d to both stores", r.st.tokenB)
+	return nil
+}
 
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+// awaitGrant waits for the Lock started by lockAsync of who.
+func awaitGrant(ctx context.Context, got <-chan lockResult, who string) (*baton.Lease, error) {
+	select {
+	case res := <-got:
+		if res.err != nil {
+			return nil, fmt.Errorf("%s's Lock: %w", who, res.err)
+		}
+		return res.lease, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s was never granted: %w", who, ctx.Err())
+	}
+}
+
+// resumeA wakes A, which sends the write it prepared before the pause
+// to both stores, reports each store's answer and the state it was told.
+func (r *demoRun) resumeA() error {
+	if err := r.a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume A: %w", err)
 	}
 	say("A resumes after %v paused and sends the write it had prepared: balance := 70 with token %d",
-		time.Since(paused).Round(100*time.Millisecond), st.tokenA)
-	if err := a.send("write"); err != nil {
+		time.Since(r.paused).Round(100*time.Millisecond), r.st.tokenA)
+	if err := r.a.send("write"); err != nil {
 		return err
 	}
 	for range 2 {
-		line, err := a.expect(ctx, "write")
+		line, err := r.a.expect(r.ctx, "write")
 		if err != nil {
 			return err
 		}
-		store, outcome := line[0], line[1]
-		switch {
-		case store == "fenced" && outcome == "rejected":
-			st.fencedRejected = true
-			if len(line) > 2 {
-				st.fencedStored, _ = strconv.ParseUint(line[2], 10, 64)
-			}
-			say("the fenced store rejects A's write: token %d is older than the stored %d", st.tokenA, st.fencedStored)
-		case store == "fenced":
-			say("the fenced store ACCEPTED A's stale write (%s)", strings.Join(line[1:], " "))
-		case store == "unfenced" && outcome == "accepted":
-			st.unfencedAccepted = true
-			say("the unfenced twin accepts A's write: balance 70 overwrites B's 150")
-		default:
-			say("the unfenced twin did not take A's write (%s)", strings.Join(line[1:], " "))
-		}
+		r.tellWrite(line)
 	}
-	line, err = a.expect(ctx, "state")
+	line, err := r.a.expect(r.ctx, "state")
 	if err != nil {
 		return err
 	}
-	st.aSawLost = line[0] == baton.Lost.String()
+	r.st.aSawLost = line[0] == baton.Lost.String()
 	say("A is told its lease is %s", line[0])
-	if err := a.wait(ctx); err != nil {
+	if err := r.a.wait(r.ctx); err != nil {
 		return fmt.Errorf("holder A: %w", err)
 	}
+	return nil
+}
 
-	if err := leaseB.Release(ctx); err != nil {
+// tellWrite records and tells one store's answer to A's late write:
+// "<store> <outcome> [stored token]".
+func (r *demoRun) tellWrite(line []string) {
+	store, outcome := line[0], line[1]
+	switch {
+	case store == "fenced" && outcome == "rejected":
+		r.st.fencedRejected = true
+		if len(line) > 2 {
+			r.st.fencedStored, _ = strconv.ParseUint(line[2], 10, 64)
+		}
+		say("the fenced store rejects A's write: token %d is older than the stored %d", r.st.tokenA, r.st.fencedStored)
+	case store == "fenced":
+		say("the fenced store ACCEPTED A's stale write (%s)", strings.Join(line[1:], " "))
+	case store == "unfenced" && outcome == "accepted":
+		r.st.unfencedAccepted = true
+		say("the unfenced twin accepts A's write: balance 70 overwrites B's 150")
+	default:
+		say("the unfenced twin did not take A's write (%s)", strings.Join(line[1:], " "))
+	}
+}
+
+// handOverToC releases B; C is granted, reads both stores and writes to
+// the fenced one with its newer token.
+func (r *demoRun) handOverToC() error {
+	if err := r.leaseB.Release(r.ctx); err != nil {
 		return fmt.Errorf("B's release: %w", err)
 	}
 	say("B releases")
-	var leaseC *baton.Lease
-	select {
-	case r := <-gotC:
-		if r.err != nil {
-			return fmt.Errorf("C's Lock: %w", r.err)
-		}
-		leaseC = r.lease
-	case <-ctx.Done():
-		return fmt.Errorf("C was never granted: %w", ctx.Err())
+	leaseC, err := awaitGrant(r.ctx, r.gotC, "C")
+	if err != nil {
+		return err
 	}
-	st.tokenC = leaseC.Token()
-	var balances [2]int
+	r.st.tokenC = leaseC.Token()
 	for i, l := range demoLedgers() {
-		if balances[i], err = l.balance(ctx, db); err != nil {
+		if r.balances[i], err = l.balance(r.ctx, r.db); err != nil {
 			return err
 		}
 	}
-	if err := demoLedgers()[0].set(ctx, db, leaseC.Token(), leaseC.Owner(), "C", balances[0]); err != nil {
+	if err := demoLedgers()[0].set(r.ctx, r.db, leaseC.Token(), leaseC.Owner(), "C", r.balances[0]); err != nil {
 		return fmt.Errorf("C's write to the fenced store: %w", err)
 	}
 	say("C is granted the lock with token %d and reads: fenced balance %d, unfenced balance %d; its fenced write is accepted",
-		st.tokenC, balances[0], balances[1])
-	if err := leaseC.Release(ctx); err != nil {
+		r.st.tokenC, r.balances[0], r.balances[1])
+	if err := leaseC.Release(r.ctx); err != nil {
 		return fmt.Errorf("C's release: %w", err)
 	}
+	return nil
+}
 
+// verdict checks the story's outcome: increasing tokens, A told of its
+// loss, the fenced store keeping B's update, the unfenced twin losing it.
+func (r *demoRun) verdict() error {
+	st, balances := r.st, r.balances
 	var problems []string
 	check := func(ok bool, what string) {
 		if !ok {

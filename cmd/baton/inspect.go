@@ -45,20 +45,13 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 		fs.Func("force-release", "", func(s string) error { cfg.forceRelease, cfg.forceSet = s, true; return nil })
 		fs.StringVar(&cfg.evidenceDir, "evidence-dir", "", "")
 	}
-	var positional []string
-	for own := args; ; {
-		if err := fs.Parse(own); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				cfg.help = true
-				return cfg, nil
-			}
-			return nil, usagef("%s: %v", cmd, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		own = fs.Args()[1:]
+	positional, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		cfg.help = true
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, usagef("%s: %v", cmd, err)
 	}
 	switch {
 	case len(positional) == 0:
@@ -73,15 +66,10 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 	if err := resolveBackend(cmd, &cfg.runConfig, backendGiven, getenv); err != nil {
 		return nil, err
 	}
-	if cmd == "clean" && sqlEngine(schemeOf(cfg.backend)) != "" {
-		return nil, sqlUnsupported(cmd, sqlEngine(schemeOf(cfg.backend)))
-	}
-	if cmd == "clean" && isRedisScheme(schemeOf(cfg.backend)) {
-		return nil, usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
-			"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
-	}
-	if cmd == "clean" && isRedlockScheme(schemeOf(cfg.backend)) {
-		return nil, redlockNoClean()
+	if cmd == "clean" {
+		if err := checkClean(cfg.backend); err != nil {
+			return nil, err
+		}
 	}
 	cfg.readOnly = cmd == "inspect"
 	return cfg, nil
@@ -135,11 +123,11 @@ func (a *adminSession) close() {
 	a.stop()
 }
 
-// inspect reads the queue, bounded by --connect-timeout.
+// inspect reads the queue of a queue engine, bounded by --connect-timeout.
 func (a *adminSession) inspect() ([]queue.EntryInfo, error) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	return a.b.inspector.Inspect(ctx, a.name)
+	return a.b.queue.Inspect(ctx, a.name)
 }
 
 // failAdmin reports a failure of inspect or clean and returns its code.
@@ -167,23 +155,20 @@ func inspectMain(args []string) int {
 		return code
 	}
 	defer a.close()
-	if a.b.rows != nil {
-		return inspectSQL(a, os.Stdout)
-	}
-	if a.b.redis != nil {
-		return inspectRedis(a, os.Stdout)
-	}
-	if a.b.redlock != nil {
-		return inspectRedlock(a, os.Stdout)
-	}
+	return a.b.inspect(a, os.Stdout)
+}
+
+// inspectQueue is inspect on a queue engine (ZooKeeper, etcd): every entry
+// in the order it is served, holders first.
+func inspectQueue(a *adminSession, w io.Writer) int {
 	q, err := a.inspect()
 	if err != nil {
 		return failAdmin(a.ctx, err)
 	}
 	if a.cfg.json {
-		err = writeJSON(os.Stdout, toJSON(q))
+		err = writeJSON(w, toJSON(q))
 	} else {
-		err = writeTable(os.Stdout, q)
+		err = writeTable(w, q)
 	}
 	if err != nil {
 		note("write: %v", err)
@@ -319,88 +304,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// inspectSQL is inspect on the SQL engine. A SQL lock is a row per
-// holder: its owner (the grant's random identity), token and deadline on
-// the database clock. Waiters keep an intent row that their retries
-// refresh (RW locks, semaphores, elections on every engine; mutexes on
-// PostgreSQL and MySQL): they are listed after the holders, in the order
-// they are served (their ticket, shown as the token), as "waiting".
-func inspectSQL(a *adminSession, w io.Writer) int {
-	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-	defer cancel()
-	rows, err := a.b.rows(ctx, a.name)
-	if err != nil {
-		return failAdmin(a.ctx, err)
-	}
-	out := make([]entryJSON, 0, len(rows))
-	for i, r := range rows {
-		e := entryJSON{
-			Position: i, Entry: fmt.Sprintf("%d/%s/%s", r.slot, r.kind, r.owner), Kind: sqlKind(r.kind), Marker: r.kind,
-			Session: r.owner, State: "holder", Holder: true,
-		}
-		if r.token != 0 {
-			t := r.token
-			e.Token = &t
-		}
-		exp, left := r.expiresAt, r.left.Milliseconds()
-		e.ExpiresAt, e.LeaseLeftMS = &exp, &left
-		switch {
-		case sqlWaiting(r.kind) && r.left <= 0:
-			e.State, e.Holder = "expired", false
-			e.Note = "waiter gone: its intent row was not refreshed"
-		case sqlWaiting(r.kind):
-			e.State, e.Holder = "waiting", false
-		case r.left <= 0:
-			e.State, e.Holder = "expired", false
-			e.Note = "lease expired on the database clock: free to the next acquire"
-		}
-		out = append(out, e)
-	}
-	if a.cfg.json {
-		err = writeJSON(w, out)
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "POS\tSLOT\tKIND\tOWNER\tTOKEN\tEXPIRES (DB CLOCK, UTC)\tLEFT\tSTATE")
-		for i, e := range out {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].slot, e.Kind, e.Session,
-				tokenText(rows[i].token), rows[i].expiresAt.Format("2006-01-02 15:04:05.000"),
-				rows[i].left.Round(time.Millisecond), e.State)
-		}
-		err = tw.Flush()
-	}
-	if err != nil {
-		note("write: %v", err)
-		return exitSoftware
-	}
-	if len(out) == 0 {
-		note("%q has no holder on %s", a.name, a.b.engine)
-	}
-	if a.b.engine == "sqlite" {
-		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
-	}
-	return exitOK
-}
-
-// sqlWaiting reports whether a row kind is a waiter's intent (sqllock's
-// "mwait", "rwait", "wwait", "swait", "cwait").
-func sqlWaiting(kind string) bool { return len(kind) > 4 && kind[len(kind)-4:] == "wait" }
-
-// sqlKind names a row kind as inspect shows it: a waiter's intent by what
-// it waits for ("wwait" is a waiting "write"), as on the queue engines.
-func sqlKind(kind string) string {
-	switch kind {
-	case "mwait":
-		return "mutex"
-	case "rwait":
-		return "read"
-	case "wwait":
-		return "write"
-	case "swait":
-		return "permit"
-	case "cwait":
-		return "leader"
-	}
-	return kind
 }

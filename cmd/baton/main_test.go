@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/etcdtest"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 
 var (
 	etcdOnce sync.Once
-	etcdSrv  *etcdtest.Server
+	etcdSrv  *embedetcd.Server
 	etcdErr  error
 )
 
@@ -68,9 +68,9 @@ var (
 // of this package (each test uses its own lock names).
 func etcdURL(t *testing.T) string {
 	t.Helper()
-	etcdOnce.Do(func() { etcdSrv, etcdErr = etcdtest.Start() })
+	etcdOnce.Do(func() { etcdSrv, etcdErr = embedetcd.Start() })
 	if etcdErr != nil {
-		t.Fatalf("etcdtest.Start() = %v", etcdErr)
+		t.Fatalf("embedetcd.Start() = %v", etcdErr)
 	}
 	return "etcd://" + etcdSrv.Endpoint
 }

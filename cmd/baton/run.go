@@ -51,20 +51,10 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 		fmt.Fprint(os.Stderr, usage)
 		return exitOK
 	}
-	name, err := baton.ValidateName(cfg.name)
-	if err != nil {
-		return fail(err)
+	name, path, code := preflight(cfg)
+	if code >= 0 {
+		return code
 	}
-	if err := parseBackend(cfg.backend); err != nil {
-		return fail(err)
-	}
-	// Resolve COMMAND before taking the lock: a typo should not hold a
-	// lock, nor wait for one.
-	path, err := lookCommand(cfg.command[0])
-	if err != nil {
-		return failExec(cfg.command[0], err)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	defer stop()
 	b, err := openBackend(ctx, cfg, name)
@@ -89,7 +79,6 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	defer signal.Stop(sigc)
 	stop()
 
-	code := exitOK
 	if s, ok := signalFromCause(ctx); ok {
 		// Interrupted in the instant between grant and hand-over.
 		note("interrupted by %v before COMMAND started", s)
@@ -97,18 +86,44 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	} else {
 		code = supervise(h, cfg, path, sigc)
 	}
+	releaseHolding(h, cfg, name, code)
+	return code
+}
+
+// preflight checks what can be checked before connecting: the name, the
+// backend URL, and COMMAND, resolved before taking the lock (a typo should
+// not hold a lock, nor wait for one). A non-negative code means the
+// command is over with that exit code.
+func preflight(cfg *runConfig) (name, path string, code int) {
+	name, err := baton.ValidateName(cfg.name)
+	if err != nil {
+		return "", "", fail(err)
+	}
+	if err := parseBackend(cfg.backend); err != nil {
+		return "", "", fail(err)
+	}
+	path, err = lookCommand(cfg.command[0])
+	if err != nil {
+		return "", "", failExec(cfg.command[0], err)
+	}
+	return name, path, -1
+}
+
+// releaseHolding releases h once COMMAND is over (code is baton's exit
+// code so far). A failure is only noted: the entry goes with the session.
+func releaseHolding(h *holding, cfg *runConfig, name string, code int) {
 	rctx, cancel := context.WithTimeout(context.Background(), cfg.connectTimeout)
 	defer cancel()
-	if err := h.release(rctx); err != nil {
-		if errors.Is(err, baton.ErrLost) {
-			if code != exitLost {
-				note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
-			}
-		} else {
-			note("release of %s %q failed (the entry goes with the session): %v", h.noun, name, err)
+	err := h.release(rctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, baton.ErrLost):
+		if code != exitLost {
+			note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
 		}
+	default:
+		note("release of %s %q failed (the entry goes with the session): %v", h.noun, name, err)
 	}
-	return code
 }
 
 // takeLock takes the lock of `run`: the mutex, or the --read / --write
@@ -262,21 +277,7 @@ func childEnv(env []string, l *baton.Lease, extra []string) []string {
 // supervise runs COMMAND under the lease and returns baton's exit code. It
 // owns the child: every path out of it has reaped the child.
 func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal) int {
-	l := h.lease
-	cmd := exec.Command(path, cfg.command[1:]...)
-	cmd.Args[0] = cfg.command[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = childEnv(os.Environ(), l, h.env)
-	// Own process group: signals reach COMMAND and everything it spawned,
-	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
-	// baton is SIGKILLed, so it never runs on without a lock holder.
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	tty := foregroundTTY()
-	if tty {
-		attr.Foreground, attr.Ctty = true, int(os.Stdin.Fd())
-	}
-	cmd.SysProcAttr = attr
-
+	cmd, tty := childCommand(h, cfg, path)
 	// Pdeathsig fires when the thread that forked the child exits, not the
 	// process; keep this goroutine on its thread so the thread lives as
 	// long as the child.
@@ -295,77 +296,127 @@ func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal) i
 	if err != nil {
 		return failExec(cfg.command[0], err)
 	}
-	pgid := cmd.Process.Pid
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }() // ends when the child does
+	w := &childWatch{h: h, cfg: cfg, pgid: cmd.Process.Pid, last: baton.Held}
+	defer w.stopGrace()
+	status := w.run(cmd, waitc, sigc)
+	return w.verdict(status)
+}
 
-	var (
-		last    = baton.Held
-		lost    bool
-		stopped bool
-		grace   <-chan time.Time
-		status  int
-	)
-	for done := false; !done; {
-		st, changed := l.Observe()
-		if st != last {
-			last = st
-			switch st {
-			case baton.Suspended:
-				if cfg.stopOnSuspend {
-					signalGroup(pgid, syscall.SIGSTOP)
-					stopped = true
-					note("%s %q suspended (ownership in doubt): COMMAND stopped", h.noun, l.Name())
-				} else {
-					note("%s %q suspended (ownership in doubt)", h.noun, l.Name())
-				}
-			case baton.Held:
-				if stopped {
-					signalGroup(pgid, syscall.SIGCONT)
-					stopped = false
-					note("%s %q held again: COMMAND continued", h.noun, l.Name())
-				} else {
-					note("%s %q held again", h.noun, l.Name())
-				}
-			case baton.Lost:
-				lost = true
-				note("%s %q lost (token %d): SIGTERM to COMMAND, SIGKILL after %v", h.noun, l.Name(), l.Token(), cfg.grace)
-				signalGroup(pgid, syscall.SIGTERM)
-				if stopped {
-					// Continue it after the SIGTERM is pending, so the first
-					// thing it does is handle it.
-					signalGroup(pgid, syscall.SIGCONT)
-					stopped = false
-				}
-				t := time.NewTimer(cfg.grace)
-				defer t.Stop()
-				grace = t.C
-			}
+// childCommand prepares COMMAND in a process group of its own, and in the
+// terminal's foreground when baton has it.
+func childCommand(h *holding, cfg *runConfig, path string) (cmd *exec.Cmd, tty bool) {
+	cmd = exec.Command(path, cfg.command[1:]...)
+	cmd.Args[0] = cfg.command[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = childEnv(os.Environ(), h.lease, h.env)
+	// Own process group: signals reach COMMAND and everything it spawned,
+	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
+	// baton is SIGKILLed, so it never runs on without a lock holder.
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tty = foregroundTTY()
+	if tty {
+		attr.Foreground, attr.Ctty = true, int(os.Stdin.Fd())
+	}
+	cmd.SysProcAttr = attr
+	return cmd, tty
+}
+
+// childWatch follows the lease while COMMAND runs and acts on COMMAND's
+// process group: stop and continue it with --on-suspend=stop, SIGTERM it
+// on loss and SIGKILL it after --grace. It runs on supervise's goroutine.
+type childWatch struct {
+	h       *holding
+	cfg     *runConfig
+	pgid    int
+	last    baton.State
+	lost    bool
+	stopped bool // SIGSTOPped by us
+	timer   *time.Timer
+	grace   <-chan time.Time // fires --grace after the SIGTERM of a loss
+}
+
+// run forwards signals and follows the lease until COMMAND exits, and
+// returns COMMAND's exit code.
+func (w *childWatch) run(cmd *exec.Cmd, waitc <-chan error, sigc <-chan os.Signal) int {
+	for {
+		st, changed := w.h.lease.Observe()
+		if st != w.last {
+			w.last = st
+			w.onState(st)
 		}
 		select {
 		case err := <-waitc:
-			status = exitStatus(cmd, err)
-			done = true
+			return exitStatus(cmd, err)
 		case s := <-sigc:
-			signalGroup(pgid, s.(syscall.Signal))
+			signalGroup(w.pgid, s.(syscall.Signal))
 		case <-changed:
-		case <-grace:
-			note("COMMAND still running %v after SIGTERM: SIGKILL", cfg.grace)
-			signalGroup(pgid, syscall.SIGKILL)
-			grace = nil
+		case <-w.grace:
+			note("COMMAND still running %v after SIGTERM: SIGKILL", w.cfg.grace)
+			signalGroup(w.pgid, syscall.SIGKILL)
+			w.grace = nil
 		}
 	}
+}
+
+// onState acts on a change of the lease's state.
+func (w *childWatch) onState(st baton.State) {
+	l, noun := w.h.lease, w.h.noun
+	switch st {
+	case baton.Suspended:
+		if w.cfg.stopOnSuspend {
+			signalGroup(w.pgid, syscall.SIGSTOP)
+			w.stopped = true
+			note("%s %q suspended (ownership in doubt): COMMAND stopped", noun, l.Name())
+		} else {
+			note("%s %q suspended (ownership in doubt)", noun, l.Name())
+		}
+	case baton.Held:
+		if w.stopped {
+			signalGroup(w.pgid, syscall.SIGCONT)
+			w.stopped = false
+			note("%s %q held again: COMMAND continued", noun, l.Name())
+		} else {
+			note("%s %q held again", noun, l.Name())
+		}
+	case baton.Lost:
+		w.lost = true
+		note("%s %q lost (token %d): SIGTERM to COMMAND, SIGKILL after %v", noun, l.Name(), l.Token(), w.cfg.grace)
+		signalGroup(w.pgid, syscall.SIGTERM)
+		if w.stopped {
+			// Continue it after the SIGTERM is pending, so the first
+			// thing it does is handle it.
+			signalGroup(w.pgid, syscall.SIGCONT)
+			w.stopped = false
+		}
+		w.timer = time.NewTimer(w.cfg.grace)
+		w.grace = w.timer.C
+	}
+}
+
+// stopGrace stops the grace timer of a loss, if one was started.
+func (w *childWatch) stopGrace() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// verdict is baton's exit code once COMMAND exited with status: exitLost
+// if the lease was lost meanwhile (even unnoticed until now), else status.
+func (w *childWatch) verdict(status int) int {
+	l := w.h.lease
 	if l.State() == baton.Lost {
-		lost = true
+		w.lost = true
 	}
-	if lost {
-		// Whatever COMMAND left behind in its group was running without the
-		// lock; it had its SIGTERM.
-		signalGroup(pgid, syscall.SIGKILL)
-		note("exit %d: %s %q was lost while COMMAND ran (COMMAND's status was %d)", exitLost, h.noun, l.Name(), status)
-		return exitLost
+	if !w.lost {
+		return status
 	}
-	return status
+	// Whatever COMMAND left behind in its group was running without the
+	// lock; it had its SIGTERM.
+	signalGroup(w.pgid, syscall.SIGKILL)
+	note("exit %d: %s %q was lost while COMMAND ran (COMMAND's status was %d)", exitLost, w.h.noun, l.Name(), status)
+	return exitLost
 }
 
 // exitStatus turns COMMAND's end into baton's exit code: its status, or

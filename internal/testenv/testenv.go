@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -83,4 +84,26 @@ func RedisPair(t testing.TB) (primary, replica string) {
 // every hash slot (scripts there obey Cluster's cross-slot rules).
 func RedisCluster(t testing.TB) string {
 	return Require(t, "BATON_TEST_REDIS_CLUSTER", "Redis Cluster node")
+}
+
+// Etcd returns the address (host:port) of the private etcd server
+// (Debian's etcd-server, started by scripts/servers.sh). Tests share it
+// with every other package of the run: keep to names of your own.
+func Etcd(t testing.TB) string { return Require(t, "BATON_TEST_ETCD", "etcd") }
+
+// EtcdMain returns the etcd address for a TestMain whose every test needs
+// the server. Without BATON_TEST_ETCD it ends the test binary: with a
+// message and status 0 when run by hand, status 1 under CI=true.
+func EtcdMain() string {
+	if v := os.Getenv("BATON_TEST_ETCD"); v != "" {
+		return v
+	}
+	msg := "etcd not configured: set BATON_TEST_ETCD (eval \"$(scripts/servers.sh start)\")"
+	if CI() {
+		fmt.Fprintln(os.Stderr, msg+" — a missing server fails under CI=true")
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, msg+": tests not run")
+	os.Exit(0)
+	return ""
 }

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// TestEtcd runs the conformance suite against etcdlock on the embedded
+// TestEtcd runs the conformance suite against etcdlock on the test run's
 // etcd server, each client partitioned by its own fault proxy.
 func TestEtcd(t *testing.T) { batontest.TestMutex(t, etcdTestEngine(t)) }
 
@@ -40,7 +40,7 @@ func etcdTestEngine(t *testing.T) batontest.Engine {
 	return etcdEngine(etcdServer.Endpoint, admin)
 }
 
-// TestEtcdMinimumTTL records what the embedded server does with a TTL
+// TestEtcdMinimumTTL records what the etcd server does with a TTL
 // below its minimum, since the suite's timing depends on it: the granted
 // TTL must be etcdTTL.
 func TestEtcdMinimumTTL(t *testing.T) {

@@ -100,7 +100,7 @@ func (c *etcdClient) Kill(t testing.TB) {
 //		batontest.TestMutex(t, etcdEngine(endpoint, admin))
 //	}
 //
-// TestEtcd in this package does exactly that on an embedded etcd server.
+// TestEtcd in this package does exactly that on a real etcd server.
 func Example() {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {

@@ -1,6 +1,9 @@
 // Package etcdtest runs a real etcd server in-process (embed) on free
-// loopback ports for tests, benchmarks and `baton demo`. It is a server,
-// not a fake: clients talk gRPC to it over TCP.
+// loopback ports for the drills. It is a server, not a fake: clients talk
+// gRPC to it over TCP. It lives in the drill module, so that only the
+// drills' module requires etcd's server; the etcdlock module's tests use
+// the private etcd of scripts/servers.sh, `baton demo` its own embedded
+// server (cmd/baton/internal/embedetcd).
 package etcdtest
 
 import (

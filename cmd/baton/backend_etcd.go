@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/etcdlock"
+)
+
+func init() {
+	register(&engine{
+		schemes: []string{"etcd", "etcds"},
+		parse:   parseEtcd,
+		open:    openEtcd,
+	})
+}
+
+// parseEtcd checks an etcd:// or etcds:// URL offline.
+func parseEtcd(u engineURL) error {
+	if _, _, err := etcdlock.ParseURL(u.raw); err != nil {
+		return usagef("backend %s: %v", u.redacted, err)
+	}
+	return nil
+}
+
+func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error) {
+	endpoints, useTLS, err := etcdlock.ParseURL(u.raw)
+	if err != nil {
+		return nil, usagef("backend %s: %v", u.redacted, err)
+	}
+	user, pass := u.user, u.password
+	if !u.hasUser {
+		user, pass = os.Getenv("BATON_ETCD_USER"), os.Getenv("BATON_ETCD_PASSWORD")
+	}
+	ttl := cfg.ttl.Truncate(time.Second)
+	if ttl < cfg.ttl {
+		ttl += time.Second
+	}
+	if ttl != cfg.ttl {
+		note("--ttl %v rounded up to %v: etcd leases are whole seconds", cfg.ttl, ttl)
+	}
+	ccfg := clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: cfg.connectTimeout,
+		Username:    user,
+		Password:    pass,
+		Logger:      zap.NewNop(),
+	}
+	if useTLS {
+		tc, err := etcdTLS()
+		if err != nil {
+			return nil, err
+		}
+		ccfg.TLS = tc
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+	}
+	// clientv3.New does not wait for a connection unless it authenticates:
+	// probe with a linearizable read, which also needs a quorum.
+	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+	}
+	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl})
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return &backend{
+		engine: "etcd",
+		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
+			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
+		},
+		election: func(n string) (baton.Elector, error) { return lc.Election(n) },
+		inspect:  inspectQueue,
+		queue:    lc,
+		close:    func() { _ = lc.Close(); _ = cli.Close() },
+		granted: func() {
+			if got := lc.GrantedTTL(); got != 0 && got != ttl {
+				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
+			}
+		},
+	}, nil
+}
+
+// etcdErr marks authentication and TLS failures with baton.ErrAuth and
+// everything else with baton.ErrUnavailable. gRPC flattens TLS handshake
+// errors into text, so those are recognised by their message.
+func etcdErr(err error) error {
+	for _, auth := range []error{rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty,
+		rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision, rpctypes.ErrGRPCAuthFailed, rpctypes.ErrGRPCPermissionDenied} {
+		if errors.Is(err, auth) || err.Error() == auth.Error() {
+			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+		}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "authentication handshake failed") || strings.Contains(msg, "x509:") {
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+	}
+	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+}
+
+// etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
+// system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
+func etcdTLS() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca := os.Getenv("BATON_ETCD_CACERT"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usagef("BATON_ETCD_CACERT: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("BATON_ETCD_CACERT %s: no PEM certificates", ca)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := os.Getenv("BATON_ETCD_CERT"), os.Getenv("BATON_ETCD_KEY")
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, usagef("BATON_ETCD_CERT/BATON_ETCD_KEY: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}

@@ -1,0 +1,25 @@
+// The batontest package's conformance suite run against etcdlock, with its
+// runnable example and the negative tests that prove the suite catches
+// violations. They live in the etcdlock module because they need etcd's
+// client: the root module, which holds package batontest, must not require
+// it (its users would get etcd's client and zap in their module graphs).
+package batontest_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// etcdServer is the private etcd server of scripts/servers.sh
+// (BATON_TEST_ETCD) every test of this binary talks to.
+var etcdServer struct{ Endpoint string }
+
+// TestMain runs the tests against the etcd server and checks for leaked
+// goroutines.
+func TestMain(m *testing.M) {
+	etcdServer.Endpoint = testenv.EtcdMain()
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,151 @@
+package sqllock
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
+)
+
+// Row is one owned row of a lock, as Inspect reads it: a holder's grant or
+// a waiter's intent (the table's layout is in the package doc).
+type Row struct {
+	// Slot is 0 for a mutex's row, ≥ 1 for the rows of the other recipes.
+	Slot int64
+	// Kind is the row's kind as stored: a holder's "mutex", "read",
+	// "write", "permit" or "leader", or a waiter's intent: "mwait",
+	// "rwait", "wwait", "swait" or "cwait".
+	Kind string
+	// Owner is the random identity of the grant (or of the waiting
+	// acquire); a lease's Owner().
+	Owner string
+	// Token is a holder's fencing token, or a waiter's ticket: waiters
+	// are served in ticket order.
+	Token uint64
+	// ExpiresAt is the lease's (or the intent's) deadline on the database
+	// clock, in UTC.
+	ExpiresAt time.Time
+	// Left is ExpiresAt minus the database clock's now when the row was
+	// read; ≤ 0 means expired: the row is free to the next acquire (an
+	// intent's waiter is gone).
+	Left time.Duration
+}
+
+// Waiting reports whether r is a waiter's intent rather than a holder's
+// grant.
+func (r Row) Waiting() bool { return strings.HasSuffix(r.Kind, "wait") }
+
+// Recipe names what r holds or waits for: "mutex", "read", "write",
+// "permit" or "leader" (a waiting "wwait" is a "write").
+func (r Row) Recipe() string {
+	switch r.Kind {
+	case "mwait":
+		return "mutex"
+	case "rwait":
+		return "read"
+	case "wwait":
+		return "write"
+	case "swait":
+		return "permit"
+	case "cwait":
+		return "leader"
+	}
+	return r.Kind
+}
+
+// Inspect returns the owned rows of name, read-only, with their deadlines
+// on the database clock: the holders by slot, then the waiters' intents in
+// the order they will be served (by ticket). Expired rows nobody took yet
+// are included, with Left ≤ 0. A mutex waiter keeps an intent row on
+// PostgreSQL and MySQL only: SQLite's mutex waiters are not listed.
+//
+// Inspect runs no DDL, whatever Options.NoMigrate says: when the table does
+// not exist yet (nothing was ever locked there) it returns no rows. It is
+// for operators (`baton inspect`); a program deciding whether to act must
+// not trust a read that is stale once returned.
+func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
+	n, err := baton.ValidateName(name)
+	if err != nil {
+		return nil, err
+	}
+	d := c.o.Dialect
+	t := c.Table() // validated at New: a plain identifier
+	var exists int
+	if err := c.db.QueryRowContext(ctx, tableExistsSQL(d), t).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+	}
+	if exists == 0 {
+		return nil, nil
+	}
+	rows, err := c.db.QueryContext(ctx, inspectSQL(d, t), n)
+	if err != nil {
+		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var (
+			r          Row
+			exp, leftU int64 // µs
+		)
+		if err := rows.Scan(&r.Slot, &r.Kind, &r.Owner, &r.Token, &exp, &leftU); err != nil {
+			return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+		}
+		r.ExpiresAt, r.Left = time.UnixMicro(exp).UTC(), time.Duration(leftU)*time.Microsecond
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+	}
+	slices.SortStableFunc(out, func(a, b Row) int {
+		switch wa, wb := a.Waiting(), b.Waiting(); {
+		case wa != wb && wa:
+			return 1
+		case wa != wb:
+			return -1
+		case wa:
+			return cmp.Compare(a.Token, b.Token)
+		}
+		return 0 // holders keep the query's slot order
+	})
+	return out, nil
+}
+
+// tableExistsSQL counts the tables named by its parameter (0 or 1) where
+// the client's statements find them (the search path, the connection's
+// database, the main SQLite file).
+func tableExistsSQL(d fence.Dialect) string {
+	switch d {
+	case fence.Postgres:
+		return `SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END`
+	case fence.MySQL:
+		return `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`
+	}
+	return `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+}
+
+// inspectSQL reads name's owned rows with expires_at and its distance
+// from the database clock's now, both in µs.
+func inspectSQL(d fence.Dialect, table string) string {
+	switch d {
+	case fence.Postgres:
+		return `SELECT slot, kind, owner, token,
+	(extract(epoch FROM expires_at) * 1000000)::bigint,
+	(extract(epoch FROM (expires_at - clock_timestamp())) * 1000000)::bigint
+FROM ` + table + ` WHERE name = $1 AND owner <> '' ORDER BY slot`
+	case fence.MySQL:
+		return `SELECT slot, kind, owner, token,
+	TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at),
+	TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
+FROM ` + table + ` WHERE name = ? AND owner <> '' ORDER BY slot`
+	}
+	// SQLite stores expires_at as µs since the epoch.
+	return `SELECT slot, kind, owner, token, expires_at,
+	expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)
+FROM ` + table + ` WHERE name = ? AND owner <> '' ORDER BY slot`
+}
