@@ -143,6 +143,26 @@ func TestBlackhole(t *testing.T) {
 	dial(t, p.Addr).roundTrip(t, "after", time.Second)
 }
 
+// TestBlackholeKeepsFIN: a client that gives up and closes its connection
+// behind a blackhole is not heard by the server until Heal.
+func TestBlackholeKeepsFIN(t *testing.T) {
+	s := echo(t)
+	p := start(t, s.addr)
+	c := dial(t, p.Addr)
+	c.roundTrip(t, "before", time.Second)
+	if err := p.Blackhole(""); err != nil {
+		t.Fatalf("Blackhole = %v", err)
+	}
+	c.Close()
+	if s.ended(quiet) {
+		t.Fatal("server saw the client's close through a blackhole")
+	}
+	p.Heal()
+	if !s.ended(time.Second) {
+		t.Error("server's connection still open a second after Heal")
+	}
+}
+
 // TestDirectionsIndependent: a blackhole on the responses leaves the
 // requests flowing (the server applies them, the client hears nothing),
 // and the other way round.
@@ -203,6 +223,21 @@ func TestCutAfter(t *testing.T) {
 		got, err := io.ReadAll(c.r)
 		if string(got) != "hello" || err != nil {
 			t.Errorf("read after CutAfter(Downstream, 5) = %q, %v; want %q then EOF", got, err, "hello")
+		}
+	})
+	t.Run("each call counts afresh", func(t *testing.T) {
+		p := start(t, echo(t).addr)
+		c := dial(t, p.Addr)
+		if err := p.CutAfter(faultproxy.Downstream, 5); err != nil {
+			t.Fatalf("CutAfter = %v", err)
+		}
+		c.roundTrip(t, "ab", time.Second) // 3 of the 5 bytes
+		if err := p.CutAfter(faultproxy.Downstream, 5); err != nil {
+			t.Fatalf("CutAfter = %v", err)
+		}
+		c.roundTrip(t, "abcd", time.Second) // 5 more
+		if got, err := c.recv(time.Second); !errors.Is(err, io.EOF) {
+			t.Errorf("read after the allowance = %q, %v; want EOF", got, err)
 		}
 	})
 	t.Run("zero", func(t *testing.T) {

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 type echoServer struct {
 	addr string
 	got  chan string
+	ends chan struct{} // a connection closed (on either side)
 }
 
 // echo starts an echoServer closed, with all its goroutines ended, at the
@@ -33,7 +34,7 @@ func echo(t *testing.T) *echoServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &echoServer{addr: l.Addr().String(), got: make(chan string, 1024)}
+	s := &echoServer{addr: l.Addr().String(), got: make(chan string, 1024), ends: make(chan struct{}, 1024)}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -64,7 +65,13 @@ func echo(t *testing.T) *echoServer {
 }
 
 func (s *echoServer) serve(c net.Conn) {
-	defer c.Close()
+	defer func() {
+		c.Close()
+		select {
+		case s.ends <- struct{}{}:
+		default:
+		}
+	}()
 	r := bufio.NewReader(c)
 	for {
 		line, err := r.ReadString('\n')
@@ -88,6 +95,16 @@ func (s *echoServer) received(d time.Duration) string {
 		return line
 	case <-time.After(d):
 		return ""
+	}
+}
+
+// ended reports whether a connection of the server ended within d.
+func (s *echoServer) ended(d time.Duration) bool {
+	select {
+	case <-s.ends:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
