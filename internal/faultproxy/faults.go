@@ -59,9 +59,9 @@ func (s *faults) update(fn func(*fault)) {
 // close. The end of a stream is dropped too, so a peer that gives up and
 // closes its connection is not heard on the other side either. The bytes
 // are gone for good: Heal closes the connections a blackhole covered, as
-// a stream with a hole in it is of no use to anyone (toxiproxy's timeout
-// toxic does the same). For a partition whose held bytes arrive once it
-// heals, use Latency with a duration longer than the partition.
+// a stream with a hole in it is of no use to anyone. For a partition whose
+// held bytes arrive once it heals, use Latency with a duration longer than
+// the partition.
 func (p *Proxy) Blackhole(dir Direction) error {
 	return p.set(dir, func(f *fault) { f.blackhole = true })
 }

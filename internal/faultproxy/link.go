@@ -12,9 +12,8 @@ const (
 	// chunkSize is the most one read takes from a connection.
 	chunkSize = 32 << 10
 	// queueLen is how many chunks a direction holds before its reader
-	// stops reading: enough that a latency does not throttle a stream
-	// (toxiproxy's latency toxic buffers as many), bounded so that a
-	// long-held stream cannot grow without limit.
+	// stops reading: enough that a latency does not throttle a stream,
+	// bounded so that a long-held stream cannot grow without limit.
 	queueLen = 1024
 )
 
