@@ -17,7 +17,6 @@ import (
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 )
 
@@ -26,11 +25,9 @@ import (
 var etcdServer *etcdtest.Server
 
 // TestMain runs the tests beside one embedded etcd and checks for leaked
-// goroutines; toxiproxy's shared in-process server outlives single tests.
+// goroutines.
 func TestMain(m *testing.M) {
-	etcdtest.Main(m, &etcdServer,
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"))
+	etcdtest.Main(m, &etcdServer)
 }
 
 // client is what the recipe tests need of an engine's client: both
