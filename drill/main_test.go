@@ -55,16 +55,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	s.Close()
 	if code == 0 {
-		// toxiproxy (inside internal/faultproxy) can leave a link's pipe
-		// goroutine blocked on a send after a blackholed link is cut and
-		// healed; it is the fault tool's, not baton's (reported). Its
-		// latency toxic does the same when a proxy closes with the toxic
-		// still holding a chunk for an upstream that has gone (row 8), and
-		// so does the link's writer waiting on that toxic's output (seen
-		// on Redis and Redlock).
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*LatencyToxic).Pipe"),
-			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanReader).Read")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

@@ -14,9 +14,9 @@ import (
 )
 
 // TestRow08SlowServer: the server answers the holder of the role late.
-// The latency is put on the client→server stream (toxiproxy's latency
-// toxic, ± jitter), so every renewal reaches the server late: the server
-// restarts the session's or lease's clock later than the client sent it.
+// The latency is put on the client→server stream (per chunk, ± jitter),
+// so every renewal reaches the server late: the server restarts the
+// session's or lease's clock later than the client sent it.
 //
 //   - 0.25×TTL: below the budget. No false Lost (I4): the holder may be told
 //     Suspended while a renewal is in flight but is never told Lost; nobody
@@ -156,9 +156,8 @@ func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
 	}
 	sc.nextWorks(t, ctx, r.g)
 	// The latency stays until the proxy closes at cleanup: healing is
-	// row 4's question, and removing a latency toxic that still holds
-	// chunks for an upstream the server has closed costs toxiproxy 5 s per
-	// chunk. The old holder, told Lost, must stay Lost meanwhile.
+	// row 4's question. The old holder, told Lost, must stay Lost
+	// meanwhile.
 	_ = heal
 	time.Sleep(200 * time.Millisecond)
 	neverHolds(t, sc.og, "old holder")

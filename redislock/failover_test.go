@@ -56,9 +56,10 @@ func replicaPair(t *testing.T) (primary, replica *redis.Client, link *faultproxy
 }
 
 // cutReplication blackholes the replication link and returns once it is
-// certainly cut: toxiproxy applies a new toxic to a live link
-// asynchronously, so a write made right after Blackhole may still pass.
-// A probe written now that does not reach the replica proves the cut.
+// certainly cut: bytes the proxy was already forwarding when Blackhole
+// returned may still pass, and the primary may not have sent a write made
+// before it yet. A probe written now that does not reach the replica
+// proves the cut.
 func cutReplication(t *testing.T, link *faultproxy.Proxy, primary, replica *redis.Client) {
 	t.Helper()
 	if err := link.Blackhole(""); err != nil {
@@ -152,7 +153,7 @@ func TestFailoverRow6(t *testing.T) {
 
 	// The replica is promoted (REPLICAOF NO ONE stops it applying the
 	// replication stream: from here on nothing the old primary does can
-	// reach it, whatever toxiproxy still had in flight). A client that has
+	// reach it, whatever the proxy still had in flight). A client that has
 	// not noticed the failover still acquires on the old primary.
 	if err := replica.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE = %v", err)

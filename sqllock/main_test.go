@@ -13,13 +13,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		// toxiproxy can leave a link's pipe goroutine blocked after a
-		// blackholed link is cut (see drill/main_test.go): the fault
-		// tool's, not baton's.
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*LatencyToxic).Pipe"),
-		); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

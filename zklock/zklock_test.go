@@ -28,11 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "zklock: BATON_TEST_ZK not set: examples not run")
 		_ = flag.Set("test.run", "^Test")
 	}
-	goleak.VerifyTestMain(m,
-		// toxiproxy's shared in-process server outlives single tests.
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // dial connects a client to the test server (or addr) and closes it at the

@@ -1,22 +1,38 @@
 // Package faultproxy is an embedded TCP fault proxy for baton's drills,
-// built on toxiproxy's proxy core running in-process (no toxiproxy server,
-// no HTTP API). A test points a client at Proxy.Addr instead of the server
-// and injects faults at the transport: blackholes, latency, lost responses,
-// resets and refused connections. The server stays real.
+// written on the standard library alone so that importing it (every
+// engine's tests do, and so will the CLI's drill command) adds nothing to a
+// user's module graph. A test points a client at Proxy.Addr instead of the
+// server and injects faults at the transport: partitions, latency, lost
+// responses, resets and refused connections. The server stays real.
+//
+// Each accepted connection is a link: the client's connection, a fresh one
+// to the upstream server, and a pipe per direction. A pipe is two
+// goroutines: a reader that stamps each chunk with the time it was read and
+// queues it, and a writer that applies the direction's faults to it and
+// forwards it. Faults are per direction and per proxy, not per connection:
+// one set with Blackhole, Latency, CutAfter or ResetPeer applies at once
+// to the links already open and to those accepted later, until Heal. The
+// writer re-reads the faults whenever they change, so a fault takes hold
+// of a chunk still being held, and a healed latency lets held chunks go at
+// once, in order.
+//
+// The end of a stream is carried like data, behind the bytes read before
+// it, and ends the whole link when it reaches the other side: the proxy
+// does not carry half-closes (none of the engines' protocols use them).
+//
+// Every goroutine belongs to the Proxy; Close ends them all and waits.
 package faultproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"net"
 	"sync"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 )
 
-// Direction picks the stream a fault applies to.
+// Direction picks the stream a fault applies to; "" means both.
 type Direction string
 
 const (
@@ -26,107 +42,175 @@ const (
 	Downstream Direction = "downstream"
 )
 
-var (
-	apiOnce sync.Once
-	api     *toxiproxy.ApiServer
-	seq     int
-	seqMu   sync.Mutex
-)
+// ErrClosed is returned by Accept on a closed proxy.
+var ErrClosed = errors.New("faultproxy: proxy closed")
+
+// acceptBackoff is the pause after a failed Accept that is not the
+// listener's close (out of file descriptors, say), so that the loop does
+// not spin.
+const acceptBackoff = 10 * time.Millisecond
 
 // Proxy forwards one listening address to one upstream server.
 type Proxy struct {
 	// Addr is the loopback address clients dial instead of the server.
+	// It stays the same across Refuse and Accept.
 	Addr string
-	p    *toxiproxy.Proxy
-	mu   sync.Mutex
+
+	upstream string
+	up, down *faults
+
+	// ctx is cancelled by Close; it aborts dials to the upstream server.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine of the proxy
+
+	mu     sync.Mutex
+	ln     net.Listener // nil while refusing
+	gen    uint64       // bumped by Refuse and Close: older accepts are dropped
+	links  map[*link]struct{}
+	closed bool
 }
 
 // Start opens a proxy on a free loopback port forwarding to upstream
-// ("host:port").
+// ("host:port"). The upstream server is dialed per accepted connection,
+// so it need not be up yet.
 func Start(upstream string) (*Proxy, error) {
-	apiOnce.Do(func() {
-		api = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	})
-	seqMu.Lock()
-	seq++
-	name := fmt.Sprintf("baton-%d", seq)
-	seqMu.Unlock()
-	p := toxiproxy.NewProxy(api, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("faultproxy: start %s: %w", upstream, err)
-	}
-	return &Proxy{Addr: p.Listen, p: p}, nil
-}
-
-// Close stops the proxy and cuts its connections.
-func (p *Proxy) Close() { p.p.Stop() }
-
-func (p *Proxy) add(name, typ string, dir Direction, attrs string) error {
-	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, dir, attrs)
-	_, err := p.p.Toxics.AddToxicJson(strings.NewReader(body))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("faultproxy: add %s: %w", name, err)
+		return nil, fmt.Errorf("faultproxy: listen for %s: %w", upstream, err)
 	}
-	return nil
-}
-
-// Blackhole silently drops every byte in dir (both when dir is ""), keeping
-// connections open: a partition that neither side sees as a close.
-func (p *Proxy) Blackhole(dir Direction) error {
-	for _, d := range dirs(dir) {
-		if err := p.add("blackhole_"+string(d), "timeout", d, `{"timeout":0}`); err != nil {
-			return err
-		}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		Addr:     ln.Addr().String(),
+		upstream: upstream,
+		up:       newFaults(),
+		down:     newFaults(),
+		ctx:      ctx,
+		cancel:   cancel,
+		links:    make(map[*link]struct{}),
 	}
-	return nil
+	p.mu.Lock()
+	p.serveLocked(ln)
+	p.mu.Unlock()
+	return p, nil
 }
 
-// Latency delays every chunk in dir (both when "") by d ± jitter.
-func (p *Proxy) Latency(dir Direction, d, jitter time.Duration) error {
-	for _, x := range dirs(dir) {
-		attrs := fmt.Sprintf(`{"latency":%d,"jitter":%d}`, d.Milliseconds(), jitter.Milliseconds())
-		if err := p.add("latency_"+string(x), "latency", x, attrs); err != nil {
-			return err
-		}
+// Close stops the proxy, cuts its connections and waits for every one of
+// its goroutines to end. It may be called more than once.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		p.cancel()
+		p.stopLocked()
 	}
-	return nil
-}
-
-// CutAfter lets n more bytes through in dir and then closes the
-// connection (toxiproxy limit_data). CutAfter(Downstream, 0) right before
-// a request loses its response while the server still applies it.
-func (p *Proxy) CutAfter(dir Direction, n int64) error {
-	return p.add("limit_"+string(dir), "limit_data", dir, fmt.Sprintf(`{"bytes":%d}`, n))
-}
-
-// ResetPeer closes connections with a TCP RST after timeout (0: at once).
-func (p *Proxy) ResetPeer(timeout time.Duration) error {
-	return p.add("reset_peer", "reset_peer", Downstream, fmt.Sprintf(`{"timeout":%d}`, timeout.Milliseconds()))
-}
-
-// Heal removes every fault.
-func (p *Proxy) Heal() {
-	p.p.Toxics.ResetToxics(context.Background())
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // Refuse stops listening and cuts every connection, so new dials are
-// refused, as when the server is down.
+// refused, as when the server is down. The faults stay in place.
 func (p *Proxy) Refuse() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.p.Stop()
+	p.stopLocked()
 }
 
-// Accept listens again on the same address after Refuse.
+// Accept listens again on the same address after Refuse; it does nothing
+// on a proxy that is listening.
 func (p *Proxy) Accept() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.p.Start()
+	if p.closed {
+		return ErrClosed
+	}
+	if p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		return fmt.Errorf("faultproxy: listen again on %s: %w", p.Addr, err)
+	}
+	p.serveLocked(ln)
+	return nil
 }
 
-func dirs(d Direction) []Direction {
-	if d == "" {
-		return []Direction{Upstream, Downstream}
+// serveLocked starts accepting on ln.
+func (p *Proxy) serveLocked(ln net.Listener) {
+	p.ln = ln
+	gen := p.gen
+	p.wg.Go(func() { p.acceptLoop(ln, gen) })
+}
+
+// stopLocked closes the listener and every link. Links still being set up
+// see the new generation when they register and close themselves.
+func (p *Proxy) stopLocked() {
+	p.gen++
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
 	}
-	return []Direction{d}
+	p.closeLinksLocked()
+}
+
+func (p *Proxy) closeLinksLocked() {
+	for l := range p.links {
+		l.close(false)
+	}
+}
+
+// acceptLoop runs until ln is closed (by Refuse or Close).
+func (p *Proxy) acceptLoop(ln net.Listener, gen uint64) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			select {
+			case <-time.After(acceptBackoff):
+				continue
+			case <-p.ctx.Done():
+				return
+			}
+		}
+		p.wg.Go(func() { p.serve(c, gen) })
+	}
+}
+
+// serve dials the upstream server for client and runs the link until it
+// ends. A failed dial closes the client's connection, as a server that is
+// down would look through a real proxy.
+func (p *Proxy) serve(client net.Conn, gen uint64) {
+	var d net.Dialer
+	server, err := d.DialContext(p.ctx, "tcp", p.upstream)
+	if err != nil {
+		_ = client.Close()
+		return
+	}
+	l := newLink(client, server)
+	if !p.register(l, gen) {
+		l.close(false)
+		return
+	}
+	defer p.unregister(l)
+	l.run(p.up, p.down)
+}
+
+// register adds l to the live links unless the listener that accepted it
+// has been closed since.
+func (p *Proxy) register(l *link, gen uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || gen != p.gen {
+		return false
+	}
+	p.links[l] = struct{}{}
+	return true
+}
+
+func (p *Proxy) unregister(l *link) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.links, l)
 }

@@ -29,12 +29,10 @@ import (
 var etcdServer struct{ Endpoint string }
 
 // TestMain runs the tests against the etcd server and checks for leaked
-// goroutines; toxiproxy's shared in-process server outlives single tests.
+// goroutines (I8).
 func TestMain(m *testing.M) {
 	etcdServer.Endpoint = testenv.EtcdMain()
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicCollection).StartLink"),
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"))
+	goleak.VerifyTestMain(m)
 }
 
 // client is what the recipe tests need of an engine's client: both
