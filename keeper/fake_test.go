@@ -41,7 +41,7 @@ func (h *heldCall) answer(renewed []bool, err error) { h.reply <- reply{renewed,
 // renewErr; Release succeeds or fails with releaseErr. With holdRenew or
 // holdRelease set, calls wait on the held channel for the test's answer.
 type fakeStore struct {
-	clk  *clock.Fake
+	clk  clock.Clock // stamps the recorded calls
 	size int
 	held chan *heldCall
 
@@ -52,8 +52,8 @@ type fakeStore struct {
 	holdRenew, holdRelease bool
 }
 
-func newFakeStore(clk *clock.Fake, size int) *fakeStore {
-	return &fakeStore{clk: clk, size: size, held: make(chan *heldCall, 16), gone: map[string]bool{}}
+func newFakeStore(clk clock.Clock, size int) *fakeStore {
+	return &fakeStore{clk: clock.Or(clk), size: size, held: make(chan *heldCall, 16), gone: map[string]bool{}}
 }
 
 func (s *fakeStore) BatchSize() int { return s.size }
