@@ -8,11 +8,10 @@ import (
 	"time"
 )
 
-// renewer runs renewal rounds every TTL/3 (sooner after a failed round)
-// and sends the queued releases between them. Apart from the Renew calls
-// it starts (see call), it is the only goroutine that calls the store in
-// the background.
-// The first round is due at next.
+// renewer runs renewal rounds every TTL/3 from next, the first (sooner
+// after a failed round), and sends the queued releases between them.
+// Apart from the Renew calls it starts (see call), it is the only
+// goroutine that calls the store in the background.
 func (k *Keeper) renewer(next time.Time) {
 	defer k.wg.Done()
 	defer k.renewT.Stop()
@@ -61,7 +60,7 @@ func (k *Keeper) armRenewer(next time.Time) {
 
 // snapshotRenewable lists the renewable leases, oldest confirmation first:
 // the leases closest to Suspended and Lost go in the round's first batch,
-// so a round cut short by a slow store still renews the most urgent ones.
+// which a slow store answers before the batches it holds up.
 func (k *Keeper) snapshotRenewable() []*entry {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -136,8 +135,9 @@ type answer struct {
 // call sends one Store.Renew for batch and waits for its answer until
 // TTL/2 after sent or last (the batch's last deadline), whichever comes
 // first, but at least TTL/3. The request itself may run until last (or
-// the end of the wait, if later): a slow answer is still worth having, since the server extended the leases when it ran the
-// request, after sent. Cutting it at the wait instead would also make the
+// the end of the wait, if later): a slow answer is still worth having,
+// since the server extended the leases when it ran the request, after
+// sent. Cutting it at the wait instead would also make the
 // driver close a pooled connection whose replacement (a TCP and database
 // handshake, statement prepares) costs more round trips than the next
 // round has, so a server slow but answering would cost every lease. An
@@ -251,6 +251,7 @@ func (k *Keeper) takeDue(now time.Time) []pendingRelease {
 	for _, p := range k.pending {
 		switch {
 		case now.After(p.until):
+			// Dropped: the lease has expired on the server.
 		case now.Before(p.notBef):
 			keep = append(keep, p)
 		default:
