@@ -13,7 +13,7 @@ const idleWake = time.Hour
 // at wait the renewer stops waiting for the answer (waited is closed), at
 // end the request's context is cancelled. Keeping them on the watchdog's
 // timer rather than on a timer or a context deadline each makes them pass
-// on the keeper's clock, and leaves the keeper two timers in all.
+// on the keeper's clock, and leaves a running keeper two timers in all.
 type flight struct {
 	wait   time.Time     // zero: nobody waits (a queued release)
 	end    time.Time     // the request's context is cancelled at end
