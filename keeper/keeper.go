@@ -76,9 +76,11 @@ type Stats struct {
 	// Lost counts leases the keeper declared Lost by a deadline or a
 	// "gone" answer; the leases Close ends are not counted.
 	Lost uint64
-	// LastRound is how long the last renewal round took; near TTL/6 the
-	// store is too slow (or its connection pool too small) for the number
-	// of leases, and leases start to turn Suspended.
+	// LastRound is how long the last renewal round took. Rounds start
+	// every TTL/3: a round near that long means the store is too slow (or
+	// its connection pool too small) for the number of leases. Leases
+	// turn Suspended sooner, when their own batch is answered more than
+	// TTL/6 after it was sent (TTL/3 + TTL/6 after the previous send).
 	LastRound time.Duration
 	// LastRenewError is the error of the last failed Store.Renew, if any.
 	LastRenewError error
