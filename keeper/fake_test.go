@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ type fakeStore struct {
 
 	mu                     sync.Mutex
 	renews, releases       []call
+	log                    []string // "renew k1 k2", "release k3", in call order
 	gone                   map[string]bool
 	renewErr, releaseErr   error
 	holdRenew, holdRelease bool
@@ -62,6 +64,7 @@ func (s *fakeStore) Renew(ctx context.Context, refs []keeper.Ref, _ time.Duratio
 	keys := keysOf(refs)
 	s.mu.Lock()
 	s.renews = append(s.renews, call{s.clk.Now(), keys})
+	s.log = append(s.log, strings.Join(append([]string{"renew"}, keys...), " "))
 	hold, err := s.holdRenew, s.renewErr
 	renewed := make([]bool, len(keys))
 	for i, k := range keys {
@@ -81,6 +84,7 @@ func (s *fakeStore) Release(ctx context.Context, refs []keeper.Ref) error {
 	keys := keysOf(refs)
 	s.mu.Lock()
 	s.releases = append(s.releases, call{s.clk.Now(), keys})
+	s.log = append(s.log, strings.Join(append([]string{"release"}, keys...), " "))
 	hold, err := s.holdRelease, s.releaseErr
 	s.mu.Unlock()
 	if hold {
@@ -242,4 +246,12 @@ func (h *harness) wantState(l *baton.Lease, want baton.State) {
 	if got := l.State(); got != want {
 		h.t.Fatalf("at %v: %s State() = %v (%v), want %v", h.since(), l.Name(), got, l.Err(), want)
 	}
+}
+
+// calledInOrder returns the store's calls in order, as "renew k…" and
+// "release k…".
+func (s *fakeStore) calledInOrder() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
 }

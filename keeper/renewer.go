@@ -36,7 +36,7 @@ func (k *Keeper) renewer(next time.Time) {
 				failures++
 			}
 		}
-		k.releasePending()
+		k.releasePending(next)
 		k.armRenewer(next)
 	}
 }
@@ -233,11 +233,25 @@ func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
 	// watchdog recomputes its next wake when it wakes as planned.
 }
 
-// releasePending sends the queued releases that are due, in batches.
-func (k *Keeper) releasePending() {
+// releasePending sends the queued releases that are due, in batches, and
+// stops once the next round is due at next: a slow store must not hold up
+// the renewals behind a long queue of releases. The rest stay queued, due
+// at once, and go after that round. One batch is always sent, so failing
+// rounds that are always due cannot starve the queue.
+func (k *Keeper) releasePending(next time.Time) {
 	due := k.takeDue(k.clock.Now())
-	for batch := range slices.Chunk(due, k.store.BatchSize()) {
-		k.releaseBatch(batch)
+	for sent := 0; len(due) > 0; sent++ {
+		if sent > 0 && !k.clock.Now().Before(next) {
+			k.mu.Lock()
+			if !k.closed {
+				k.pending = append(k.pending, due...)
+			}
+			k.mu.Unlock()
+			return
+		}
+		n := min(len(due), k.store.BatchSize())
+		k.releaseBatch(due[:n])
+		due = due[n:]
 	}
 }
 

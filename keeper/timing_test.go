@@ -434,3 +434,56 @@ func TestCloseInFlight(t *testing.T) {
 	}
 	goleak.VerifyNone(t)
 }
+
+// TestReleasesYieldToRound: queued releases sent one batch after another
+// stop once a renewal round is due; the round goes first and the rest of
+// the queue after it, so a slow store cannot make a long queue of releases
+// cost the held leases their renewal.
+func TestReleasesYieldToRound(t *testing.T) {
+	h := newHarness(t, 1, keeper.Options{})
+	h.hold("a", 0)
+	h.st.set(func(s *fakeStore) { s.holdRelease = true })
+	h.k.Abandon(keeper.Ref{Key: "w", Owner: "o"})
+	w := h.nextHeld()
+	for _, key := range []string{"x", "y", "z"} { // queued behind w
+		h.k.Abandon(keeper.Ref{Key: key, Owner: "o"})
+	}
+	h.idle = 1 // the renewer waits for the store, not on its timer
+	h.stepTo(100 * time.Millisecond)
+	w.answer(nil, nil)
+	x := h.nextHeld() // x, y and z were due together: x goes first
+	h.stepTo(1200 * time.Millisecond)
+	h.st.set(func(s *fakeStore) { s.holdRelease = false })
+	x.answer(nil, nil)
+	h.idle = 2
+	h.settle()
+	want := []string{"release w", "release x", "renew a", "release y", "release z"}
+	if got := h.st.calledInOrder(); !slices.Equal(got, want) {
+		t.Errorf("store calls %q, want %q", got, want)
+	}
+	renews, _ := h.st.calls()
+	wantCalls(t, "Renew", renews, []call{{epoch.Add(1200 * time.Millisecond), []string{"a"}}})
+}
+
+// TestReleasesNotStarved: after a round that ended past the next round's
+// time (it waited for an unanswered batch), one batch of queued releases
+// still goes before the retry, so failing rounds cannot hold the queue.
+func TestReleasesNotStarved(t *testing.T) {
+	h := newHarness(t, 10, keeper.Options{})
+	h.hold("a", 0)
+	h.st.set(func(s *fakeStore) { s.holdRenew = true })
+	h.idle = 1
+	h.stepTo(time.Second)
+	h.nextHeld() // never answered: its context ends at a's deadline
+	h.st.set(func(s *fakeStore) { s.holdRenew, s.renewErr = false, errDown })
+	h.k.Abandon(keeper.Ref{Key: "x", Owner: "o"}) // queued while the renewer waits
+	h.stepTo(2500*time.Millisecond - 1)
+	h.idle = 2
+	h.stepTo(2500 * time.Millisecond) // the wait ends; the retry is overdue
+	want := []string{"renew a", "release x", "renew a"}
+	if got := h.st.calledInOrder(); !slices.Equal(got, want) {
+		t.Errorf("store calls %q, want %q", got, want)
+	}
+	_, releases := h.st.calls()
+	wantCalls(t, "Release", releases, []call{{epoch.Add(2500 * time.Millisecond), []string{"x"}}})
+}
