@@ -79,9 +79,12 @@ func (f *Fake) Set(t time.Time) {
 		if next.when.After(f.now) {
 			f.now = next.when
 		}
+		// Remove and fire under one hold of the lock: a Reset between the
+		// two would otherwise re-arm the timer and still receive this
+		// fire, stamped with the new deadline.
 		f.removeLocked(next)
+		next.fireLocked(next.when)
 		f.mu.Unlock()
-		next.fire()
 	}
 }
 
@@ -90,6 +93,20 @@ func (f *Fake) Timers() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.timers)
+}
+
+// Next returns the deadline of the active timer due first; ok is false
+// when no timer is active. A test steps the clock from event to event
+// with Next and Set, letting the code under test react to each.
+func (f *Fake) Next() (when time.Time, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ft := range f.timers {
+		if !ok || ft.when.Before(when) {
+			when, ok = ft.when, true
+		}
+	}
+	return when, ok
 }
 
 // BlockUntil waits until at least n timers are active, or ctx ends (its
@@ -180,12 +197,6 @@ func (t *fakeTimer) drain() {
 	case <-t.ch:
 	default:
 	}
-}
-
-func (t *fakeTimer) fire() {
-	t.f.mu.Lock()
-	defer t.f.mu.Unlock()
-	t.fireLocked(t.when)
 }
 
 // fireLocked sends when on the timer's channel (which has room for one

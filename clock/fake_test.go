@@ -113,3 +113,19 @@ func TestOrDefaultsToReal(t *testing.T) {
 		t.Error("Or(f) is not f")
 	}
 }
+
+func TestFakeNext(t *testing.T) {
+	f := clock.NewFake(epoch)
+	if _, ok := f.Next(); ok {
+		t.Error("Next() with no timers: ok = true, want false")
+	}
+	f.NewTimer(3 * time.Second)
+	early := f.NewTimer(time.Second)
+	if got, ok := f.Next(); !ok || !got.Equal(epoch.Add(time.Second)) {
+		t.Errorf("Next() = %v, %v, want %v, true", got, ok, epoch.Add(time.Second))
+	}
+	early.Stop()
+	if got, ok := f.Next(); !ok || !got.Equal(epoch.Add(3*time.Second)) {
+		t.Errorf("Next() after Stop = %v, %v, want %v, true", got, ok, epoch.Add(3*time.Second))
+	}
+}

@@ -1,43 +1,3 @@
-// Package keeper holds leases on stores that expire them by TTL (SQL rows,
-// Redis keys): it renews them, watches the time left, and reports Suspended
-// and Lost through baton.Control. It is written once and shared by every
-// TTL engine; it knows nothing about SQL or Redis, only the small Store
-// interface the engine implements.
-//
-// # Timing
-//
-// Every renewable lease is renewed every TTL/3, all of a Keeper's leases in
-// the same round, in batches of Store.BatchSize (one round trip each). For
-// each lease the keeper records the send time, on Go's monotonic clock, of
-// the last renewal (or acquire) the store confirmed. The server set the new
-// expiry when it executed that request, which is after it was sent, so the
-// server-side expiry is never earlier than sendTime + TTL. From that:
-//
-//   - Suspended when no renewal sent in the last TTL/2 was confirmed (an
-//     answer is about TTL/6 late): ownership is in doubt, pause side
-//     effects. A later confirmed renewal moves it back to Held.
-//   - Lost at sendTime + TTL − DriftMargin. DriftMargin (default
-//     max(TTL/10, 100ms)) absorbs clock-rate drift between this host and
-//     the server and the scheduling delay between the deadline and the
-//     moment the lease's context is cancelled; it is what makes "Lost
-//     strictly before the server can expire the lease" hold.
-//   - Lost at once, final, when a renewal finds the lease gone, expired or
-//     owned by someone else. The keeper never re-takes an expired lease:
-//     renewal is conditional on the owner and on the lease being unexpired
-//     on the server's clock.
-//
-// A lease with a fixed lease time (Hold with fixed > 0) is never renewed
-// and is Lost at sendTime + fixed − DriftMargin, as a Redisson lock with an
-// explicit leaseTime expires.
-//
-// None of this survives a host that suspends (Go's monotonic clock stops);
-// fencing tokens do.
-//
-// # Goroutines
-//
-// A Keeper runs exactly two goroutines, whatever the number of leases: the
-// renewer (rounds of batched renewals and queued releases) and the
-// watchdog (suspension and deadlines). Close stops both and waits for them.
 package keeper
 
 import (
@@ -50,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/clock"
 )
 
 // Ref names one lease to the Store.
@@ -85,24 +46,41 @@ type Options struct {
 	// TTL is the server-side lease time of renewable leases; required.
 	TTL time.Duration
 	// DriftMargin is subtracted from every deadline (see the package doc);
-	// 0 means max(TTL/10, 100ms). It must be below TTL/2.
+	// 0 means max(TTL/10, 100ms), or TTL/4 when that is not below TTL/2.
+	// It must be below TTL/2.
 	DriftMargin time.Duration
 	// Backoff paces retried renewal rounds and queued releases.
 	Backoff baton.Backoff
+	// Clock is the keeper's time source, for every reading of the time and
+	// every timer; nil means clock.Real. Tests pass a *clock.Fake. The send
+	// times given to Hold must be readings of the same clock.
+	Clock clock.Clock
 }
 
 // Stats counts the keeper's work since New, for tests and monitoring.
 type Stats struct {
-	Held          int    // leases held now
-	Rounds        uint64 // renewal rounds started
-	RenewBatches  uint64 // Store.Renew calls (round trips)
-	RenewFailures uint64 // Store.Renew calls that returned an error
-	Releases      uint64 // Store.Release calls that succeeded
-	Suspended     uint64 // Held → Suspended transitions
-	Lost          uint64 // leases declared Lost by the keeper
-	// LastRound is how long the last renewal round took; near TTL/6 the
-	// store is too slow (or its connection pool too small) for the number
-	// of leases, and leases start to turn Suspended.
+	Held   int    // leases the keeper holds now (renewed or fixed)
+	Rounds uint64 // renewal rounds run that had at least one lease to renew
+	// RenewBatches counts Store.Renew calls (round trips).
+	RenewBatches uint64
+	// RenewFailures counts Store.Renew calls that returned an error or were
+	// not answered in time.
+	RenewFailures uint64
+	// LateAnswers counts Store.Renew answers that came after the renewer
+	// had stopped waiting for them, and were applied all the same.
+	LateAnswers uint64
+	// Releases counts Store.Release calls that succeeded: a lease's own
+	// release, queued releases, and Close's batches.
+	Releases  uint64
+	Suspended uint64 // Held → Suspended transitions
+	// Lost counts leases the keeper declared Lost by a deadline or a
+	// "gone" answer; the leases Close ends are not counted.
+	Lost uint64
+	// LastRound is how long the last renewal round took. Rounds start
+	// every TTL/3: a round near that long means the store is too slow (or
+	// its connection pool too small) for the number of leases. Leases
+	// turn Suspended sooner, when their own batch is answered more than
+	// TTL/6 after it was sent (TTL/3 + TTL/6 after the previous send).
 	LastRound time.Duration
 	// LastRenewError is the error of the last failed Store.Renew, if any.
 	LastRenewError error
@@ -123,6 +101,7 @@ var (
 // Keeper holds leases of one Store. Its methods are safe for concurrent use.
 type Keeper struct {
 	store    Store
+	clock    clock.Clock
 	ttl      time.Duration
 	interval time.Duration // renewal period, TTL/3
 	suspect  time.Duration // Suspended after this long without a confirmed renewal
@@ -132,21 +111,26 @@ type Keeper struct {
 	stop    chan struct{}   // closed by Close
 	base    context.Context // cancelled by Close: in-flight requests end with it
 	cancel  context.CancelFunc
-	kickR   chan struct{} // wakes the renewer (queued releases)
-	kickW   chan struct{} // wakes the watchdog (a new lease)
-	wg      sync.WaitGroup
-	closeMu sync.Mutex // serialises Close
+	wg      sync.WaitGroup // the renewer, the watchdog, the Renew calls in flight
+	closeMu sync.Mutex     // serialises Close
 
-	mu      sync.Mutex
-	closed  bool
-	leases  map[*entry]struct{}
-	pending []pendingRelease
-	// nextWake is when the watchdog plans to wake next.
-	nextWake time.Time
+	// renewT and watchT are the renewer's and the watchdog's timers. They
+	// are reset only under mu, so that a wake-up asked for by another
+	// goroutine (an acquire, an abandoned grant) and the owner's own
+	// re-arming cannot overwrite each other.
+	renewT, watchT clock.Timer
 
-	rounds, batches, failures, releases, suspended, lost atomic.Uint64
-	lastRound                                            atomic.Int64
-	lastErr                                              atomic.Pointer[error]
+	mu       sync.Mutex
+	closed   bool
+	leases   map[*entry]struct{}
+	pending  []pendingRelease
+	flights  map[*flight]struct{} // store requests whose moments the watchdog keeps
+	nextWake time.Time            // when the watchdog wakes next
+	checking bool                 // the watchdog is at work; it re-arms watchT when done
+
+	rounds, batches, failures, late, releases, suspended, lost atomic.Uint64
+	lastRound                                                  atomic.Int64
+	lastErr                                                    atomic.Pointer[error]
 }
 
 // entry is one held lease. Its fields are guarded by Keeper.mu.
@@ -165,8 +149,8 @@ type entry struct {
 type pendingRelease struct {
 	ref    Ref
 	until  time.Time // give up after (the lease has expired on the server by then)
-	notBef time.Time // next attempt not before
-	tries  int
+	notBef time.Time // next attempt not before (zero: at once)
+	tries  int       // failed attempts so far
 }
 
 // New starts a keeper for store. Close stops it.
@@ -189,19 +173,25 @@ func New(store Store, o Options) (*Keeper, error) {
 	}
 	k := &Keeper{
 		store:    store,
+		clock:    clock.Or(o.Clock),
 		ttl:      o.TTL,
 		interval: o.TTL / 3,
 		suspect:  o.TTL / 2,
 		margin:   o.DriftMargin,
 		backoff:  o.Backoff,
 		stop:     make(chan struct{}),
-		kickR:    make(chan struct{}, 1),
-		kickW:    make(chan struct{}, 1),
 		leases:   make(map[*entry]struct{}),
+		flights:  make(map[*flight]struct{}),
 	}
 	k.base, k.cancel = context.WithCancel(context.Background())
+	// Both timers are armed before the goroutines start, so the keeper is
+	// idle (both timers active) as soon as New returns.
+	now := k.clock.Now()
+	k.nextWake = now.Add(idleWake)
+	k.renewT = k.clock.NewTimer(k.interval)
+	k.watchT = k.clock.NewTimer(idleWake)
 	k.wg.Add(2)
-	go k.renewer()
+	go k.renewer(now.Add(k.interval))
 	go k.watchdog()
 	return k, nil
 }
@@ -222,6 +212,7 @@ func (k *Keeper) Stats() Stats {
 		Rounds:        k.rounds.Load(),
 		RenewBatches:  k.batches.Load(),
 		RenewFailures: k.failures.Load(),
+		LateAnswers:   k.late.Load(),
 		Releases:      k.releases.Load(),
 		Suspended:     k.suspended.Load(),
 		Lost:          k.lost.Load(),
@@ -236,23 +227,17 @@ func (k *Keeper) Stats() Stats {
 // Hold builds the lease for a grant the engine has just made on the store
 // and keeps it: g is passed to baton.NewLease with Release and OnEnd
 // supplied by the keeper (g.OnEnd, if set, still runs). sent is the send
-// time of the request that created the grant, taken before sending it. A
-// fixed > 0 is the lease time of a lease that is never renewed; the engine
-// must have created the grant with that lease time.
+// time of the request that created the grant, taken before sending it on
+// the keeper's clock (time.Now() with the default clock; the Fake's Now in
+// tests). A fixed > 0 is the lease time of a lease that is never renewed;
+// the engine must have created the grant with that lease time.
 //
-// Hold fails, and queues a release of ref, when the keeper is closed
-// (baton.ErrClosed) or when the grant's deadline has already passed
-// (baton.ErrLost: the acquire took so long that the lease may have expired).
+// Hold fails when the keeper is closed (baton.ErrClosed; the grant expires
+// by its TTL), and when the grant's deadline has already passed (wrapping
+// baton.ErrLost and ErrDeadline: the acquire took so long that the lease
+// may have expired); it then queues an owner-checked release of ref.
 func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.Time, fixed time.Duration) (*baton.Lease, error) {
-	ttl := k.ttl
-	if fixed > 0 {
-		ttl = fixed
-	}
-	margin := min(k.margin, ttl/4)
-	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin)}
-	if !e.fixed {
-		e.suspectAt = sent.Add(k.suspect)
-	}
+	e := k.newEntry(ref, sent, fixed)
 	engineEnd := g.OnEnd
 	g.Release = func(ctx context.Context) error { return k.release(ctx, e) }
 	g.OnEnd = func() {
@@ -270,10 +255,9 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 	switch {
 	case k.closed:
 		k.mu.Unlock()
-		k.Abandon(ref)
 		ctl.Lose(baton.ErrClosed)
 		return nil, fmt.Errorf("keeper: hold %q: %w", ref.Key, baton.ErrClosed)
-	case !time.Now().Before(e.deadline):
+	case !k.clock.Now().Before(e.deadline):
 		k.mu.Unlock()
 		k.Abandon(ref)
 		ctl.Lose(ErrDeadline)
@@ -284,37 +268,47 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 	if !e.fixed {
 		first = e.suspectAt
 	}
-	// Wake the watchdog only when this lease's first event comes before its
-	// planned wake: a scan is O(leases), and a kick per acquire would make
-	// holding n leases cost O(n²).
-	early := first.Before(k.nextWake)
-	if early {
-		k.nextWake = first
-	}
+	// Move the watchdog's wake only when this lease's first event comes
+	// before it: a wake is a scan of every lease, and one per acquire
+	// would make holding n leases cost O(n²).
+	k.wakeWatchdogLocked(first)
 	k.mu.Unlock()
-	if early {
-		kick(k.kickW)
-	}
 	return lease, nil
+}
+
+// newEntry computes a new lease's deadlines from its send time.
+func (k *Keeper) newEntry(ref Ref, sent time.Time, fixed time.Duration) *entry {
+	ttl := k.ttl
+	if fixed > 0 {
+		ttl = fixed
+	}
+	margin := min(k.margin, ttl/4) // a short fixed lease keeps most of its time
+	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin)}
+	if !e.fixed {
+		e.suspectAt = sent.Add(k.suspect)
+	}
+	return e
 }
 
 // Abandon queues an owner-checked release of ref, retried in the
 // background until the lease must have expired on the server. Engines call
 // it when an acquire's outcome is unknown (its context ended or the
 // connection failed mid-request), so a grant nobody will use is freed
-// promptly instead of blocking others for a whole TTL.
+// promptly instead of blocking others for a whole TTL. After Close it does
+// nothing: the lease expires by its TTL.
 func (k *Keeper) Abandon(ref Ref) {
 	k.mu.Lock()
-	k.queueLocked(ref, time.Now())
+	k.queueLocked(ref, k.clock.Now())
 	k.mu.Unlock()
-	kick(k.kickR)
 }
 
+// queueLocked queues a release of ref and wakes the renewer to send it.
 func (k *Keeper) queueLocked(ref Ref, now time.Time) {
 	if k.closed {
 		return // Close released what it could; the TTL frees the rest
 	}
 	k.pending = append(k.pending, pendingRelease{ref: ref, until: now.Add(k.ttl + k.interval)})
+	k.renewT.Reset(0)
 }
 
 // release is the lease's Grant.Release: the owner-checked removal. The
@@ -338,9 +332,10 @@ func (k *Keeper) release(ctx context.Context, e *entry) error {
 }
 
 // Close stops the keeper: every lease it holds ends Lost (cause wrapping
-// baton.ErrClosed) and is released on the store in batches, within about
-// one TTL/3 per batch; leases that cannot be released expire on the server
-// by themselves. Later calls return an error wrapping baton.ErrClosed.
+// baton.ErrClosed), then those leases and the queued releases are released
+// on the store in batches, each given max(TTL/3, 100ms); leases that
+// cannot be released expire on the server by themselves. Later calls
+// return an error wrapping baton.ErrClosed.
 func (k *Keeper) Close() error {
 	k.closeMu.Lock()
 	defer k.closeMu.Unlock()
@@ -351,11 +346,9 @@ func (k *Keeper) Close() error {
 	}
 	k.closed = true
 	held := make([]*entry, 0, len(k.leases))
+	refs := make([]Ref, 0, len(k.leases)+len(k.pending))
 	for e := range k.leases {
 		held = append(held, e)
-	}
-	refs := make([]Ref, 0, len(held)+len(k.pending))
-	for _, e := range held {
 		refs = append(refs, e.ref)
 	}
 	for _, p := range k.pending {
@@ -370,18 +363,24 @@ func (k *Keeper) Close() error {
 	for _, e := range held {
 		e.ctl.Lose(fmt.Errorf("keeper closed: %w", baton.ErrClosed))
 	}
-	// Release with a bounded context per batch: a partitioned store must
-	// not hang Close; its leases expire by their TTL.
-	for len(refs) > 0 {
-		n := min(len(refs), k.store.BatchSize())
-		ctx, cancel := context.WithTimeout(context.Background(), max(k.interval, 100*time.Millisecond))
-		if err := k.store.Release(ctx, refs[:n]); err == nil {
+	k.releaseAll(refs)
+	return nil
+}
+
+// releaseAll is Close's release of refs, with a bounded wait per batch: a
+// partitioned store must not hang Close, and its leases expire by their
+// TTL. The bound is an AfterFunc of the keeper's clock, not a context
+// deadline, so that it passes in virtual time on a Fake.
+func (k *Keeper) releaseAll(refs []Ref) {
+	for batch := range slices.Chunk(refs, k.store.BatchSize()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t := k.clock.AfterFunc(max(k.interval, 100*time.Millisecond), cancel)
+		if err := k.store.Release(ctx, batch); err == nil {
 			k.releases.Add(1)
 		}
+		t.Stop()
 		cancel()
-		refs = refs[n:]
 	}
-	return nil
 }
 
 // later returns the later of a and b.
@@ -398,336 +397,4 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// kick wakes a goroutine waiting on ch without blocking.
-func kick(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// renewer runs renewal rounds every TTL/3 (sooner after a failed batch)
-// and the queued releases between them. It is the only goroutine that
-// calls the store in the background.
-func (k *Keeper) renewer() {
-	defer k.wg.Done()
-	next := time.Now().Add(k.interval)
-	failures := 0
-	timer := time.NewTimer(k.interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-k.stop:
-			return
-		case <-k.kickR:
-		case <-timer.C:
-		}
-		now := time.Now()
-		if !now.Before(next) {
-			ok := k.round()
-			k.lastRound.Store(int64(time.Since(now)))
-			if ok {
-				failures = 0
-				next = now.Add(k.interval) // from the round's start: a slow round does not stretch the period
-			} else {
-				// Retry soon: a few tries fit before the lease turns
-				// Suspended (TTL/2) and Lost (TTL − margin).
-				next = now.Add(min(k.backoff.Delay(failures), k.interval))
-				failures++
-			}
-		}
-		wake := k.releasePending(next)
-		timer.Reset(time.Until(wake))
-	}
-}
-
-// snapshotRenewable lists the renewable leases, oldest confirmation first.
-func (k *Keeper) snapshotRenewable() []*entry {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	es := make([]*entry, 0, len(k.leases))
-	for e := range k.leases {
-		if !e.fixed {
-			es = append(es, e)
-		}
-	}
-	return es
-}
-
-// round renews every renewable lease in batches and reports whether every
-// batch got an answer.
-func (k *Keeper) round() bool {
-	es := k.snapshotRenewable()
-	if len(es) == 0 {
-		return true
-	}
-	k.rounds.Add(1)
-	ok := true
-	size := k.store.BatchSize()
-	refs := make([]Ref, 0, min(size, len(es)))
-	for start := 0; start < len(es); start += size {
-		batch := es[start:min(start+size, len(es))]
-		refs = refs[:0]
-		k.mu.Lock()
-		last := time.Time{}
-		for _, e := range batch {
-			refs = append(refs, e.ref)
-			if e.deadline.After(last) {
-				last = e.deadline
-			}
-		}
-		k.mu.Unlock()
-		sent := time.Now()
-		renewed, err := k.renewBatch(batch, refs, sent, last)
-		k.batches.Add(1)
-		if err == nil && len(renewed) != len(refs) {
-			err = fmt.Errorf("keeper: Store.Renew returned %d results for %d refs", len(renewed), len(refs))
-		}
-		if err != nil {
-			k.failures.Add(1)
-			k.lastErr.Store(&err)
-			ok = false
-			select {
-			case <-k.stop:
-				return false
-			default:
-			}
-			continue
-		}
-		k.apply(batch, renewed, sent)
-	}
-	return ok
-}
-
-// errLate is the error of a renewal batch that did not answer in time; its
-// answer is still applied if it comes before the batch's deadline.
-var errLate = errors.New("keeper: renewal not answered within TTL/2 (a late answer still counts)")
-
-// renewBatch sends one Store.Renew for batch and waits for its answer
-// until TTL/2 after sent (never before TTL/3, never past last, the batch's
-// last deadline). The request itself may run until last: a slow answer is
-// still worth having, since the server extended the leases when it ran the
-// request, after sent. Cutting it at the wait instead would also make the
-// driver close a pooled connection whose replacement (a TCP and database
-// handshake, statement prepares) costs more round trips than the next
-// round has, so a server slow but answering would cost every lease. An
-// answer that comes after the wait is applied by the goroutine that
-// received it, which the keeper owns (Close cancels its request and waits
-// for it); meanwhile the next round retries, usually on another
-// connection.
-func (k *Keeper) renewBatch(batch []*entry, refs []Ref, sent, last time.Time) ([]bool, error) {
-	wait := later(sent.Add(k.interval), earlier(last, sent.Add(k.ttl/2)))
-	ctx, cancel := context.WithDeadline(k.base, later(wait, last))
-	batch, refs = slices.Clone(batch), slices.Clone(refs) // the caller reuses refs
-	type result struct {
-		renewed []bool
-		err     error
-	}
-	ch := make(chan result, 1)
-	var mu sync.Mutex
-	abandoned := false
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		defer cancel()
-		renewed, err := k.store.Renew(ctx, refs, k.ttl)
-		if err == nil && len(renewed) != len(refs) {
-			err = fmt.Errorf("keeper: Store.Renew returned %d results for %d refs", len(renewed), len(refs))
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if abandoned {
-			if err == nil {
-				k.apply(batch, renewed, sent)
-			}
-			return
-		}
-		ch <- result{renewed, err}
-	}()
-	t := time.NewTimer(time.Until(wait))
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.renewed, r.err
-	case <-t.C:
-	case <-k.stop:
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	select {
-	case r := <-ch:
-		return r.renewed, r.err
-	default:
-		abandoned = true
-		return nil, errLate
-	}
-}
-
-// apply records a batch's answers: confirmed leases get a new deadline
-// (and Held back if they were Suspended); leases the store reports gone
-// are Lost, unless a Release of theirs is in flight.
-func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
-	var lose []*entry
-	k.mu.Lock()
-	for i, e := range batch {
-		if _, live := k.leases[e]; !live {
-			continue // ended or released meanwhile
-		}
-		if !renewed[i] {
-			if !e.releasing {
-				delete(k.leases, e)
-				lose = append(lose, e)
-			}
-			continue
-		}
-		if sent.After(e.lastSent) {
-			e.lastSent = sent
-			e.deadline = sent.Add(k.ttl - k.margin)
-			e.suspectAt = sent.Add(k.suspect)
-		}
-		if e.suspended && time.Now().Before(e.suspectAt) {
-			// Under k.mu, like Suspend in check: the flag and the lease's
-			// state change together, so a Suspend cannot land after this
-			// Resume and stick.
-			e.suspended = false
-			e.ctl.Resume()
-		}
-	}
-	k.mu.Unlock()
-	for _, e := range lose {
-		if e.ctl.Lose(fmt.Errorf("%w (%s)", ErrGone, e.ref.Key)) {
-			k.lost.Add(1)
-		}
-	}
-	// No watchdog kick: renewals only move events later, and the watchdog
-	// recomputes its next wake when it wakes as planned.
-}
-
-// releasePending sends the queued releases that are due, in batches, and
-// returns when the renewer should wake next (at the latest at next).
-func (k *Keeper) releasePending(next time.Time) time.Time {
-	now := time.Now()
-	k.mu.Lock()
-	var due []pendingRelease
-	keep := k.pending[:0]
-	wake := next
-	for _, p := range k.pending {
-		switch {
-		case now.After(p.until):
-			// Expired on the server by now: nothing left to free.
-		case now.Before(p.notBef):
-			keep = append(keep, p)
-			if p.notBef.Before(wake) {
-				wake = p.notBef
-			}
-		default:
-			due = append(due, p)
-		}
-	}
-	k.pending = keep
-	k.mu.Unlock()
-
-	size := k.store.BatchSize()
-	for start := 0; start < len(due); start += size {
-		batch := due[start:min(start+size, len(due))]
-		refs := make([]Ref, len(batch))
-		for i, p := range batch {
-			refs[i] = p.ref
-		}
-		// As for renewals (renewBatch): a slow answer is worth waiting
-		// for, and cutting the request closes a pooled connection.
-		ctx, cancel := context.WithTimeout(k.base, max(k.interval, k.ttl/2))
-		err := k.store.Release(ctx, refs)
-		cancel()
-		if err == nil {
-			k.releases.Add(1)
-			continue
-		}
-		retry := time.Now()
-		k.mu.Lock()
-		for _, p := range batch {
-			p.tries++
-			p.notBef = retry.Add(k.backoff.Delay(p.tries))
-			if p.notBef.Before(wake) {
-				wake = p.notBef
-			}
-			if !k.closed {
-				k.pending = append(k.pending, p)
-			}
-		}
-		k.mu.Unlock()
-	}
-	return wake
-}
-
-// watchdog suspends leases whose renewal is late and loses leases whose
-// deadline has come. It sleeps until the earliest such moment.
-func (k *Keeper) watchdog() {
-	defer k.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		wake := k.check(time.Now())
-		timer.Reset(time.Until(wake))
-		select {
-		case <-k.stop:
-			return
-		case <-k.kickW:
-		case <-timer.C:
-		}
-	}
-}
-
-// check applies suspensions and deadlines due at now and returns the next
-// moment one is due.
-func (k *Keeper) check(now time.Time) time.Time {
-	wake := now.Add(time.Hour)
-	var lose []*entry
-	k.mu.Lock()
-	for e := range k.leases {
-		if !now.Before(e.deadline) {
-			delete(k.leases, e)
-			lose = append(lose, e)
-			continue
-		}
-		if e.deadline.Before(wake) {
-			wake = e.deadline
-		}
-		if e.fixed || e.suspended {
-			continue
-		}
-		if !now.Before(e.suspectAt) {
-			e.suspended = true
-			e.ctl.Suspend() // under k.mu: see apply
-			k.suspended.Add(1)
-		} else if e.suspectAt.Before(wake) {
-			wake = e.suspectAt
-		}
-	}
-	k.nextWake = wake
-	for _, e := range lose {
-		if !e.fixed {
-			// The row may still be ours on the server until its expiry:
-			// free it early (owner-checked) once the store is reachable.
-			k.queueLocked(e.ref, now)
-		}
-	}
-	k.mu.Unlock()
-	for _, e := range lose {
-		cause := ErrDeadline
-		if e.fixed {
-			cause = ErrFixedExpired
-		}
-		if e.ctl.Lose(fmt.Errorf("%w (%s)", cause, e.ref.Key)) {
-			k.lost.Add(1)
-		}
-	}
-	if len(lose) > 0 {
-		kick(k.kickR)
-	}
-	// The timer's own lateness delays Lost only by scheduling delay, which
-	// DriftMargin covers.
-	return wake
 }

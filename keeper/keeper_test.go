@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -145,7 +146,43 @@ func lockOne(t *testing.T, c *sqllock.Client, name string) *baton.Lease {
 
 // TestNewRejects checks the keeper's option validation.
 func TestNewRejects(t *testing.T) {
-	if _, err := keeper.New(nil, keeper.Options{TTL: time.Second}); err == nil {
-		t.Errorf("New(nil Store) = nil, want an error")
+	st := newFakeStore(nil, 10)
+	for _, c := range []struct {
+		name  string
+		store keeper.Store
+		o     keeper.Options
+	}{
+		{"nil Store", nil, keeper.Options{TTL: time.Second}},
+		{"no TTL", st, keeper.Options{}},
+		{"negative TTL", st, keeper.Options{TTL: -time.Second}},
+		{"BatchSize 0", newFakeStore(nil, 0), keeper.Options{TTL: time.Second}},
+		{"negative DriftMargin", st, keeper.Options{TTL: time.Second, DriftMargin: -1}},
+		{"DriftMargin TTL/2", st, keeper.Options{TTL: time.Second, DriftMargin: 500 * time.Millisecond}},
+	} {
+		if k, err := keeper.New(c.store, c.o); !errors.Is(err, baton.ErrInvalidOption) {
+			if err == nil {
+				_ = k.Close()
+			}
+			t.Errorf("New(%s) = %v, want %v", c.name, err, baton.ErrInvalidOption)
+		}
+	}
+}
+
+// TestDefaultDriftMargin checks the default margin: max(TTL/10, 100ms),
+// or TTL/4 when that is not below TTL/2.
+func TestDefaultDriftMargin(t *testing.T) {
+	for _, c := range []struct{ ttl, want time.Duration }{
+		{10 * time.Second, time.Second},
+		{time.Second, 100 * time.Millisecond},
+		{200 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		k, err := keeper.New(newFakeStore(nil, 10), keeper.Options{TTL: c.ttl})
+		if err != nil {
+			t.Fatalf("New(TTL %v) = %v", c.ttl, err)
+		}
+		if got := k.DriftMargin(); got != c.want {
+			t.Errorf("TTL %v: DriftMargin() = %v, want %v", c.ttl, got, c.want)
+		}
+		_ = k.Close()
 	}
 }
