@@ -37,8 +37,9 @@ func cleanMain(args []string) int {
 // refuseDirectory rejects a --force-release that names the lock directory
 // (or a semaphore's queue directory) instead of an entry. Removing the
 // directory would release the real holder and every waiter at once and
-// destroy the evidence (seed 2.4.5.3, Q15/Q18). The engines' Remove refuses
-// anything but an entry, too; this check only gives the reason.
+// destroy the evidence an operator needs to find out why it was stuck.
+// The engines' Remove refuses anything but an entry, too; this check only
+// gives the reason.
 func refuseDirectory(name, entry string) error {
 	e := strings.Trim(entry, "/")
 	if e == "" || e == "." || e == "locks" || e == "leases" || e == name || strings.HasSuffix(e, "/"+name) {

@@ -602,7 +602,8 @@ func holder(endpoint, dbPath string, report io.Writer) error {
 	tell("read %d %d", bal[0], bal[1])
 
 	// Here the demo pauses this process. The write below was decided
-	// before the pause, as in the seed's story: nothing in between checks
+	// before the pause, as a real handler decides its write before a GC
+	// pause or a page fault stalls it: nothing in between checks
 	// the lock, and no check could close the gap anyway.
 	cmd, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil || strings.TrimSpace(cmd) != "write" {

@@ -203,7 +203,8 @@ func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 		noun:  "leadership",
 		env:   []string{"BATON_EPOCH=" + epoch},
 		// COMMAND has exited: there is nothing left to drain or
-		// checkpoint, so resigning is releasing in the seed's order.
+		// checkpoint, so resigning is just releasing: stop the work, then
+		// give the lock back, never the other way round.
 		release: func(ctx context.Context) error { return ld.Resign(ctx, baton.ResignPlan{}) },
 	}, nil
 }

@@ -85,7 +85,7 @@ func freePorts() (int, int, error) {
 // Main is the TestMain of a test binary that talks to one embedded etcd:
 // it starts the server and stores it in *srv, runs the tests, stops the
 // server and, when the tests passed, fails the binary if any goroutine
-// outlived its owner (fault matrix I8). leakOpts name the few known
+// outlived its owner (I8, docs/faults.md). leakOpts name the few known
 // background goroutines goleak should ignore. It does not return.
 func Main(m *testing.M, srv **Server, leakOpts ...goleak.Option) {
 	s, err := Start()
