@@ -93,8 +93,14 @@ func (c *Client) TTL() time.Duration { return c.o.TTL }
 // Prefix returns the key prefix.
 func (c *Client) Prefix() string { return c.o.Prefix }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// Stats returns the counters of the keeper that renews this client's
+// leases (rounds, pipelined batches, releases, suspensions, losses), for
+// tests and monitoring.
+func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
+
+// DriftMargin returns the margin subtracted from every lease deadline:
+// Options.DriftMargin, or its default.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // checkOpen returns an error wrapping baton.ErrClosed after Close.
 func (c *Client) checkOpen() error {

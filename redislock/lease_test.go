@@ -345,13 +345,13 @@ func TestManyLeases(t *testing.T) {
 	// without pause, rounds are TTL/3 apart.
 	quiet := func() keeper.Stats {
 		for range 50 {
-			a := c.Keeper().Stats()
+			a := c.Stats()
 			time.Sleep(100 * time.Millisecond)
-			if b := c.Keeper().Stats(); a.Rounds == b.Rounds && a.RenewBatches == b.RenewBatches {
+			if b := c.Stats(); a.Rounds == b.Rounds && a.RenewBatches == b.RenewBatches {
 				return b
 			}
 		}
-		t.Fatalf("the keeper never paused for 100ms in 5s: %+v", c.Keeper().Stats())
+		t.Fatalf("the keeper never paused for 100ms in 5s: %+v", c.Stats())
 		return keeper.Stats{}
 	}
 	s0 := quiet()

@@ -148,8 +148,10 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // Majority returns N/2+1, the votes a grant needs.
 func (c *Client) Majority() int { return c.maj }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// DriftMargin returns the margin the keeper subtracts from every lease
+// deadline: Options.DriftMargin (or its default) plus the Redlock drift,
+// TTL·DriftFactor + DriftFixed.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // Stats counts a client's protocol work since New, for tests and
 // monitoring.
@@ -159,6 +161,10 @@ type Stats struct {
 	WriteBacks   uint64 // write-back (raise) scripts sent to nodes
 	Unlocks      uint64 // unlock scripts sent to nodes after failed attempts
 	WipedNodes   uint64 // nodes refused because they lost their index
+
+	// Keeper counts the work of the keeper that extends the held leases on
+	// every node (rounds, batches, releases, suspensions, losses).
+	Keeper keeper.Stats
 }
 
 // Stats returns the client's counters.
@@ -169,6 +175,7 @@ func (c *Client) Stats() Stats {
 		WriteBacks:   c.writeBacks.Load(),
 		Unlocks:      c.unlocks.Load(),
 		WipedNodes:   c.wiped.Load(),
+		Keeper:       c.k.Stats(),
 	}
 }
 

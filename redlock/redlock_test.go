@@ -50,8 +50,8 @@ func TestOptions(t *testing.T) {
 		t.Errorf("New(zero Options): TTL, Majority, Nodes = %v, %d, %d, want %v, 2, 3", c.TTL(), c.Majority(), c.Nodes(), redlock.DefaultTTL)
 	}
 	// The keeper's margin includes the Redlock drift (TTL·0.01 + 2ms).
-	if got, want := c.Keeper().DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
-		t.Errorf("Keeper().DriftMargin() = %v, want %v", got, want)
+	if got, want := c.DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
+		t.Errorf("DriftMargin() = %v, want %v", got, want)
 	}
 }
 

@@ -82,8 +82,14 @@ func (c *Client) Engine() string { return c.engine }
 // TTL returns the lease time of a row.
 func (c *Client) TTL() time.Duration { return c.o.TTL }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// Stats returns the counters of the keeper that renews this client's
+// leases (rounds, batches, releases, suspensions, losses), for tests and
+// monitoring.
+func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
+
+// DriftMargin returns the margin subtracted from every lease deadline:
+// Options.DriftMargin, or its default.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // Table returns the name of the locks table.
 func (c *Client) Table() string { return c.q.locks }
