@@ -125,7 +125,7 @@ func TestTokensShared(t *testing.T) {
 	}
 }
 
-// TestStaleReleaseAfterRegrant (I9): a holder cut off the database is
+// TestStaleReleaseAfterRegrant: a release never frees a newer grant. A holder cut off the database is
 // Lost, its row expires and another client takes it; when the first
 // client's connection comes back, its queued background release runs, and
 // must not free the new grant.

@@ -10,6 +10,8 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/queue"
 )
 
 // The multi-row recipes (RWMutex, Semaphore, Election) keep every row of
@@ -63,11 +65,9 @@ type recipeRow struct {
 	live  bool // owned and unexpired on the database clock
 }
 
-// recipe describes one multi-row recipe to the shared acquire loop.
+// recipe describes one multi-row recipe to attemptRecipe.
 type recipe struct {
 	name     string
-	what     string // in messages: "read lock", "semaphore", …
-	key      any    // reentrancy key; nil: not reentrant
 	kind     string // kind of a granted row
 	waitKind string // kind of a waiter's intent row
 	data     string // stored with both
@@ -77,6 +77,28 @@ type recipe struct {
 	// refused, if set, sees the live rows of other owners after an
 	// attempt that did not grant (the semaphore checks their N).
 	refused func(others []recipeRow)
+}
+
+// recipeFor describes the rows of the acquire req.
+func recipeFor(req *leasing.Request) recipe {
+	r := recipe{name: req.Name}
+	switch req.Kind {
+	case leasing.KindRead:
+		r.kind, r.waitKind, r.grant = kindRead, kindReadWait, readGrant
+	case leasing.KindWrite:
+		r.kind, r.waitKind = kindWrite, kindWriteWait
+		r.grant = func(others []recipeRow, ticket uint64) bool {
+			return exclusiveGrant(others, ticket, kindWriteWait, kindReadWait)
+		}
+	case leasing.KindPermit:
+		r.kind, r.waitKind, r.data = kindPermit, kindPermitWait, string(queue.PermitsData(req.N))
+		r.grant = func(others []recipeRow, ticket uint64) bool { return permitGrant(others, ticket, req.N) }
+		r.refused = func(others []recipeRow) { req.Seen(permitsOf(req.Name, others), true) }
+	case leasing.KindLeader:
+		r.kind, r.waitKind, r.data = kindLeader, kindCandidate, req.ID
+		r.grant = func(others []recipeRow, ticket uint64) bool { return exclusiveGrant(others, ticket, kindCandidate) }
+	}
+	return r
 }
 
 // intent is a waiter's own row across attempts.
@@ -93,111 +115,65 @@ type attemptResult struct {
 	others  []recipeRow
 }
 
-// acquireRecipe is acquire's loop for the multi-row recipes: attempt, and
-// while refused (wait) keep an intent row and sleep until a wake-up or the
-// next backoff step.
-func (c *Client) acquireRecipe(ctx context.Context, r *recipe, wait bool) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, r.key); l != nil || err != nil {
-		return l, err
-	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("sqllock: %s %q: "+format, append([]any{r.what, r.name}, args...)...)
-	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errf("%w", err)
-	}
-	if err := c.ensureSchema(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, errf("%w: %w", ctx.Err(), err)
+// recipeAttempts are the attempts of one multi-row acquire: each is one
+// transaction (attemptRecipe). While refused, a waiter keeps an intent
+// row, under one owner until an attempt fails: then what the attempt may
+// have written and the intent row are released (owner-checked, in the
+// background) and the waiter goes on under a new owner.
+type recipeAttempts struct {
+	c     *Client
+	req   *leasing.Request
+	r     recipe
+	owner string
+	mine  intent
+}
+
+func (c *Client) recipeAttempts(req *leasing.Request) *recipeAttempts {
+	return &recipeAttempts{c: c, req: req, r: recipeFor(req), owner: baton.NewOwnerID(), mine: intent{slot: -1}}
+}
+
+func (a *recipeAttempts) Watch(int) (<-chan struct{}, func()) { return a.c.hub().watch(a.req.Name) }
+
+func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+	sent := time.Now()
+	res, err := a.c.st.attemptRecipe(ctx, &a.r, a.owner, &a.mine, a.req.Wait)
+	out := leasing.Result{Sent: sent, Ref: keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: res.slot}}
+	switch {
+	case err != nil:
+		if a.c.contended(err) {
+			out.Reached = time.Now() // busy until now: reached, not unreachable
 		}
-		return nil, errf("%w: %w", baton.ErrUnavailable, err)
+		return out, err
+	case res.granted:
+		out.Granted, out.Token = true, res.token
+	case a.r.refused != nil:
+		a.r.refused(res.others)
 	}
-	sessionBound := c.o.TTL - c.k.DriftMargin()
-	lastOK := time.Now()
-	reached := false // some attempt got the database's answer
-	owner := baton.NewOwnerID()
-	mine := intent{slot: -1}
-	// drop releases (owner-checked, in the background) the intent row and
-	// whatever an attempt with an unknown outcome may have written.
-	drop := func(slots ...int64) {
-		for _, s := range append(slots, mine.slot) {
-			if s >= 0 {
-				c.k.Abandon(keeper.Ref{Key: r.name, Owner: owner, Aux: s})
-			}
-		}
-		mine = intent{slot: -1}
+	return out, nil
+}
+
+// Forget releases what the failed attempt may have written and the
+// intent row, and makes the next attempt under a new owner.
+func (a *recipeAttempts) Forget(res leasing.Result) {
+	a.drop(res.Ref.Aux.(int64))
+	a.owner = baton.NewOwnerID()
+}
+
+func (a *recipeAttempts) End(_ context.Context, granted bool) {
+	if !granted {
+		a.drop()
 	}
-	for attempt := 0; ; attempt++ {
-		woke, unwatch := c.hub().watch(r.name)
-		sent := time.Now()
-		actx, cancel := context.WithTimeout(ctx, c.attemptTimeout())
-		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
-		res, err := c.st.attemptRecipe(actx, r, owner, &mine, wait)
-		stop()
-		cancel()
-		if err == nil && res.granted {
-			unwatch()
-			lease, herr := c.k.Hold(ctx, baton.Grant{
-				Name:   r.name,
-				Engine: c.engine,
-				Token:  res.token + c.o.TokenFloor,
-				Owner:  owner,
-				Key:    r.key,
-			}, keeper.Ref{Key: r.name, Owner: owner, Aux: res.slot}, sent, 0)
-			if herr == nil {
-				return lease, nil
-			}
-			mine.slot = -1 // Hold queued the release of the row
-			if cerr := c.checkOpen(); cerr != nil {
-				return nil, cerr
-			}
-			err = herr
-			res.slot = -1
+}
+
+// drop releases (owner-checked, in the background) the intent row and the
+// slots given.
+func (a *recipeAttempts) drop(slots ...int64) {
+	for _, s := range append(slots, a.mine.slot) {
+		if s >= 0 {
+			a.c.k.Abandon(keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: s})
 		}
-		if err != nil {
-			// The outcome is unknown: free what the attempt may have
-			// written, and go on under a new owner.
-			drop(res.slot)
-			owner = baton.NewOwnerID()
-			if ctx.Err() == nil && c.contended(err) {
-				lastOK = time.Now() // busy until now: reached, not unreachable
-			}
-			if ferr := c.failedAttempt(ctx, err, reached, lastOK, sessionBound, wait, errf); ferr != nil {
-				unwatch()
-				return nil, ferr
-			}
-		} else {
-			lastOK, reached = sent, true
-			if r.refused != nil {
-				r.refused(res.others)
-			}
-			if !wait {
-				unwatch()
-				return nil, errf("%w", baton.ErrNotAcquired)
-			}
-		}
-		t := time.NewTimer(c.o.Backoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			unwatch()
-			drop()
-			return nil, errf("%w", ctx.Err())
-		case <-c.closing:
-			t.Stop()
-			unwatch()
-			drop()
-			return nil, c.checkOpen()
-		case <-woke:
-			attempt = -1 // a release: start the backoff over
-		case <-t.C:
-		}
-		t.Stop()
-		unwatch()
 	}
+	a.mine = intent{slot: -1}
 }
 
 // attemptRecipe makes one attempt of r for owner in one transaction (see
