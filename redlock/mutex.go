@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Mutex is an exclusive lock held on a majority of the nodes. It
@@ -16,41 +17,34 @@ import (
 //
 // Redlock has only the mutex: a read/write lock or a semaphore would need
 // the quorum token's argument for several holders at once, which it does
-// not give.
-type Mutex struct {
-	c    *Client
-	name string
-}
+// not give. Nor has it LockFor: every key is written with the TTL.
+type Mutex struct{ m *leasing.Mutex }
 
 var _ baton.Locker = (*Mutex)(nil)
 
 // Mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
 func (c *Client) Mutex(name string) (*Mutex, error) {
-	n, err := baton.ValidateName(name)
+	m, err := c.eng.Mutex(name)
 	if err != nil {
-		return nil, fmt.Errorf("redlock: Mutex: %w", err)
+		return nil, err
 	}
-	return &Mutex{c: c, name: n}, nil
+	return &Mutex{m}, nil
 }
 
 // Name returns the normalised lock name.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.m.Name() }
 
 // Lock blocks until the lock is granted or ctx ends. Between attempts it
 // sleeps a jittered backoff (Redlock nodes send no release
 // notifications). A waiter that reaches no majority of the nodes for as
 // long as a held lease would survive fails with an error wrapping
 // baton.ErrSessionLost and baton.ErrUnavailable.
-func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) {
-	return m.c.acquire(ctx, m, m.name, true)
-}
+func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) { return m.m.Lock(ctx) }
 
 // TryLock makes one attempt; baton.ErrNotAcquired when other owners hold
 // enough nodes that no majority is left.
-func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) {
-	return m.c.acquire(ctx, m, m.name, false)
-}
+func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) { return m.m.TryLock(ctx) }
 
 // outcome is how one attempt ended.
 type outcome int
@@ -72,86 +66,50 @@ type attemptResult struct {
 	majorityAnswered bool
 }
 
-// acquire is the loop both Lock and TryLock run: an attempt, and while
-// the lock is held (wait) a backoff sleep before the next.
-func (c *Client) acquire(ctx context.Context, key any, name string, wait bool) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
-		return l, err
-	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("redlock: mutex %q: "+format, append([]any{name}, args...)...)
-	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errf("%w", err)
-	}
-	// A waiter that has not reached a majority for this long would have
-	// lost a lease it held: its wait is over (ErrSessionLost).
-	sessionBound := c.o.TTL - c.k.DriftMargin()
-	lastOK := time.Now()
-	for attempt := 0; ; attempt++ {
-		if err := c.verifyFirst(ctx); err != nil {
-			if errors.Is(err, baton.ErrInvalidOption) || c.checkOpen() != nil {
-				return nil, err
-			}
-			if ctx.Err() != nil {
-				return nil, errf("%w (verifying the node indexes: %v)", ctx.Err(), err)
-			}
-			if !wait {
-				return nil, errf("%w", err)
-			}
-		} else {
-			owner := baton.NewOwnerID()
-			ref := keeper.Ref{Key: name, Owner: owner}
-			r := c.attempt(ctx, name, owner)
-			if r.outcome == granted {
-				lease, err := c.k.Hold(ctx, baton.Grant{
-					Name:   name,
-					Engine: "redlock",
-					Token:  r.token + c.o.TokenFloor,
-					Owner:  owner,
-					Key:    key,
-				}, ref, r.start, 0)
-				if err == nil {
-					return lease, nil
-				}
-				if cerr := c.checkOpen(); cerr != nil {
-					return nil, cerr
-				}
-				// The grant came too late to be trusted; Hold unlocks it.
-				r = attemptResult{outcome: unreached, err: err, majorityAnswered: true}
-			}
-			if r.majorityAnswered {
-				lastOK = r.start
-			}
-			switch {
-			case ctx.Err() != nil:
-				return nil, errf("%w (last attempt: %v)", ctx.Err(), r.err)
-			case c.checkOpen() != nil:
-				return nil, c.checkOpen()
-			case !wait && r.outcome == held:
-				return nil, errf("%w", baton.ErrNotAcquired)
-			case !wait:
-				return nil, errf("%w: %w", baton.ErrUnavailable, r.err)
-			}
-		}
-		if since := time.Since(lastOK); since >= sessionBound {
-			return nil, errf("%w: %w: no majority of the nodes answered for %v", baton.ErrSessionLost, baton.ErrUnavailable, since.Round(time.Millisecond))
-		}
-		t := time.NewTimer(c.o.Backoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errf("%w", ctx.Err())
-		case <-c.closing:
-			t.Stop()
-			return nil, c.checkOpen()
-		case <-t.C:
-		}
-	}
+// attempts are one Mutex acquire's attempts for package leasing: each
+// verifies the node indexes until that has succeeded once, then runs one
+// Redlock attempt under a new owner. An attempt that fails frees what it
+// took itself (see attempt), and a wait keeps nothing on the nodes.
+type attempts struct {
+	c    *Client
+	name string
 }
+
+// Begin starts one acquire. Redlock serves only the mutex.
+func (s *store) Begin(req *leasing.Request) leasing.Attempts {
+	if req.Kind != leasing.KindMutex || req.Fixed > 0 {
+		panic("redlock: only the renewed mutex is served") // the Client hands out nothing else
+	}
+	return &attempts{c: s.c, name: req.Name}
+}
+
+var _ leasing.Store = (*store)(nil)
+
+func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+	if err := a.c.verifyFirst(ctx); err != nil {
+		if errors.Is(err, baton.ErrInvalidOption) {
+			return leasing.Result{}, leasing.Permanent(err)
+		}
+		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
+	}
+	owner := baton.NewOwnerID()
+	r := a.c.attempt(ctx, a.name, owner)
+	res := leasing.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
+	switch r.outcome {
+	case granted:
+		res.Granted, res.Token = true, r.token
+		return res, nil
+	case held:
+		return res, nil
+	}
+	if r.majorityAnswered {
+		res.Reached = r.start
+	}
+	return res, r.err
+}
+
+func (a *attempts) Forget(leasing.Result)     {}
+func (a *attempts) End(context.Context, bool) {}
 
 // verifyFirst runs Verify until it has succeeded once, bounded by the
 // acquire budget.
@@ -254,7 +212,8 @@ func (rd round) granting() []int {
 
 // acquireRound sends the acquire script to every usable node at once,
 // each with NodeTimeout, and stops as soon as a majority granted or a
-// majority has become impossible (seed 004 Q2). It returns the tokens of
+// majority has become impossible: waiting for slow nodes would only eat
+// into the grant's validity. It returns the tokens of
 // the granting nodes and how many nodes may hold the key (granted, or
 // outcome unknown).
 func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptResult, round) {

@@ -100,15 +100,16 @@ func TestTokensIncrease(t *testing.T) {
 	}
 	for i := 1; i < len(tokens); i++ {
 		if tokens[i] <= tokens[i-1] {
-			t.Errorf("grant %d has token %d after %d, want strictly increasing (I2)", i, tokens[i], tokens[i-1])
+			t.Errorf("grant %d has token %d after %d, want strictly increasing", i, tokens[i], tokens[i-1])
 		}
 	}
 	t.Logf("%d grants, tokens %v…%v", len(tokens), tokens[0], tokens[len(tokens)-1])
 }
 
 // TestEarlyStop checks that an attempt returns as soon as a majority is
-// won or has become impossible, instead of waiting for slow nodes (seed
-// 004 Q2), by its duration and the requests it sent.
+// won or has become impossible, instead of waiting for slow nodes (which
+// would only eat into the grant's validity), by its duration and the
+// requests it sent.
 func TestEarlyStop(t *testing.T) {
 	addrs := testenv.Redlock(t)
 	prefix := newPrefix(t, addrs)

@@ -30,7 +30,7 @@ func recordRelease(rec *drill.Recorder, client string, l *baton.Lease) {
 	rec.Begin(client, drill.OpRelease, l.Name(), l.Token()).Ok()
 }
 
-// TestRow07EarlyExpiry is fault row 7: one granting node expires A's key
+// TestRow07EarlyExpiry: one granting node expires A's key
 // early (PEXPIRE key 1, as a clock jump on that node would). B then wins
 // a majority while A still holds: the raw grant checker sees the double
 // grant — Redlock cannot prevent it — but B's quorum token is larger than
@@ -139,9 +139,9 @@ func contains(xs []int, x int) bool {
 }
 
 // TestRow07WriteBack is row 7's token half: across non-overlapping grants
-// the quorum token increases (I2) because of the write-back, and controls
-// whose write-back is skipped or misdirected break I2 on the same
-// interleaving.
+// the quorum token increases (strictly, from grant to grant) because of
+// the write-back, and controls whose write-back is skipped or misdirected
+// break that rule on the same interleaving.
 func TestRow07WriteBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -162,9 +162,9 @@ func TestRow07WriteBack(t *testing.T) {
 			t.Logf("A's token %d, then B's %d: %v", tokA, tokB, vs)
 			switch {
 			case tc.broken && len(vs) == 0:
-				t.Errorf("control: B's token %d > A's %d: the control did not break I2, so the test could not fail", tokB, tokA)
+				t.Errorf("control: B's token %d > A's %d: the control did not break the token order, so the test could not fail", tokB, tokA)
 			case !tc.broken && len(vs) != 0:
-				t.Errorf("I2 broken with the write-back: %v", vs)
+				t.Errorf("token order broken with the write-back: %v", vs)
 			}
 		})
 	}
@@ -255,7 +255,7 @@ func (r *volatileRedis) restartEmpty(t *testing.T) {
 //     it sets the index again and wins a majority {0, 2} while A still
 //     holds — the raw grant checker reports the double grant — with a
 //     token minted from node 0's rewound counter, below A's and below
-//     tokens already issued: I2 breaks and the fence cannot help.
+//     tokens already issued: tokens no longer increase and the fence cannot help.
 //
 // The control is the same deployment before the wipe: C's TryLock fails
 // with ErrNotAcquired.
@@ -346,7 +346,7 @@ func TestRow07WipedNode(t *testing.T) {
 	}
 	tk := drill.CheckTokens(rec.Events())
 	if len(tk) == 0 {
-		t.Errorf("token checker found no I2 violation, want B's token %d after A's %d", lb.Token(), la.Token())
+		t.Errorf("token checker found no token-order violation, want B's token %d after A's %d", lb.Token(), la.Token())
 	}
 	for _, v := range append(ex, tk...) {
 		t.Logf("expected violation: %v", v)
