@@ -156,13 +156,21 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 			return r
 		}
 	}
+	c.cleanUp(ctx, name, owner, start, rd)
+	return r
+}
+
+// cleanUp frees what a failed attempt may hold: the granting nodes are
+// unlocked at once, owner-checked; nodes whose outcome is unknown, or
+// still to come, are left to the keeper, which unlocks every node.
+func (c *Client) cleanUp(ctx context.Context, name, owner string, start time.Time, rd round) {
 	ref := keeper.Ref{Key: name, Owner: owner}
 	switch {
 	case ctx.Err() != nil || c.checkOpen() != nil:
 		// The caller must return now: the keeper unlocks every node.
 		rd.f.cancel()
 		c.k.Abandon(ref)
-		return r
+		return
 	case len(rd.unknown) > 0:
 		c.k.Abandon(ref)
 	}
@@ -171,7 +179,7 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 	}
 	if rd.f.pending() == 0 {
 		rd.f.cancel()
-		return r
+		return
 	}
 	// Requests still in flight may create the key later (after an unlock
 	// sent now on another connection): a goroutine of the client waits
@@ -191,7 +199,6 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 			c.k.Abandon(ref)
 		}
 	}()
-	return r
 }
 
 // round is what an acquire round learnt.
@@ -213,9 +220,8 @@ func (rd round) granting() []int {
 // acquireRound sends the acquire script to every usable node at once,
 // each with NodeTimeout, and stops as soon as a majority granted or a
 // majority has become impossible: waiting for slow nodes would only eat
-// into the grant's validity. It returns the tokens of
-// the granting nodes and how many nodes may hold the key (granted, or
-// outcome unknown).
+// into the grant's validity. It returns the tokens of the granting nodes
+// and how many nodes may hold the key (granted, or outcome unknown).
 func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptResult, round) {
 	key := c.lockKey(name)
 	ttl := c.o.TTL.Milliseconds()
@@ -233,70 +239,84 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptR
 		}
 		return acquireScript.Run(ctx, n.rdb, []string{key, c.keyCtr, c.keyIdx}, owner, ttl, n.i, len(c.nodes), init).Result()
 	})
-	tokens := make(map[int]uint64, c.maj)
-	heldBy, failed := 0, len(c.nodes)-len(idx)
-	var (
-		errs    []error
-		unknown []int
-	)
-	for len(tokens) < c.maj && len(c.nodes)-heldBy-failed >= c.maj {
+	t := tally{tokens: make(map[int]uint64, c.maj), failed: len(c.nodes) - len(idx)}
+	for len(t.tokens) < c.maj && len(c.nodes)-t.heldBy-t.failed >= c.maj {
 		r, more := f.next()
 		if !more {
 			break
 		}
-		if r.err != nil {
-			// A timeout or a broken connection: the script may have run.
-			failed++
-			unknown = append(unknown, r.i)
-			errs = append(errs, r.err)
-			continue
-		}
-		vs, _ := r.v.([]any)
-		code := int64(-99)
-		if len(vs) == 2 {
-			code, _ = vs[0].(int64)
-		}
-		switch code {
-		case codeGranted:
-			c.nodes[r.i].known.Store(true)
-			tokens[r.i] = num(vs[1])
-		case codeHeld:
-			c.nodes[r.i].known.Store(true)
-			heldBy++
-		case codeNoIndex:
-			c.nodes[r.i].refused.Store(true)
-			c.wiped.Add(1)
-			failed++
-			errs = append(errs, fmt.Errorf("node %d (%s): %w; refused from now on", r.i, c.nodes[r.i].addr, ErrNodeWiped))
-		case codeWrongIndex:
-			failed++
-			errs = append(errs, c.checkIndex(r.i, vs[1]))
-		default:
-			failed++
-			errs = append(errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))
-		}
+		c.count(&t, r)
 	}
 	if f.pending() > 0 {
-		errs = append(errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
+		t.errs = append(t.errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
 	}
 	// Nodes that had not answered when the round stopped may still grant:
 	// they are unlocked with the rest when the attempt fails, and
 	// extended with the rest when it succeeds.
-	res := attemptResult{majorityAnswered: len(tokens)+heldBy >= c.maj}
+	return c.outcome(&t), round{tokens: t.tokens, unknown: t.unknown, f: f}
+}
+
+// tally is what an acquire round has heard so far.
+type tally struct {
+	tokens  map[int]uint64 // granting nodes and the tokens they minted
+	heldBy  int            // nodes held by other owners
+	failed  int            // nodes that cannot grant (errors, refusals)
+	unknown []int          // nodes that failed: the script may have run
+	errs    []error
+}
+
+// count adds one node's answer to t.
+func (c *Client) count(t *tally, r result) {
+	if r.err != nil {
+		// A timeout or a broken connection: the script may have run.
+		t.failed++
+		t.unknown = append(t.unknown, r.i)
+		t.errs = append(t.errs, r.err)
+		return
+	}
+	vs, _ := r.v.([]any)
+	code := int64(-99)
+	if len(vs) == 2 {
+		code, _ = vs[0].(int64)
+	}
+	switch code {
+	case codeGranted:
+		c.nodes[r.i].known.Store(true)
+		t.tokens[r.i] = num(vs[1])
+	case codeHeld:
+		c.nodes[r.i].known.Store(true)
+		t.heldBy++
+	case codeNoIndex:
+		c.nodes[r.i].refused.Store(true)
+		c.wiped.Add(1)
+		t.failed++
+		t.errs = append(t.errs, fmt.Errorf("node %d (%s): %w; refused from now on", r.i, c.nodes[r.i].addr, ErrNodeWiped))
+	case codeWrongIndex:
+		t.failed++
+		t.errs = append(t.errs, c.checkIndex(r.i, vs[1]))
+	default:
+		t.failed++
+		t.errs = append(t.errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))
+	}
+}
+
+// outcome judges a finished round.
+func (c *Client) outcome(t *tally) attemptResult {
+	res := attemptResult{majorityAnswered: len(t.tokens)+t.heldBy >= c.maj}
 	switch {
-	case len(tokens) >= c.maj:
+	case len(t.tokens) >= c.maj:
 		res.outcome = granted
-	case heldBy > len(c.nodes)-c.maj:
+	case t.heldBy > len(c.nodes)-c.maj:
 		res.outcome = held
-		res.err = fmt.Errorf("%d of %d nodes held by other owners", heldBy, len(c.nodes))
+		res.err = fmt.Errorf("%d of %d nodes held by other owners", t.heldBy, len(c.nodes))
 	default:
 		res.outcome = unreached
-		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(tokens), len(c.nodes), heldBy, c.maj, errors.Join(errs...))
+		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(t.tokens), len(c.nodes), t.heldBy, c.maj, errors.Join(t.errs...))
 	}
 	if err, _ := c.broken.Load().(error); err != nil {
 		res.outcome, res.err = unreached, err
 	}
-	return res, round{tokens: tokens, unknown: unknown, f: f}
+	return res
 }
 
 // writeBack raises the counters of the granting nodes to at least the

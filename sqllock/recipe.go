@@ -188,61 +188,22 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 		return res, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
-	if s.q.d == fence.Postgres {
-		// A client cut off between two statements of this transaction
-		// would keep the guard row locked until the server noticed the
-		// dead connection (TCP keepalive: hours), stalling the name: let
-		// the server end such a session after the attempt's own bound.
-		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
-		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-			return res, err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, s.q.guard(), r.name); err != nil {
-		return res, err
-	}
-	all, err := s.readRecipeRows(ctx, tx, r.name)
+	v, err := s.readGuarded(ctx, tx, r.name, owner)
 	if err != nil {
 		return res, err
 	}
-	var (
-		others  []recipeRow
-		reap    []recipeRow
-		own     *recipeRow
-		free    = int64(-1) // lowest slot ≥ 1 nobody owns
-		maxSlot int64
-		exists  = map[int64]bool{}
-	)
-	for i := range all {
-		row := &all[i]
-		exists[row.slot] = true
-		maxSlot = max(maxSlot, row.slot)
-		switch {
-		case row.owner == owner:
-			own = row
-		case row.live:
-			others = append(others, *row)
-		case row.slot >= 1:
-			if row.owner != "" {
-				reap = append(reap, *row)
-			}
-			if free < 0 {
-				free = row.slot
-			}
-		}
-	}
 	mine.slot, mine.ticket = -1, 0
-	if own != nil {
-		mine.slot, mine.ticket = own.slot, own.token
+	if v.own != nil {
+		mine.slot, mine.ticket = v.own.slot, v.own.token
 	}
-	granted := r.grant(others, mine.ticket)
-	for _, row := range reap {
+	granted := r.grant(v.others, mine.ticket)
+	for _, row := range v.reap {
 		if _, err := tx.ExecContext(ctx, s.q.reap(), r.name, row.slot, row.owner); err != nil {
 			return res, err
 		}
 	}
 	if !granted && !wait {
-		res.others = others
+		res.others = v.others
 		return res, commit(tx)
 	}
 	tok := mine.ticket
@@ -251,25 +212,12 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 			return res, err
 		}
 	}
-	slot := mine.slot
-	if slot < 0 {
-		slot = free
-		if slot < 0 {
-			slot = maxSlot + 1
-		}
-	}
 	kind := r.waitKind
 	if granted {
 		kind = r.kind
 	}
-	res.slot = slot // from here on, an error may leave the row written
-	ttl := s.c.o.TTL.Microseconds()
-	if exists[slot] {
-		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
-	} else {
-		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
-	}
-	if err != nil {
+	res.slot = v.slotFor(mine) // from here on, an error may leave the row written
+	if err := s.writeRow(ctx, tx, r, v.exists[res.slot], res.slot, kind, owner, tok); err != nil {
 		return res, err
 	}
 	if err := commit(tx); err != nil {
@@ -279,10 +227,88 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 		res.granted, res.token = true, tok
 		mine.slot, mine.ticket = -1, 0 // the intent row is the grant now
 	} else {
-		res.others = others
-		mine.slot, mine.ticket = slot, tok
+		res.others = v.others
+		mine.slot, mine.ticket = res.slot, tok
 	}
 	return res, nil
+}
+
+// view is a name's rows as one attempt sees them.
+type view struct {
+	others  []recipeRow // live rows of other owners
+	reap    []recipeRow // expired rows at slots ≥ 1 still owned: to clear
+	own     *recipeRow  // the caller's row, if any
+	free    int64       // lowest slot ≥ 1 nobody owns; -1: none
+	maxSlot int64
+	exists  map[int64]bool
+}
+
+// slotFor is where the caller's row goes: its intent row's slot, else
+// the lowest free slot, else a new one past the last.
+func (v *view) slotFor(mine *intent) int64 {
+	switch {
+	case mine.slot >= 0:
+		return mine.slot
+	case v.free >= 0:
+		return v.free
+	}
+	return v.maxSlot + 1
+}
+
+// readGuarded locks name's guard row in tx (bounding, on PostgreSQL, how
+// long a cut-off client can keep it locked) and reads the name's rows as
+// owner sees them.
+func (s *store) readGuarded(ctx context.Context, tx *sql.Tx, name, owner string) (*view, error) {
+	if s.q.d == fence.Postgres {
+		// A client cut off between two statements of this transaction
+		// would keep the guard row locked until the server noticed the
+		// dead connection (TCP keepalive: hours), stalling the name: let
+		// the server end such a session after the attempt's own bound.
+		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
+		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q.guard(), name); err != nil {
+		return nil, err
+	}
+	all, err := s.readRecipeRows(ctx, tx, name)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{free: -1, exists: make(map[int64]bool, len(all))}
+	for i := range all {
+		row := &all[i]
+		v.exists[row.slot] = true
+		v.maxSlot = max(v.maxSlot, row.slot)
+		switch {
+		case row.owner == owner:
+			v.own = row
+		case row.live:
+			v.others = append(v.others, *row)
+		case row.slot >= 1:
+			if row.owner != "" {
+				v.reap = append(v.reap, *row)
+			}
+			if v.free < 0 {
+				v.free = row.slot
+			}
+		}
+	}
+	return v, nil
+}
+
+// writeRow writes the caller's row at slot in tx: an update of the row
+// there (exists) or a new row.
+func (s *store) writeRow(ctx context.Context, tx *sql.Tx, r *recipe, exists bool, slot int64, kind, owner string, tok uint64) error {
+	ttl := s.c.o.TTL.Microseconds()
+	var err error
+	if exists {
+		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
+	} else {
+		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
+	}
+	return err
 }
 
 func commit(tx *sql.Tx) error {
