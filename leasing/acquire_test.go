@@ -408,3 +408,76 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// Leader reads the holder of name as the leader: memStore implements
+// leasing.Leaders.
+func (s *memStore) Leader(_ context.Context, name string) (baton.Candidate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner, ok := s.holders[name]
+	if !ok {
+		return baton.Candidate{}, baton.ErrNoLeader
+	}
+	return baton.Candidate{Entry: name, Session: owner}, nil
+}
+
+// Watch wakes Observe: memStore implements leasing.Watcher.
+func (s *memStore) Watch(string) (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake, func() {}
+}
+
+// TestObserve: Observe sends the leader (empty while there is none) and
+// each change, at a wake-up rather than at its next poll, and closes its
+// channel when ctx ends.
+func TestObserve(t *testing.T) {
+	e, s := newEngine(t, leasing.Options{TTL: 8 * time.Second}) // ObservePeriod 1s
+	el, _ := e.Election("elect")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := el.Observe(ctx)
+	if err != nil {
+		t.Fatalf("Observe = %v", err)
+	}
+	next := func(what string) baton.Candidate {
+		t.Helper()
+		select {
+		case c, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: Observe closed its channel", what)
+			}
+			return c
+		case <-time.After(500 * time.Millisecond): // well below ObservePeriod
+			t.Fatalf("%s: nothing from Observe within 500ms", what)
+		}
+		return baton.Candidate{}
+	}
+	if c := next("start"); c != (baton.Candidate{}) {
+		t.Errorf("first candidate = %+v, want none", c)
+	}
+	ld, err := el.CampaignAs(opCtx(t, time.Second), "me")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	s.wakeAll()
+	if c := next("after Campaign"); c.Session != ld.Lease().Owner() {
+		t.Errorf("leader = %+v, want owner %s", c, ld.Lease().Owner())
+	}
+	if err := ld.Lease().Release(context.Background()); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	s.wakeAll()
+	if c := next("after Release"); c != (baton.Candidate{}) {
+		t.Errorf("leader after Release = %+v, want none", c)
+	}
+	cancel()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Errorf("Observe sent after ctx ended, want its channel closed")
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("Observe's channel still open 2s after ctx ended")
+	}
+}
