@@ -320,17 +320,17 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 	// began, so that each window holds one round per period whatever the
 	// rounds' jitter.
 	period := ttl / 3
-	st0 := c.Keeper().Stats()
-	for wait := time.Now().Add(3 * period); c.Keeper().Stats().Rounds == st0.Rounds; {
+	st0 := c.Stats()
+	for wait := time.Now().Add(3 * period); c.Stats().Rounds == st0.Rounds; {
 		if time.Now().After(wait) {
 			t.Fatalf("no renewal round within %v of holding %d leases (TTL %v)", 3*period, n, ttl)
 		}
 		time.Sleep(period / 50)
 	}
 	time.Sleep(period / 2)
-	t0, c0, cmd0, st1 := turns.Turns(), processCPU(), cmds.snapshot(), c.Keeper().Stats()
+	t0, c0, cmd0, st1 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats()
 	time.Sleep(time.Duration(periods) * period)
-	t1, c1, cmd1, st2 := turns.Turns(), processCPU(), cmds.snapshot(), c.Keeper().Stats()
+	t1, c1, cmd1, st2 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats()
 	hr.flights = float64(t1-t0) / float64(periods)
 	hr.cpu = (c1 - c0) / time.Duration(periods)
 	hr.commands = diff(cmd1, cmd0)

@@ -92,16 +92,15 @@ func TestManyLeases(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	after := runtime.NumGoroutine()
-	t.Logf("acquired %d leases, last renewal round took %v", leases, c.Keeper().Stats().LastRound)
+	t.Logf("acquired %d leases, last renewal round took %v", leases, c.Stats().LastRound)
 	t.Logf("goroutines: %d with 1 lease, %d with %d leases", before, after, leases+1)
 	if after-before > 10 {
 		t.Errorf("goroutines grew by %d for %d leases, want a constant (≤ 10)", after-before, leases)
 	}
 
-	k := c.Keeper()
-	s0 := k.Stats()
+	s0 := c.Stats()
 	time.Sleep(ttl + ttl/6) // three or four rounds
-	s1 := k.Stats()
+	s1 := c.Stats()
 	rounds, batches := s1.Rounds-s0.Rounds, s1.RenewBatches-s0.RenewBatches
 	want := uint64((leases + batch) / batch) // ceil((leases+1)/batch)
 	t.Logf("%d rounds, %d renewal batches (%d failed), %d held, last round %v", rounds, batches, s1.RenewFailures-s0.RenewFailures, s1.Held, s1.LastRound)
@@ -124,7 +123,7 @@ func TestManyLeases(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	if n := k.Stats().Held; n != 0 {
+	if n := c.Stats().Held; n != 0 {
 		t.Errorf("held after Close = %d, want 0", n)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -13,18 +12,16 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // spec is one recipe's side of an acquire: which script, on which keys,
 // and how the grant is kept.
 type spec struct {
-	recipe  string // for messages: "mutex", "read", "write", "permit", "leader"
-	name    string
-	key     any // reentrancy key (nil: none)
 	script  *redis.Script
 	keys    []string
-	detail  string // ARGV[7]
-	publish string // ARGV[8]: channel to publish a grant on
+	detail  string // ARGV[6]
+	publish string // ARGV[7]: channel to publish a grant on
 	waiters string // the zset of waiting intents (mutex, permits, leader)
 	// queued: the read/write lock's queue, keys[2] (intents) and keys[3]
 	// (order), members waiterPrefix + waiter id.
@@ -38,6 +35,60 @@ type spec struct {
 	companion string
 	// onReply, if set, sees every script reply (the semaphore's N check).
 	onReply func([]any)
+}
+
+// specFor describes the keys and script of the acquire req (see keys.go
+// for the layout).
+func (c *Client) specFor(req *leasing.Request) *spec {
+	k := c.keysOf(req.Name)
+	b := k.base
+	switch req.Kind {
+	case leasing.KindRead, leasing.KindWrite:
+		s := &spec{
+			script: acquireWrite,
+			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter},
+			wake:   k.wake, queued: true, waiterPrefix: "w:",
+		}
+		if req.Kind == leasing.KindRead {
+			s.script, s.zset, s.zsetKey, s.waiterPrefix = acquireRead, true, 1, "r:"
+		}
+		return s
+	case leasing.KindPermit:
+		return &spec{
+			script:  acquirePermit,
+			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter},
+			detail:  strconv.Itoa(req.N),
+			waiters: b + sfxSemWaiters, wake: k.wake,
+			zset: true, companion: b + sfxSemN,
+			onReply: func(v []any) { storedN(req, b+sfxSemN, v) },
+		}
+	case leasing.KindLeader:
+		return &spec{
+			script: acquireHash,
+			keys:   []string{b + sfxElect, b + sfxElectWaiters, k.counter},
+			detail: req.ID, publish: k.wake,
+			waiters: b + sfxElectWaiters, wake: k.wake,
+		}
+	}
+	return &spec{
+		script:  acquireHash,
+		keys:    []string{b + sfxMutex, b + sfxMutexWaiters, k.counter},
+		waiters: b + sfxMutexWaiters, wake: k.wake,
+	}
+}
+
+// storedN reports the N a permit script answered (the one stored by the
+// holders, in key) when it is not req's: each stored N once per
+// Semaphore.
+func storedN(req *leasing.Request, key string, v []any) {
+	if len(v) < 3 {
+		return
+	}
+	stored, _ := v[2].(int64)
+	if stored == 0 || int(stored) == req.N {
+		return
+	}
+	req.Seen([]leasing.Permits{{ID: strconv.FormatInt(stored, 10), Lease: key, N: int(stored)}}, false)
 }
 
 // ref is how the keeper renews and releases the grant of owner.
@@ -68,7 +119,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl
 	if record {
 		rec = "1"
 	}
-	args := []any{owner, ttl.Milliseconds(), c.floor, waiter, c.o.TTL.Milliseconds(), rec, s.detail, s.publish}
+	args := []any{owner, ttl.Milliseconds(), waiter, c.o.TTL.Milliseconds(), rec, s.detail, s.publish}
 	var got reply // written by the call's goroutine, read only when call returns nil
 	done, err := c.callTracked(ctx, func(ctx context.Context) error {
 		var (
@@ -151,135 +202,77 @@ func permanent(err error) bool {
 	return strings.HasPrefix(msg, "WRONGTYPE") || strings.HasPrefix(msg, "ERR") || strings.HasPrefix(msg, "NOPERM")
 }
 
-// acquire is the loop every recipe shares: attempt; while the lock is
-// taken (wait) sleep until a wake-up, the hint or the next backoff step.
-// fixed > 0 is a fixed lease time (never renewed).
-func (c *Client) acquire(ctx context.Context, s *spec, wait bool, fixed time.Duration) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, s.key); l != nil || err != nil {
-		return l, err
-	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("redislock: %s %q: "+format, append([]any{s.recipe, s.name}, args...)...)
-	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errf("%w", err)
-	}
-	ttl := c.o.TTL
-	if fixed > 0 {
-		ttl = fixed
-	}
-	waiter := baton.NewOwnerID()
-	sent := false
-	granted := false
+// attempts are one acquire's attempts: each runs the recipe's script
+// under a new owner, one round trip. The waiter's identity lasts for the
+// whole acquire, so its waiting intent keeps its place. The first attempt
+// records no intent and watches nothing: an uncontended acquire leaves no
+// trace in the waiters' set and costs no SUBSCRIBE. A refused first
+// attempt is followed at once by one that records the intent, after the
+// release channel is watched, so that a release in between is not missed.
+type attempts struct {
+	c      *Client
+	req    *leasing.Request
+	s      *spec
+	waiter string
+	tried  bool
 	// lastDone is closed once the last attempt's call has ended: an
-	// abandoned attempt can still record the waiting intent after the wait
-	// ended, so its removal waits for it.
-	var lastDone <-chan struct{} = closedDone
-	defer func() {
-		if wait && sent && !granted {
-			c.unwait(s, waiter, lastDone)
-		}
-	}()
-	// A waiter that has not reached the server for this long would have
-	// lost a lease it held: its wait is over (ErrSessionLost).
-	sessionBound := c.o.TTL - c.k.DriftMargin()
-	lastOK := time.Now()
-	// The release channel is watched from the second attempt on: an
-	// uncontended acquire costs no SUBSCRIBE. The watch is renewed before
-	// the previous one is dropped, so the subscription stays up for the
-	// whole wait.
-	var woke <-chan struct{}
-	unwatch := func() {}
-	defer func() { unwatch() }()
-	for attempt, tries := 0, 0; ; attempt, tries = attempt+1, tries+1 {
-		if wait && tries > 0 {
-			w, u := c.hub.watch(s.wake)
-			unwatch()
-			woke, unwatch = w, u
-		}
-		owner := baton.NewOwnerID()
-		start := time.Now()
-		actx, cancel := context.WithTimeout(ctx, c.o.TTL/3)
-		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
-		// The first attempt records no waiting intent: uncontended
-		// acquires leave no trace in the waiters' set; a waiter's intent
-		// is recorded by its next attempt, which follows at once.
-		r, done, err := c.attempt(actx, s, owner, waiter, ttl, wait && tries > 0)
-		lastDone = done
-		stop()
-		cancel()
-		sent = true
-		if err == nil && r.granted {
-			if c.o.ReplicaAcks > 0 && r.acks < c.o.ReplicaAcks {
-				c.unwind(ctx, s.ref(owner, r.token, true))
-				return nil, errf("%w: %w: %d of %d replicas acknowledged within %v", baton.ErrUnavailable, ErrNotReplicated, r.acks, c.o.ReplicaAcks, c.o.ReplicaAckTimeout)
-			}
-			lease, herr := c.k.Hold(ctx, baton.Grant{
-				Name:   s.name,
-				Engine: "redis",
-				Token:  r.token,
-				Owner:  owner,
-				Key:    s.key,
-			}, s.ref(owner, r.token, true), start, fixed)
-			if herr == nil {
-				granted = true
-				return lease, nil
-			}
-			if cerr := c.checkOpen(); cerr != nil {
-				return nil, cerr
-			}
-			err = herr // the grant came too late to be trusted; Hold freed it
-		}
-		if err != nil {
-			// The outcome is unknown: free whatever the attempt may have
-			// taken, in the background, owner-checked.
-			c.k.Abandon(s.ref(owner, 0, false))
-			switch {
-			case ctx.Err() != nil:
-				return nil, errf("%w (last attempt: %v)", ctx.Err(), err)
-			case c.checkOpen() != nil:
-				return nil, c.checkOpen()
-			case permanent(err):
-				return nil, errf("%w", err)
-			case time.Since(lastOK) >= sessionBound:
-				return nil, errf("%w: %w: no successful attempt for %v: %v", baton.ErrSessionLost, baton.ErrUnavailable, time.Since(lastOK).Round(time.Millisecond), err)
-			case !wait:
-				return nil, errf("%w: %v", baton.ErrUnavailable, err)
-			}
-		} else {
-			lastOK = start
-			if !wait {
-				return nil, errf("%w", baton.ErrNotAcquired)
-			}
-			if tries == 0 {
-				// Taken: subscribe, then try again at once, so that a
-				// release between this attempt and the SUBSCRIBE is not
-				// missed.
-				continue
-			}
-		}
-		delay := c.o.Backoff.Delay(attempt)
-		if r.hint > 0 && r.hint < delay {
-			// The holder's key expires sooner: try right after it, with a
-			// little jitter so that waiters do not all come at once.
-			delay = r.hint + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errf("%w", ctx.Err())
-		case <-c.closing:
-			t.Stop()
-			return nil, c.checkOpen()
-		case <-woke:
-			attempt = -1 // a release: start the backoff over
-		case <-t.C:
-		}
-		t.Stop()
+	// abandoned attempt can still record the waiting intent after the
+	// wait ended, so its removal waits for it.
+	lastDone <-chan struct{}
+}
+
+// Begin starts one acquire for package leasing.
+func (s *store) Begin(req *leasing.Request) leasing.Attempts {
+	return &attempts{c: s.c, req: req, s: s.c.specFor(req), waiter: baton.NewOwnerID(), lastDone: closedDone}
+}
+
+// Watch watches the name's channel from the second attempt of a waiting
+// acquire on.
+func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
+	if !a.req.Wait || n == 0 {
+		return nil, func() {}
+	}
+	return a.c.hub.watch(a.s.wake)
+}
+
+func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
+	ttl := a.c.o.TTL
+	if a.req.Fixed > 0 {
+		ttl = a.req.Fixed
+	}
+	owner := baton.NewOwnerID()
+	res := leasing.Result{Sent: time.Now(), Ref: a.s.ref(owner, 0, false)}
+	r, done, err := a.c.attempt(ctx, a.s, owner, a.waiter, ttl, a.req.Wait && n > 0)
+	a.lastDone, a.tried = done, true
+	switch {
+	case err != nil && permanent(err):
+		return res, leasing.Permanent(err)
+	case err != nil:
+		return res, err
+	case !r.granted:
+		res.Hint, res.Again = r.hint, n == 0
+		return res, nil
+	}
+	res.Granted, res.Token, res.Ref = true, r.token, a.s.ref(owner, r.token, true)
+	if a.c.o.ReplicaAcks > 0 && r.acks < a.c.o.ReplicaAcks {
+		a.c.unwind(ctx, res.Ref)
+		return leasing.Result{}, leasing.Permanent(fmt.Errorf("%w: %w: %d of %d replicas acknowledged within %v",
+			baton.ErrUnavailable, ErrNotReplicated, r.acks, a.c.o.ReplicaAcks, a.c.o.ReplicaAckTimeout))
+	}
+	return res, nil
+}
+
+// Forget frees, in the background and owner-checked, whatever a failed
+// attempt may have taken (nothing after an unwound grant).
+func (a *attempts) Forget(res leasing.Result) {
+	if res.Ref.Owner != "" {
+		a.c.k.Abandon(res.Ref)
+	}
+}
+
+func (a *attempts) End(_ context.Context, granted bool) {
+	if a.req.Wait && a.tried && !granted {
+		a.c.unwait(a.s, a.waiter, a.lastDone)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // ErrNotReplicated is wrapped (with baton.ErrUnavailable) by an acquire
@@ -33,16 +34,15 @@ type Client struct {
 	// ctxCut: the redis client cuts blocked reads at a context's deadline
 	// itself (ContextTimeoutEnabled), so calls need no goroutine of ours.
 	ctxCut bool
-	floor  string
 	st     *store
 	k      *keeper.Keeper
+	eng    *leasing.Engine // the recipes, on st
 	hub    *hub
 
-	ctx     context.Context // cancelled by Close: in-flight attempts end with it
-	cancel  context.CancelFunc
-	closing chan struct{}
-	mu      sync.Mutex
-	closed  bool
+	ctx    context.Context // cancelled by Close: in-flight attempts end with it
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
 
 	// calls tracks the goroutines that run Redis calls for callers whose
 	// context may end first (see call).
@@ -66,12 +66,7 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 			return nil, fmt.Errorf("%w: redislock: ReplicaAcks needs a *redis.Client (WAIT must reach the primary that ran the acquire, on its connection); got %T", baton.ErrInvalidOption, rdb)
 		}
 	}
-	c := &Client{
-		rdb:     rdb,
-		o:       o,
-		floor:   strconv.FormatUint(o.TokenFloor, 10),
-		closing: make(chan struct{}),
-	}
+	c := &Client{rdb: rdb, o: o}
 	c.ctxCut = contextTimeoutEnabled(rdb)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
@@ -80,6 +75,10 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	if err != nil {
 		c.cancel()
 		return nil, fmt.Errorf("redislock: %w", err)
+	}
+	c.eng = &leasing.Engine{
+		Name: "redis", Pkg: "redislock", Opts: o.common(), Keeper: c.k, Store: c.st,
+		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: o.TTL / 3, Millis: true,
 	}
 	return c, nil
 }
@@ -93,8 +92,14 @@ func (c *Client) TTL() time.Duration { return c.o.TTL }
 // Prefix returns the key prefix.
 func (c *Client) Prefix() string { return c.o.Prefix }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// Stats returns the counters of the keeper that renews this client's
+// leases (rounds, pipelined batches, releases, suspensions, losses), for
+// tests and monitoring.
+func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
+
+// DriftMargin returns the margin subtracted from every lease deadline:
+// Options.DriftMargin, or its default.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // checkOpen returns an error wrapping baton.ErrClosed after Close.
 func (c *Client) checkOpen() error {
@@ -126,7 +131,6 @@ func (c *Client) Close() error {
 		return fmt.Errorf("redislock: %w", baton.ErrClosed)
 	}
 	c.closed = true
-	close(c.closing)
 	c.mu.Unlock()
 	c.cancel()
 	c.hub.close()
@@ -208,7 +212,7 @@ type Entry struct {
 	Recipe string        // "mutex", "read", "write", "permit" or "leader"
 	Role   string        // "holder" or "waiting"
 	Owner  string        // the grant's owner; a waiter's id for waiting entries
-	Token  uint64        // the fencing token (0 for waiting entries)
+	Token  uint64        // the fencing token, TokenFloor included (0 for waiting entries)
 	ID     string        // a leader's candidate ID
 	TTL    time.Duration // time left on the server's clock
 }
@@ -259,7 +263,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 			continue
 		}
 		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4])}
-		e.Token, _ = strconv.ParseUint(str(f[3]), 10, 64)
+		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
+			e.Token, _ = leasing.Token(raw, c.o.TokenFloor)
+		}
 		ms, _ := strconv.ParseInt(str(f[5]), 10, 64)
 		e.TTL = time.Duration(ms) * time.Millisecond
 		in.Entries = append(in.Entries, e)

@@ -3,7 +3,9 @@
 // by Lua scripts on the server's clock, kept alive by package keeper,
 // through the caller's go-redis client (github.com/redis/go-redis/v9, any
 // redis.UniversalClient). Recipes: Mutex (reentrant), RWMutex, Semaphore
-// and Election.
+// and Election, whose API and acquire loop are package leasing's, shared by
+// every lease engine; this package supplies the scripts, the key layout and
+// the pub/sub wake-ups.
 //
 // # Keys
 //
@@ -37,8 +39,9 @@
 // The fencing token is the value of a counter INCRemented by the acquire
 // script, in the same script that grants, so it is strictly greater than
 // every earlier grant's of the same name as long as the counter is not
-// rewound. Counters must not grow with the number of names (seed 004:
-// names like order:lock:<id>), so there is one counter per Cluster hash
+// rewound. Counters must not grow with the number of names (a deployment
+// may lock one name per order, order:lock:<id>, millions of them), so
+// there is one counter per Cluster hash
 // slot — at most 16 384, whatever the names — and the counter key's hash
 // tag is a precomputed string that hashes to the lock's slot (computed
 // once per process with Cluster's CRC16), so the script may touch it.
@@ -49,8 +52,8 @@
 // # Acquire, renew, release
 //
 // Each is one round trip: an acquire is one script (if the lock is free,
-// raise the slot's counter to Options.TokenFloor if it is below, INCR it,
-// write owner and token with the lease time, remove the caller's waiting
+// INCR the slot's counter, write owner and token with the lease time (the
+// client adds Options.TokenFloor to the token), remove the caller's waiting
 // intent; else record the intent and answer the time until the holder's
 // expiry as a hint); a release is one script (owner-checked DEL and
 // PUBLISH on the name's channel); the keeper renews every lease of a
@@ -114,7 +117,7 @@
 //   - Fencing still holds at the resource: a token not greater than one
 //     already accepted — including an equal token from another owner — is
 //     rejected (package fence, fence/redisfence), so the rewound holder's
-//     writes are refused (fault matrix row 6, TestFailoverRow6).
+//     writes are refused (TestFailoverRow6 reproduces the failover).
 //   - Options.ReplicaAcks > 0 pipelines WAIT n timeout right behind the
 //     acquire script, on the same connection (one round trip); a grant not
 //     acknowledged by n replicas is released (owner-checked) and the
@@ -127,13 +130,13 @@
 //     New refuses ReplicaAcks there with baton.ErrInvalidOption.
 //   - Options.TokenFloor re-bases rewound counters: after a failover (or a
 //     restore from a backup) set it above the highest token ever handed
-//     out (the fenced resource knows it: fence's Current); every acquire
-//     script raises its slot's counter to the floor before incrementing.
+//     out (the fenced resource knows it: fence's Current); every token is
+//     then the counter's value + TokenFloor, as on every engine.
 //
 // Keep the counters durable as you keep the fence: appendonly yes, and a
 // maxmemory-policy that never evicts keys without a TTL (noeviction or a
-// volatile-* policy). An evicted or flushed counter restarts at 0 (or at
-// the floor).
+// volatile-* policy). An evicted or flushed counter restarts at 0, and
+// its tokens at TokenFloor + 1.
 //
 // None of the lease timing survives a host that suspends (Go's monotonic
 // clock stops); fencing tokens do.

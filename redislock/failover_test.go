@@ -115,14 +115,14 @@ func TestReplicaAcks(t *testing.T) {
 	}
 }
 
-// TestFailoverRow6 is row 6 of the fault matrix: a failover onto a replica
+// TestFailoverRow6 reproduces a failover onto a replica
 // that missed the grant. Without ReplicaAcks the promoted replica grants
 // the same lock again — a double grant — with a rewound counter, so the
 // second holder's token is not greater than the first's; the fenced
 // resource still rejects its write (an equal token from another owner is
 // stale), while the unfenced twin accepts it (the negative control). With
 // ReplicaAcks=1 the first acquire fails and unwinds instead. TokenFloor
-// re-bases the promoted server's counter above every token handed out.
+// re-bases the promoted server's tokens above every token handed out.
 func TestFailoverRow6(t *testing.T) {
 	primary, replica, link := replicaPair(t)
 	resource := redisClient(t, redisAddr(t)) // the protected data lives elsewhere
@@ -211,10 +211,14 @@ func TestFailoverRow6(t *testing.T) {
 	if err := b.Release(ctx); err != nil {
 		t.Fatalf("Release(B) = %v", err)
 	}
-	rebased := newClient(t, replica, redislock.Options{Prefix: prefix, TokenFloor: a.Token() + 1000})
+	// Tokens are raw + TokenFloor: a floor above every token ever handed
+	// out puts every later token above them, whatever the rewound counter
+	// holds.
+	floor := a.Token() + 1000
+	rebased := newClient(t, replica, redislock.Options{Prefix: prefix, TokenFloor: floor})
 	c := lock(t, rebased, name)
-	if c.Token() <= a.Token() {
-		t.Errorf("token after re-basing with TokenFloor %d = %d, want > %d", a.Token()+1000, c.Token(), a.Token())
+	if c.Token() <= floor {
+		t.Errorf("token after re-basing with TokenFloor %d = %d, want > %d (raw + floor, above A's %d)", floor, c.Token(), floor, a.Token())
 	}
 	if err := fenced.Set(ctx, "res", c.Token(), c.Owner(), "C", nil); err != nil {
 		t.Errorf("fenced write with the re-based token = %v, want accepted", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -52,7 +53,6 @@ func TestOptions(t *testing.T) {
 		{ReplicaAcks: -1},
 		{TTL: time.Second, ReplicaAckTimeout: time.Second},
 		{DriftMargin: time.Hour},
-		{TokenFloor: 1 << 60},
 	} {
 		if c, err := redislock.New(rdb, o); !errors.Is(err, baton.ErrInvalidOption) {
 			if c != nil {
@@ -78,7 +78,7 @@ func TestOptions(t *testing.T) {
 
 // TestTokensMonotonic takes 1 000 grants over 50 names (one counter per
 // hash slot, shared between names) and checks that each name's tokens
-// strictly increase, and that TokenFloor raises a counter below it.
+// strictly increase.
 func TestTokensMonotonic(t *testing.T) {
 	rdb := redisClient(t, redisAddr(t))
 	prefix := testPrefix(t, rdb)
@@ -131,18 +131,39 @@ func TestTokensMonotonic(t *testing.T) {
 		t.Errorf("%d token counters for %d names, want 1…%d", n, len(names), len(names))
 	}
 
-	floor := uint64(1_000_000_000_000)
-	cf := newClient(t, rdb, redislock.Options{Prefix: prefix, TokenFloor: floor})
-	l := lock(t, cf, names[0])
-	if l.Token() != floor+1 {
-		t.Errorf("token with TokenFloor %d = %d, want %d (counter raised to the floor, then incremented)", floor, l.Token(), floor+1)
+}
+
+// TestTokenFloor: a client with TokenFloor F hands out raw + F, raw being
+// the slot counter a client without a floor reads on the same name; the
+// counter itself is not raised, and a floor that would overflow uint64
+// fails the acquire with baton.ErrInvalidOption and leaves the lock free.
+func TestTokenFloor(t *testing.T) {
+	rdb := redisClient(t, redisAddr(t))
+	prefix := testPrefix(t, rdb)
+	plain := newClient(t, rdb, redislock.Options{Prefix: prefix})
+	const floor = uint64(1_000_000_000_000)
+	floored := newClient(t, rdb, redislock.Options{Prefix: prefix, TokenFloor: floor})
+	name := uniqueName("floor")
+	var got [3]uint64
+	for i, c := range []*redislock.Client{plain, floored, plain} {
+		l := lock(t, c, name)
+		got[i] = l.Token()
+		_ = l.Release(context.Background())
 	}
+	if got[1] != got[0]+1+floor {
+		t.Errorf("token with TokenFloor %d after raw token %d = %d, want %d (raw + floor)", floor, got[0], got[1], got[0]+1+floor)
+	}
+	if got[2] != got[0]+2 {
+		t.Errorf("token without a floor after the floored grant = %d, want %d (the counter is not raised)", got[2], got[0]+2)
+	}
+
+	over := newClient(t, rdb, redislock.Options{Prefix: prefix, TokenFloor: math.MaxUint64})
+	m, _ := over.Mutex(name)
+	if l, err := m.TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("TryLock with TokenFloor MaxUint64 = %v, %v, want an error wrapping %v", l, err, baton.ErrInvalidOption)
+	}
+	l := lock(t, plain, name) // the refused grant was released
 	_ = l.Release(context.Background())
-	l2 := lock(t, c, names[0]) // a client without the floor continues from the raised counter
-	if l2.Token() <= floor+1 {
-		t.Errorf("token after the floor = %d, want > %d", l2.Token(), floor+1)
-	}
-	_ = l2.Release(context.Background())
 }
 
 // TestStaleReleaseNoop: a lease whose key was taken over (deleted behind
@@ -345,13 +366,13 @@ func TestManyLeases(t *testing.T) {
 	// without pause, rounds are TTL/3 apart.
 	quiet := func() keeper.Stats {
 		for range 50 {
-			a := c.Keeper().Stats()
+			a := c.Stats()
 			time.Sleep(100 * time.Millisecond)
-			if b := c.Keeper().Stats(); a.Rounds == b.Rounds && a.RenewBatches == b.RenewBatches {
+			if b := c.Stats(); a.Rounds == b.Rounds && a.RenewBatches == b.RenewBatches {
 				return b
 			}
 		}
-		t.Fatalf("the keeper never paused for 100ms in 5s: %+v", c.Keeper().Stats())
+		t.Fatalf("the keeper never paused for 100ms in 5s: %+v", c.Stats())
 		return keeper.Stats{}
 	}
 	s0 := quiet()

@@ -1,25 +1,25 @@
 package redislock
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
 const (
 	// DefaultTTL is the renewed lease time of a key: a dead holder's lock
 	// is free again within it, and a live holder renews every TTL/3.
-	DefaultTTL = 15 * time.Second
+	DefaultTTL = leasing.DefaultTTL
 
 	// DefaultPrefix starts every key and channel: "baton:{name}:mutex".
 	DefaultPrefix = "baton"
 
 	// DefaultBatchSize is how many renewals one pipeline carries: 10 000
 	// held leases cost 20 round trips every TTL/3.
-	DefaultBatchSize = 500
+	DefaultBatchSize = leasing.DefaultBatchSize
 
 	// DefaultReplicaAckTimeout is how long WAIT waits for the replicas
 	// when Options.ReplicaAcks > 0.
@@ -38,10 +38,11 @@ type Options struct {
 	// tag).
 	Prefix string
 
-	// TokenFloor is the lowest value a token counter may hold before it
-	// mints: every acquire script first raises its counter to TokenFloor
-	// if it is lower. Set it above the highest token ever handed out after
-	// a failover or restore rewound the counters (see the package doc).
+	// TokenFloor is added to every fencing token: a token is the slot
+	// counter's value + TokenFloor, as on every engine (see the baton
+	// package doc). Set it above the highest token ever handed out after a
+	// failover or restore rewound the counters (see the package doc). A
+	// grant whose sum would overflow uint64 is released and refused.
 	TokenFloor uint64
 
 	// ReplicaAcks > 0 makes every acquire wait, on the same connection and
@@ -59,11 +60,11 @@ type Options struct {
 	ReplicaAckTimeout time.Duration
 
 	// BatchSize is how many renewals or releases one pipeline carries; 0
-	// means DefaultBatchSize.
+	// means DefaultBatchSize. It must be in 1…5000.
 	BatchSize int
 
 	// DriftMargin is subtracted from every lease deadline (see package
-	// keeper); 0 means max(TTL/10, 100ms).
+	// keeper); 0 means max(TTL/10, 100ms). It must stay below TTL/2.
 	DriftMargin time.Duration
 
 	// Backoff paces waiters' retries (its Max is capped at TTL/4) and
@@ -77,47 +78,34 @@ type Options struct {
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,64}$`)
 
-// validate checks o and fills in the defaults.
+// validate checks o and fills in the defaults: the settings every lease
+// engine shares through package leasing, then Redis' own.
 func (o Options) validate() (Options, error) {
-	bad := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: redislock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
+	lo, err := o.common().Validate("redislock")
+	if err != nil {
+		return Options{}, err
 	}
-	if o.TTL == 0 {
-		o.TTL = DefaultTTL
-	}
+	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = DefaultBatchSize
 	}
 	if o.ReplicaAckTimeout == 0 {
 		o.ReplicaAckTimeout = min(DefaultReplicaAckTimeout, o.TTL/10)
 	}
 	switch {
-	case o.TTL < 300*time.Millisecond:
-		return bad("TTL %v, want ≥ 300ms", o.TTL)
 	case o.TTL%time.Millisecond != 0:
-		return bad("TTL %v, want whole milliseconds", o.TTL)
-	case o.DriftMargin < 0 || o.DriftMargin >= o.TTL/2:
-		return bad("DriftMargin %v, want in [0, TTL/2)", o.DriftMargin)
+		return Options{}, leasing.Invalid("redislock", "TTL %v, want whole milliseconds", o.TTL)
 	case !prefixRE.MatchString(o.Prefix):
-		return bad("Prefix %q, want [A-Za-z0-9_.:/-]{1,64}", o.Prefix)
-	case o.BatchSize < 1 || o.BatchSize > 5000:
-		return bad("BatchSize %d, want 1…5000", o.BatchSize)
+		return Options{}, leasing.Invalid("redislock", "Prefix %q, want [A-Za-z0-9_.:/-]{1,64}", o.Prefix)
 	case o.ReplicaAcks < 0:
-		return bad("ReplicaAcks %d, want ≥ 0", o.ReplicaAcks)
+		return Options{}, leasing.Invalid("redislock", "ReplicaAcks %d, want ≥ 0", o.ReplicaAcks)
 	case o.ReplicaAckTimeout < time.Millisecond || o.ReplicaAckTimeout >= o.TTL/4:
-		return bad("ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
-	case o.TokenFloor > 1<<53:
-		return bad("TokenFloor %d, want ≤ 2^53 (Lua numbers are doubles)", o.TokenFloor)
-	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
-		return bad("negative backoff duration")
+		return Options{}, leasing.Invalid("redislock", "ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
 	}
-	maxWait := o.Backoff.Max
-	if maxWait == 0 {
-		maxWait = baton.DefaultBackoffMax
-	}
-	o.Backoff.Max = min(maxWait, o.TTL/4)
 	return o, nil
+}
+
+// common is the part of o every lease engine shares.
+func (o Options) common() leasing.Options {
+	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff}
 }

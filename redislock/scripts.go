@@ -10,13 +10,15 @@ import "github.com/redis/go-redis/v9"
 //
 // Acquire scripts share one argument layout:
 //
-//	ARGV[1] owner (random, one per attempt)   ARGV[5] waiting intent lifetime, ms
-//	ARGV[2] lease time, ms                    ARGV[6] "1": record the waiting intent
-//	ARGV[3] token floor                       ARGV[7] recipe detail (leader ID, N)
-//	ARGV[4] waiter id (one per acquire call)  ARGV[8] channel to PUBLISH a grant on, or ""
+//	ARGV[1] owner (random, one per attempt)   ARGV[5] "1": record the waiting intent
+//	ARGV[2] lease time, ms                    ARGV[6] recipe detail (leader ID, N)
+//	ARGV[3] waiter id (one per acquire call)  ARGV[7] channel to PUBLISH a grant on, or ""
+//	ARGV[4] waiting intent lifetime, ms
 //
 // and answer {1, token} on a grant, {0, hint} otherwise, hint being the ms
 // until the earliest expiry that could free the lock (-1: none known).
+// The token is the slot counter's raw value: the client adds
+// Options.TokenFloor, as every engine does.
 
 const prelude = `
 local function tostr(n) return string.format('%d', n) end
@@ -27,18 +29,12 @@ end
 local function extend(k, ms)
   if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
 end
-local function mint(ck, floor)
-  if floor ~= '0' then
-    local c = redis.call('GET', ck)
-    if not c or tonumber(c) < tonumber(floor) then redis.call('SET', ck, floor) end
-  end
-  return redis.call('INCR', ck)
-end
+local function mint(ck) return redis.call('INCR', ck) end
 local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
 local function intent(k, now)
-  if ARGV[6] == '1' then
-    redis.call('ZADD', k, tostr(now + tonumber(ARGV[5])), ARGV[4])
-    extend(k, ARGV[5])
+  if ARGV[5] == '1' then
+    redis.call('ZADD', k, tostr(now + tonumber(ARGV[4])), ARGV[3])
+    extend(k, ARGV[4])
   end
 end
 local function earliest(k, now)
@@ -59,14 +55,14 @@ if cur == ARGV[1] then
   return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
 end
 if not cur then
-  local tok = mint(KEYS[3], ARGV[3])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[7])
+  local tok = mint(KEYS[3])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if ARGV[6] == '1' then redis.call('ZREM', KEYS[2], ARGV[4]) end
-  if ARGV[8] ~= '' then redis.call('PUBLISH', ARGV[8], 'granted') end
+  if ARGV[5] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
+  if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], 'granted') end
   return {1, tok}
 end
-if ARGV[6] == '1' then
+if ARGV[5] == '1' then
   local now = now_ms()
   trim(KEYS[2], now)
   intent(KEYS[2], now)
@@ -100,14 +96,14 @@ local function ahead(me)
   return redis.call('ZRANGE', KEYS[4], 0, -1)
 end
 local function enqueue(me, now)
-  if ARGV[6] ~= '1' then return end
-  redis.call('ZADD', KEYS[3], tostr(now + tonumber(ARGV[5])), me)
+  if ARGV[5] ~= '1' then return end
+  redis.call('ZADD', KEYS[3], tostr(now + tonumber(ARGV[4])), me)
   if not redis.call('ZSCORE', KEYS[4], me) then
     redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[5]), me)
   end
-  extend(KEYS[3], ARGV[5])
-  extend(KEYS[4], ARGV[5])
-  extend(KEYS[5], ARGV[5])
+  extend(KEYS[3], ARGV[4])
+  extend(KEYS[4], ARGV[4])
+  extend(KEYS[5], ARGV[4])
 end
 local function dequeue(me)
   redis.call('ZREM', KEYS[3], me)
@@ -126,12 +122,12 @@ end
 var acquireWrite = redis.NewScript(prelude + rwPrelude + `
 local now = now_ms()
 rwtrim(now)
-local me = 'w:' .. ARGV[4]
+local me = 'w:' .. ARGV[3]
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))} -- a retried attempt
 end
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 and #ahead(me) == 0 then
-  local tok = mint(KEYS[6], ARGV[3])
+  local tok = mint(KEYS[6])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   dequeue(me)
@@ -145,7 +141,7 @@ return {0, hint(now)}
 var acquireRead = redis.NewScript(prelude + rwPrelude + `
 local now = now_ms()
 rwtrim(now)
-local me = 'r:' .. ARGV[4]
+local me = 'r:' .. ARGV[3]
 local ok = redis.call('EXISTS', KEYS[1]) == 0
 if ok then
   for _, m in ipairs(ahead(me)) do
@@ -153,7 +149,7 @@ if ok then
   end
 end
 if ok then
-  local tok = mint(KEYS[6], ARGV[3])
+  local tok = mint(KEYS[6])
   redis.call('ZADD', KEYS[2], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
   extend(KEYS[2], ARGV[2])
   dequeue(me)
@@ -164,7 +160,7 @@ return {0, hint(now)}
 `)
 
 // acquirePermit: KEYS[1] permits, KEYS[2] stored N, KEYS[3] waiters,
-// KEYS[4] counter; ARGV[7] this client's N. Answers a third element: the
+// KEYS[4] counter; ARGV[6] this client's N. Answers a third element: the
 // N stored on the server (set by the first holder, kept while permits
 // are held), for the disagreement check.
 var acquirePermit = redis.NewScript(prelude + `
@@ -173,21 +169,21 @@ trim(KEYS[1], now)
 trim(KEYS[3], now)
 local stored = redis.call('GET', KEYS[2])
 if redis.call('ZCARD', KEYS[1]) == 0 then stored = false end
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[7]) then
-  local tok = mint(KEYS[4], ARGV[3])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[6]) then
+  local tok = mint(KEYS[4])
   redis.call('ZADD', KEYS[1], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
   extend(KEYS[1], ARGV[2])
   if not stored then
-    redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[2])
-    stored = ARGV[7]
+    redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[2])
+    stored = ARGV[6]
   else
     extend(KEYS[2], ARGV[2])
   end
-  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('ZREM', KEYS[3], ARGV[3])
   return {1, tok, tonumber(stored)}
 end
 intent(KEYS[3], now)
-return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[7])}
+return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[6])}
 `)
 
 // renew: KEYS[1] the lease's key, KEYS[2] (optional) a companion key

@@ -45,65 +45,71 @@ func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.R
 	// reuses its slice for the next batch: work on a copy.
 	refs = append([]keeper.Ref(nil), refs...)
 	var out []int64
-	if len(refs) == 1 {
-		// One ref (a lease's own release): a plain EVALSHA, which
-		// Script.Run retries with EVAL on NOSCRIPT, without a pipeline's
-		// bookkeeping.
-		r := refs[0]
-		a := auxOf(r)
-		err := s.c.call(ctx, func(ctx context.Context) error {
-			v, err := sc.Run(ctx, s.c.rdb, refKeys(r, a), args(r, a)...).Int64()
-			if err == nil {
-				out = []int64{v}
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err // out may still be written by an abandoned call
-		}
-		return out, nil
-	}
 	err := s.c.call(ctx, func(ctx context.Context) error {
-		for try := 0; ; try++ {
-			cmds := make([]*redis.Cmd, len(refs))
-			_, err := s.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for i, r := range refs {
-					a := auxOf(r)
-					cmds[i] = p.EvalSha(ctx, sc.Hash(), refKeys(r, a), args(r, a)...)
-				}
-				return nil
-			})
-			noScript := false
-			for _, cmd := range cmds {
-				if cmd != nil && isNoScript(cmd.Err()) {
-					noScript = true
-				}
+		var (
+			res []int64
+			err error
+		)
+		if len(refs) == 1 {
+			// One ref (a lease's own release): a plain EVALSHA, which
+			// Script.Run retries with EVAL on NOSCRIPT, without a
+			// pipeline's bookkeeping.
+			r, a := refs[0], auxOf(refs[0])
+			var v int64
+			if v, err = sc.Run(ctx, s.c.rdb, refKeys(r, a), args(r, a)...).Int64(); err == nil {
+				res = []int64{v}
 			}
-			if noScript && try == 0 {
-				if err := sc.Load(ctx, s.c.rdb).Err(); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			res := make([]int64, len(cmds))
-			for i, cmd := range cmds {
-				v, err := cmd.Int64()
-				if err != nil {
-					return err
-				}
-				res[i] = v
-			}
-			out = res // read by the caller only when call returns nil
-			return nil
+		} else {
+			res, err = s.evalAll(ctx, sc, refs, args)
 		}
+		if err == nil {
+			out = res // read by the caller only when call returns nil
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// evalAll sends one EVALSHA per ref in one pipeline; a NOSCRIPT loads the
+// script and sends the batch once more.
+func (s *store) evalAll(ctx context.Context, sc *redis.Script, refs []keeper.Ref, args func(keeper.Ref, aux) []any) ([]int64, error) {
+	for try := 0; ; try++ {
+		cmds := make([]*redis.Cmd, len(refs))
+		_, err := s.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range refs {
+				a := auxOf(r)
+				cmds[i] = p.EvalSha(ctx, sc.Hash(), refKeys(r, a), args(r, a)...)
+			}
+			return nil
+		})
+		noScript := false
+		for _, cmd := range cmds {
+			if cmd != nil && isNoScript(cmd.Err()) {
+				noScript = true
+			}
+		}
+		if noScript && try == 0 {
+			if err := sc.Load(ctx, s.c.rdb).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		res := make([]int64, len(cmds))
+		for i, cmd := range cmds {
+			v, err := cmd.Int64()
+			if err != nil {
+				return nil, err
+			}
+			res[i] = v
+		}
+		return res, nil
+	}
 }
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }

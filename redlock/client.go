@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,6 +43,7 @@ type Client struct {
 	drift  time.Duration
 	st     *store
 	k      *keeper.Keeper
+	eng    *leasing.Engine // the mutex, on st
 	keyIdx string
 	keyCtr string
 
@@ -51,11 +53,10 @@ type Client struct {
 
 	calls sync.WaitGroup // in-flight node requests (see call)
 
-	ctx     context.Context // cancelled by Close: in-flight attempts end with it
-	cancel  context.CancelFunc
-	closing chan struct{}
-	mu      sync.Mutex
-	closed  bool
+	ctx    context.Context // cancelled by Close: in-flight attempts end with it
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
 
 	hooks hooks
 
@@ -109,12 +110,11 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		o:       o,
-		maj:     len(nodes)/2 + 1,
-		drift:   o.drift(),
-		keyIdx:  o.Prefix + "index",
-		keyCtr:  o.Prefix + "counter",
-		closing: make(chan struct{}),
+		o:      o,
+		maj:    len(nodes)/2 + 1,
+		drift:  o.drift(),
+		keyIdx: o.Prefix + "index",
+		keyCtr: o.Prefix + "counter",
 	}
 	for i, rdb := range nodes {
 		if rdb == nil {
@@ -128,6 +128,12 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// No AttemptTimeout: an attempt bounds itself (acquireBudget) and its
+	// node requests (NodeTimeout).
+	c.eng = &leasing.Engine{
+		Name: "redlock", Pkg: "redlock", Opts: o.common(), Keeper: c.k, Store: c.st,
+		Ctx: c.ctx, Err: c.checkOpen,
+	}
 	return c, nil
 }
 
@@ -148,8 +154,10 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // Majority returns N/2+1, the votes a grant needs.
 func (c *Client) Majority() int { return c.maj }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// DriftMargin returns the margin the keeper subtracts from every lease
+// deadline: Options.DriftMargin (or its default) plus the Redlock drift,
+// TTL·DriftFactor + DriftFixed.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // Stats counts a client's protocol work since New, for tests and
 // monitoring.
@@ -159,6 +167,10 @@ type Stats struct {
 	WriteBacks   uint64 // write-back (raise) scripts sent to nodes
 	Unlocks      uint64 // unlock scripts sent to nodes after failed attempts
 	WipedNodes   uint64 // nodes refused because they lost their index
+
+	// Keeper counts the work of the keeper that extends the held leases on
+	// every node (rounds, batches, releases, suspensions, losses).
+	Keeper keeper.Stats
 }
 
 // Stats returns the client's counters.
@@ -169,6 +181,7 @@ func (c *Client) Stats() Stats {
 		WriteBacks:   c.writeBacks.Load(),
 		Unlocks:      c.unlocks.Load(),
 		WipedNodes:   c.wiped.Load(),
+		Keeper:       c.k.Stats(),
 	}
 }
 
@@ -201,7 +214,6 @@ func (c *Client) Close() error {
 		return fmt.Errorf("redlock: %w", baton.ErrClosed)
 	}
 	c.closed = true
-	close(c.closing)
 	c.mu.Unlock()
 	c.cancel()
 	err := c.k.Close()

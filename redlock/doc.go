@@ -18,12 +18,14 @@
 //	// pass lease.Token() to the resource (package fence)
 //
 // Redlock has only the mutex (reentrant through the lease's context, as
-// everywhere in baton). The nodes are plain, independent servers: not a
+// everywhere in baton); its acquire loop is package leasing's, shared by
+// every lease engine, over the attempt below. The nodes are plain, independent servers: not a
 // Cluster, not replicas of each other, not behind Sentinel.
 //
 // # Acquire
 //
-// One attempt, bounded as a whole by 0.8·TTL (seed 004 Q2):
+// One attempt, bounded as a whole by 0.8·TTL (past it the validity left
+// would be too small to be worth a grant):
 //
 //  1. The acquire script goes to every node at once, each request bounded
 //     by NodeTimeout (≪ TTL). On node i it checks the node's index, and if
@@ -102,7 +104,7 @@
 // The claim is about grants that follow each other in real time; it says
 // nothing about two grants that overlap. Redlock can still grant the same
 // lock twice at once: a node whose clock jumps forward (or whose key is
-// expired early, fault row 7) frees its vote while the holder still
+// expired early: TestRow07EarlyExpiry) frees its vote while the holder still
 // counts on it, and a process paused past its validity still believes it
 // holds the lock (Kleppmann's GC-pause timeline). The token is what saves
 // the resource in both cases: the later grant has the larger token, and a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Mutex is an exclusive lock held on a majority of the nodes. It
@@ -16,41 +17,34 @@ import (
 //
 // Redlock has only the mutex: a read/write lock or a semaphore would need
 // the quorum token's argument for several holders at once, which it does
-// not give.
-type Mutex struct {
-	c    *Client
-	name string
-}
+// not give. Nor has it LockFor: every key is written with the TTL.
+type Mutex struct{ m *leasing.Mutex }
 
 var _ baton.Locker = (*Mutex)(nil)
 
 // Mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
 func (c *Client) Mutex(name string) (*Mutex, error) {
-	n, err := baton.ValidateName(name)
+	m, err := c.eng.Mutex(name)
 	if err != nil {
-		return nil, fmt.Errorf("redlock: Mutex: %w", err)
+		return nil, err
 	}
-	return &Mutex{c: c, name: n}, nil
+	return &Mutex{m}, nil
 }
 
 // Name returns the normalised lock name.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.m.Name() }
 
 // Lock blocks until the lock is granted or ctx ends. Between attempts it
 // sleeps a jittered backoff (Redlock nodes send no release
 // notifications). A waiter that reaches no majority of the nodes for as
 // long as a held lease would survive fails with an error wrapping
 // baton.ErrSessionLost and baton.ErrUnavailable.
-func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) {
-	return m.c.acquire(ctx, m, m.name, true)
-}
+func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) { return m.m.Lock(ctx) }
 
 // TryLock makes one attempt; baton.ErrNotAcquired when other owners hold
 // enough nodes that no majority is left.
-func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) {
-	return m.c.acquire(ctx, m, m.name, false)
-}
+func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) { return m.m.TryLock(ctx) }
 
 // outcome is how one attempt ended.
 type outcome int
@@ -72,86 +66,50 @@ type attemptResult struct {
 	majorityAnswered bool
 }
 
-// acquire is the loop both Lock and TryLock run: an attempt, and while
-// the lock is held (wait) a backoff sleep before the next.
-func (c *Client) acquire(ctx context.Context, key any, name string, wait bool) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
-		return l, err
-	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("redlock: mutex %q: "+format, append([]any{name}, args...)...)
-	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errf("%w", err)
-	}
-	// A waiter that has not reached a majority for this long would have
-	// lost a lease it held: its wait is over (ErrSessionLost).
-	sessionBound := c.o.TTL - c.k.DriftMargin()
-	lastOK := time.Now()
-	for attempt := 0; ; attempt++ {
-		if err := c.verifyFirst(ctx); err != nil {
-			if errors.Is(err, baton.ErrInvalidOption) || c.checkOpen() != nil {
-				return nil, err
-			}
-			if ctx.Err() != nil {
-				return nil, errf("%w (verifying the node indexes: %v)", ctx.Err(), err)
-			}
-			if !wait {
-				return nil, errf("%w", err)
-			}
-		} else {
-			owner := baton.NewOwnerID()
-			ref := keeper.Ref{Key: name, Owner: owner}
-			r := c.attempt(ctx, name, owner)
-			if r.outcome == granted {
-				lease, err := c.k.Hold(ctx, baton.Grant{
-					Name:   name,
-					Engine: "redlock",
-					Token:  r.token + c.o.TokenFloor,
-					Owner:  owner,
-					Key:    key,
-				}, ref, r.start, 0)
-				if err == nil {
-					return lease, nil
-				}
-				if cerr := c.checkOpen(); cerr != nil {
-					return nil, cerr
-				}
-				// The grant came too late to be trusted; Hold unlocks it.
-				r = attemptResult{outcome: unreached, err: err, majorityAnswered: true}
-			}
-			if r.majorityAnswered {
-				lastOK = r.start
-			}
-			switch {
-			case ctx.Err() != nil:
-				return nil, errf("%w (last attempt: %v)", ctx.Err(), r.err)
-			case c.checkOpen() != nil:
-				return nil, c.checkOpen()
-			case !wait && r.outcome == held:
-				return nil, errf("%w", baton.ErrNotAcquired)
-			case !wait:
-				return nil, errf("%w: %w", baton.ErrUnavailable, r.err)
-			}
-		}
-		if since := time.Since(lastOK); since >= sessionBound {
-			return nil, errf("%w: %w: no majority of the nodes answered for %v", baton.ErrSessionLost, baton.ErrUnavailable, since.Round(time.Millisecond))
-		}
-		t := time.NewTimer(c.o.Backoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errf("%w", ctx.Err())
-		case <-c.closing:
-			t.Stop()
-			return nil, c.checkOpen()
-		case <-t.C:
-		}
-	}
+// attempts are one Mutex acquire's attempts for package leasing: each
+// verifies the node indexes until that has succeeded once, then runs one
+// Redlock attempt under a new owner. An attempt that fails frees what it
+// took itself (see attempt), and a wait keeps nothing on the nodes.
+type attempts struct {
+	c    *Client
+	name string
 }
+
+// Begin starts one acquire. Redlock serves only the mutex.
+func (s *store) Begin(req *leasing.Request) leasing.Attempts {
+	if req.Kind != leasing.KindMutex || req.Fixed > 0 {
+		panic("redlock: only the renewed mutex is served") // the Client hands out nothing else
+	}
+	return &attempts{c: s.c, name: req.Name}
+}
+
+var _ leasing.Store = (*store)(nil)
+
+func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+	if err := a.c.verifyFirst(ctx); err != nil {
+		if errors.Is(err, baton.ErrInvalidOption) {
+			return leasing.Result{}, leasing.Permanent(err)
+		}
+		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
+	}
+	owner := baton.NewOwnerID()
+	r := a.c.attempt(ctx, a.name, owner)
+	res := leasing.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
+	switch r.outcome {
+	case granted:
+		res.Granted, res.Token = true, r.token
+		return res, nil
+	case held:
+		return res, nil
+	}
+	if r.majorityAnswered {
+		res.Reached = r.start
+	}
+	return res, r.err
+}
+
+func (a *attempts) Forget(leasing.Result)     {}
+func (a *attempts) End(context.Context, bool) {}
 
 // verifyFirst runs Verify until it has succeeded once, bounded by the
 // acquire budget.
@@ -198,13 +156,21 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 			return r
 		}
 	}
+	c.cleanUp(ctx, name, owner, start, rd)
+	return r
+}
+
+// cleanUp frees what a failed attempt may hold: the granting nodes are
+// unlocked at once, owner-checked; nodes whose outcome is unknown, or
+// still to come, are left to the keeper, which unlocks every node.
+func (c *Client) cleanUp(ctx context.Context, name, owner string, start time.Time, rd round) {
 	ref := keeper.Ref{Key: name, Owner: owner}
 	switch {
 	case ctx.Err() != nil || c.checkOpen() != nil:
 		// The caller must return now: the keeper unlocks every node.
 		rd.f.cancel()
 		c.k.Abandon(ref)
-		return r
+		return
 	case len(rd.unknown) > 0:
 		c.k.Abandon(ref)
 	}
@@ -213,7 +179,7 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 	}
 	if rd.f.pending() == 0 {
 		rd.f.cancel()
-		return r
+		return
 	}
 	// Requests still in flight may create the key later (after an unlock
 	// sent now on another connection): a goroutine of the client waits
@@ -233,7 +199,6 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 			c.k.Abandon(ref)
 		}
 	}()
-	return r
 }
 
 // round is what an acquire round learnt.
@@ -254,9 +219,9 @@ func (rd round) granting() []int {
 
 // acquireRound sends the acquire script to every usable node at once,
 // each with NodeTimeout, and stops as soon as a majority granted or a
-// majority has become impossible (seed 004 Q2). It returns the tokens of
-// the granting nodes and how many nodes may hold the key (granted, or
-// outcome unknown).
+// majority has become impossible: waiting for slow nodes would only eat
+// into the grant's validity. It returns the tokens of the granting nodes
+// and how many nodes may hold the key (granted, or outcome unknown).
 func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptResult, round) {
 	key := c.lockKey(name)
 	ttl := c.o.TTL.Milliseconds()
@@ -274,70 +239,84 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptR
 		}
 		return acquireScript.Run(ctx, n.rdb, []string{key, c.keyCtr, c.keyIdx}, owner, ttl, n.i, len(c.nodes), init).Result()
 	})
-	tokens := make(map[int]uint64, c.maj)
-	heldBy, failed := 0, len(c.nodes)-len(idx)
-	var (
-		errs    []error
-		unknown []int
-	)
-	for len(tokens) < c.maj && len(c.nodes)-heldBy-failed >= c.maj {
+	t := tally{tokens: make(map[int]uint64, c.maj), failed: len(c.nodes) - len(idx)}
+	for len(t.tokens) < c.maj && len(c.nodes)-t.heldBy-t.failed >= c.maj {
 		r, more := f.next()
 		if !more {
 			break
 		}
-		if r.err != nil {
-			// A timeout or a broken connection: the script may have run.
-			failed++
-			unknown = append(unknown, r.i)
-			errs = append(errs, r.err)
-			continue
-		}
-		vs, _ := r.v.([]any)
-		code := int64(-99)
-		if len(vs) == 2 {
-			code, _ = vs[0].(int64)
-		}
-		switch code {
-		case codeGranted:
-			c.nodes[r.i].known.Store(true)
-			tokens[r.i] = num(vs[1])
-		case codeHeld:
-			c.nodes[r.i].known.Store(true)
-			heldBy++
-		case codeNoIndex:
-			c.nodes[r.i].refused.Store(true)
-			c.wiped.Add(1)
-			failed++
-			errs = append(errs, fmt.Errorf("node %d (%s): %w; refused from now on", r.i, c.nodes[r.i].addr, ErrNodeWiped))
-		case codeWrongIndex:
-			failed++
-			errs = append(errs, c.checkIndex(r.i, vs[1]))
-		default:
-			failed++
-			errs = append(errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))
-		}
+		c.count(&t, r)
 	}
 	if f.pending() > 0 {
-		errs = append(errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
+		t.errs = append(t.errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
 	}
 	// Nodes that had not answered when the round stopped may still grant:
 	// they are unlocked with the rest when the attempt fails, and
 	// extended with the rest when it succeeds.
-	res := attemptResult{majorityAnswered: len(tokens)+heldBy >= c.maj}
+	return c.outcome(&t), round{tokens: t.tokens, unknown: t.unknown, f: f}
+}
+
+// tally is what an acquire round has heard so far.
+type tally struct {
+	tokens  map[int]uint64 // granting nodes and the tokens they minted
+	heldBy  int            // nodes held by other owners
+	failed  int            // nodes that cannot grant (errors, refusals)
+	unknown []int          // nodes that failed: the script may have run
+	errs    []error
+}
+
+// count adds one node's answer to t.
+func (c *Client) count(t *tally, r result) {
+	if r.err != nil {
+		// A timeout or a broken connection: the script may have run.
+		t.failed++
+		t.unknown = append(t.unknown, r.i)
+		t.errs = append(t.errs, r.err)
+		return
+	}
+	vs, _ := r.v.([]any)
+	code := int64(-99)
+	if len(vs) == 2 {
+		code, _ = vs[0].(int64)
+	}
+	switch code {
+	case codeGranted:
+		c.nodes[r.i].known.Store(true)
+		t.tokens[r.i] = num(vs[1])
+	case codeHeld:
+		c.nodes[r.i].known.Store(true)
+		t.heldBy++
+	case codeNoIndex:
+		c.nodes[r.i].refused.Store(true)
+		c.wiped.Add(1)
+		t.failed++
+		t.errs = append(t.errs, fmt.Errorf("node %d (%s): %w; refused from now on", r.i, c.nodes[r.i].addr, ErrNodeWiped))
+	case codeWrongIndex:
+		t.failed++
+		t.errs = append(t.errs, c.checkIndex(r.i, vs[1]))
+	default:
+		t.failed++
+		t.errs = append(t.errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))
+	}
+}
+
+// outcome judges a finished round.
+func (c *Client) outcome(t *tally) attemptResult {
+	res := attemptResult{majorityAnswered: len(t.tokens)+t.heldBy >= c.maj}
 	switch {
-	case len(tokens) >= c.maj:
+	case len(t.tokens) >= c.maj:
 		res.outcome = granted
-	case heldBy > len(c.nodes)-c.maj:
+	case t.heldBy > len(c.nodes)-c.maj:
 		res.outcome = held
-		res.err = fmt.Errorf("%d of %d nodes held by other owners", heldBy, len(c.nodes))
+		res.err = fmt.Errorf("%d of %d nodes held by other owners", t.heldBy, len(c.nodes))
 	default:
 		res.outcome = unreached
-		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(tokens), len(c.nodes), heldBy, c.maj, errors.Join(errs...))
+		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(t.tokens), len(c.nodes), t.heldBy, c.maj, errors.Join(t.errs...))
 	}
 	if err, _ := c.broken.Load().(error); err != nil {
 		res.outcome, res.err = unreached, err
 	}
-	return res, round{tokens: tokens, unknown: unknown, f: f}
+	return res
 }
 
 // writeBack raises the counters of the granting nodes to at least the

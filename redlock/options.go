@@ -1,10 +1,10 @@
 package redlock
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
@@ -12,7 +12,7 @@ const (
 	// DefaultTTL is the lease time of a lock key on every node: a dead
 	// holder's lock is free again within it, and a live holder extends it
 	// every TTL/3.
-	DefaultTTL = 15 * time.Second
+	DefaultTTL = leasing.DefaultTTL
 
 	// DefaultPrefix prefixes every key baton writes on the nodes.
 	DefaultPrefix = "baton:redlock:"
@@ -28,7 +28,7 @@ const (
 
 	// DefaultBatchSize is how many held leases one renewal script covers on
 	// each node: 10 000 held leases cost 20 scripts per node every TTL/3.
-	DefaultBatchSize = 500
+	DefaultBatchSize = leasing.DefaultBatchSize
 
 	// MinNodes is the fewest nodes a Client accepts: with two, a majority
 	// is both and one node down stops everything.
@@ -65,12 +65,14 @@ type Options struct {
 	// max(TTL/10, 100ms). The sum must stay below TTL/2.
 	DriftMargin time.Duration
 
-	// TokenFloor is added to every fencing token; see the baton package
-	// doc and "Recovery" in this package's doc.
+	// TokenFloor is added to every fencing token: a token is the quorum
+	// token + TokenFloor (see the baton package doc and "Recovery" in this
+	// package's doc). A grant whose sum would overflow uint64 is released
+	// and refused.
 	TokenFloor uint64
 
 	// BatchSize is how many leases one renewal or release script covers
-	// on each node; 0 means DefaultBatchSize.
+	// on each node; 0 means DefaultBatchSize. It must be in 1…5000.
 	BatchSize int
 
 	// Backoff paces waiters' retries (its Max is capped at TTL/4) and
@@ -80,14 +82,14 @@ type Options struct {
 	Backoff baton.Backoff
 }
 
-// validate checks o and fills in the defaults.
+// validate checks o and fills in the defaults: the settings every lease
+// engine shares through package leasing, then Redlock's own.
 func (o Options) validate() (Options, error) {
-	bad := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: redlock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
+	lo, err := o.common().Validate("redlock")
+	if err != nil {
+		return Options{}, err
 	}
-	if o.TTL == 0 {
-		o.TTL = DefaultTTL
-	}
+	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
@@ -97,35 +99,21 @@ func (o Options) validate() (Options, error) {
 	if o.DriftFactor == 0 {
 		o.DriftFactor = DefaultDriftFactor
 	}
-	if o.DriftMargin == 0 {
-		o.DriftMargin = max(o.TTL/10, 100*time.Millisecond)
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = DefaultBatchSize
-	}
 	switch {
-	case o.TTL < 300*time.Millisecond:
-		return bad("TTL %v, want ≥ 300ms", o.TTL)
 	case o.NodeTimeout < 0 || o.NodeTimeout > o.TTL/4:
-		return bad("NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
+		return Options{}, leasing.Invalid("redlock", "NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
 	case o.DriftFactor < 0 || o.DriftFactor >= 0.1:
-		return bad("DriftFactor %v, want in [0, 0.1)", o.DriftFactor)
-	case o.DriftMargin < 0:
-		return bad("DriftMargin %v, want ≥ 0", o.DriftMargin)
-	case o.BatchSize < 1 || o.BatchSize > 5000:
-		return bad("BatchSize %d, want 1…5000", o.BatchSize)
-	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
-		return bad("negative backoff duration")
+		return Options{}, leasing.Invalid("redlock", "DriftFactor %v, want in [0, 0.1)", o.DriftFactor)
 	}
 	if m := o.DriftMargin + o.drift(); m >= o.TTL/2 {
-		return bad("DriftMargin %v + drift %v = %v, want < TTL/2 = %v", o.DriftMargin, o.drift(), m, o.TTL/2)
+		return Options{}, leasing.Invalid("redlock", "DriftMargin %v + drift %v = %v, want < TTL/2 = %v", o.DriftMargin, o.drift(), m, o.TTL/2)
 	}
-	maxWait := o.Backoff.Max
-	if maxWait == 0 {
-		maxWait = baton.DefaultBackoffMax
-	}
-	o.Backoff.Max = min(maxWait, o.TTL/4)
 	return o, nil
+}
+
+// common is the part of o every lease engine shares.
+func (o Options) common() leasing.Options {
+	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff}
 }
 
 // drift is the Redlock clock-drift allowance: TTL·DriftFactor + 2ms.
@@ -134,6 +122,6 @@ func (o Options) drift() time.Duration {
 }
 
 // acquireBudget is the overall deadline of one acquire attempt, both
-// phases: 0.8·TTL (seed 004 Q2). Past it the validity left would be too
+// phases: 0.8·TTL. Past it the validity left would be too
 // small to be worth a grant.
 func (o Options) acquireBudget() time.Duration { return o.TTL * 4 / 5 }

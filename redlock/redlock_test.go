@@ -50,8 +50,8 @@ func TestOptions(t *testing.T) {
 		t.Errorf("New(zero Options): TTL, Majority, Nodes = %v, %d, %d, want %v, 2, 3", c.TTL(), c.Majority(), c.Nodes(), redlock.DefaultTTL)
 	}
 	// The keeper's margin includes the Redlock drift (TTL·0.01 + 2ms).
-	if got, want := c.Keeper().DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
-		t.Errorf("Keeper().DriftMargin() = %v, want %v", got, want)
+	if got, want := c.DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
+		t.Errorf("DriftMargin() = %v, want %v", got, want)
 	}
 }
 
@@ -100,15 +100,16 @@ func TestTokensIncrease(t *testing.T) {
 	}
 	for i := 1; i < len(tokens); i++ {
 		if tokens[i] <= tokens[i-1] {
-			t.Errorf("grant %d has token %d after %d, want strictly increasing (I2)", i, tokens[i], tokens[i-1])
+			t.Errorf("grant %d has token %d after %d, want strictly increasing", i, tokens[i], tokens[i-1])
 		}
 	}
 	t.Logf("%d grants, tokens %v…%v", len(tokens), tokens[0], tokens[len(tokens)-1])
 }
 
 // TestEarlyStop checks that an attempt returns as soon as a majority is
-// won or has become impossible, instead of waiting for slow nodes (seed
-// 004 Q2), by its duration and the requests it sent.
+// won or has become impossible, instead of waiting for slow nodes (which
+// would only eat into the grant's validity), by its duration and the
+// requests it sent.
 func TestEarlyStop(t *testing.T) {
 	addrs := testenv.Redlock(t)
 	prefix := newPrefix(t, addrs)

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Client is one process's handle on the locks table of one database. It
@@ -24,17 +25,17 @@ type Client struct {
 	q      *statements
 	st     *store
 	k      *keeper.Keeper
+	eng    *leasing.Engine // the recipes, on st
 	engine string
 	hubp   atomic.Pointer[tableHub] // set at the first use, once the server is identified
 
 	schemaMu sync.Mutex
 	schemaOK bool
 
-	ctx     context.Context // cancelled by Close: in-flight attempts end with it
-	cancel  context.CancelFunc
-	closing chan struct{}
-	mu      sync.Mutex
-	closed  bool
+	ctx    context.Context // cancelled by Close: in-flight attempts end with it
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
 }
 
 // New returns a client on db, which the caller keeps owning (Close does not
@@ -61,11 +62,10 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: sqllock: unknown dialect %v", baton.ErrInvalidOption, o.Dialect)
 	}
 	c := &Client{
-		db:      db,
-		o:       o,
-		q:       newStatements(o.Dialect, o.TablePrefix),
-		engine:  o.Dialect.String(),
-		closing: make(chan struct{}),
+		db:     db,
+		o:      o,
+		q:      newStatements(o.Dialect, o.TablePrefix),
+		engine: o.Dialect.String(),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize}
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
@@ -73,6 +73,10 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.eng = &leasing.Engine{
+		Name: c.engine, Pkg: "sqllock", Opts: o.common(), Keeper: c.k, Store: c.st,
+		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),
+	}
 	return c, nil
 }
 
@@ -82,8 +86,14 @@ func (c *Client) Engine() string { return c.engine }
 // TTL returns the lease time of a row.
 func (c *Client) TTL() time.Duration { return c.o.TTL }
 
-// Keeper returns the keeper holding this client's leases (for its Stats).
-func (c *Client) Keeper() *keeper.Keeper { return c.k }
+// Stats returns the counters of the keeper that renews this client's
+// leases (rounds, batches, releases, suspensions, losses), for tests and
+// monitoring.
+func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
+
+// DriftMargin returns the margin subtracted from every lease deadline:
+// Options.DriftMargin, or its default.
+func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // Table returns the name of the locks table.
 func (c *Client) Table() string { return c.q.locks }
@@ -274,7 +284,6 @@ func (c *Client) Close() error {
 		return fmt.Errorf("sqllock: %w", baton.ErrClosed)
 	}
 	c.closed = true
-	close(c.closing)
 	c.mu.Unlock()
 	c.cancel()
 	c.schemaMu.Lock() // no registration in flight

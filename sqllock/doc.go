@@ -178,9 +178,12 @@
 // never read, and is deleted, not tombstoned, when the wait ends. SQLite has none: every write
 // there waits for the one file lock, and with dozens of waiters the extra
 // writes would starve the holders' renewals. A waiter that cannot reach the
-// database for a whole TTL fails with baton.ErrSessionLost (on SQLite, a
-// busy database counts as reached: it is embedded and cannot be
-// partitioned away).
+// database for TTL − DriftMargin fails with baton.ErrSessionLost (on
+// SQLite, a busy database counts as reached: it is embedded and cannot be
+// partitioned away; so does a MySQL deadlock victim). The waiting itself
+// is package leasing's acquire loop, shared by every lease engine; this
+// package supplies the attempts (statements), the wake-ups and the
+// contention rule.
 //
 // On PostgreSQL, a process keeps one LISTEN connection per database server
 // and table, shared by all its Clients and taken from one of their pools;

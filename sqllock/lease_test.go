@@ -125,7 +125,7 @@ func TestTokensShared(t *testing.T) {
 	}
 }
 
-// TestStaleReleaseAfterRegrant (I9): a holder cut off the database is
+// TestStaleReleaseAfterRegrant: a release never frees a newer grant. A holder cut off the database is
 // Lost, its row expires and another client takes it; when the first
 // client's connection comes back, its queued background release runs, and
 // must not free the new grant.
@@ -159,14 +159,14 @@ func TestStaleReleaseAfterRegrant(t *testing.T) {
 			if l2.Token() <= l1.Token() {
 				t.Errorf("new token %d, want > %d", l2.Token(), l1.Token())
 			}
-			before := c1.Keeper().Stats().Releases
+			before := c1.Stats().Releases
 			p.Heal()
 			// The healed client retries its queued owner-checked release.
 			deadline := time.Now().Add(3 * testTTL)
-			for c1.Keeper().Stats().Releases == before && time.Now().Before(deadline) {
+			for c1.Stats().Releases == before && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			t.Logf("%s: background releases after heal: %d", b.name, c1.Keeper().Stats().Releases-before)
+			t.Logf("%s: background releases after heal: %d", b.name, c1.Stats().Releases-before)
 			if err := l1.Release(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrLost) {
 				t.Errorf("Release of the lost lease = %v, want an error wrapping %v", err, baton.ErrLost)
 			}

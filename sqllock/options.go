@@ -1,26 +1,26 @@
 package sqllock
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/leasing"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
 const (
 	// DefaultTTL is the lease time of a row: a dead holder's lock is free
 	// again within it, and a live holder renews every TTL/3.
-	DefaultTTL = 15 * time.Second
+	DefaultTTL = leasing.DefaultTTL
 
 	// DefaultTablePrefix prefixes the table (and sequence) names.
 	DefaultTablePrefix = "baton_"
 
 	// DefaultBatchSize is how many held leases one renewal statement
 	// covers: 10 000 held leases cost 20 statements every TTL/3.
-	DefaultBatchSize = 500
+	DefaultBatchSize = leasing.DefaultBatchSize
 )
 
 // Options configure New. The zero value means the documented defaults.
@@ -34,11 +34,12 @@ type Options struct {
 	TTL time.Duration
 
 	// DriftMargin is subtracted from every lease deadline (see package
-	// keeper); 0 means max(TTL/10, 100ms).
+	// keeper); 0 means max(TTL/10, 100ms). It must stay below TTL/2.
 	DriftMargin time.Duration
 
-	// TokenFloor is added to every fencing token; see the baton package
-	// doc.
+	// TokenFloor is added to every fencing token: a token is the
+	// sequence's value + TokenFloor (see the baton package doc). A grant
+	// whose sum would overflow uint64 is released and refused.
 	TokenFloor uint64
 
 	// TablePrefix prefixes the names of the schema objects: <prefix>locks,
@@ -47,7 +48,7 @@ type Options struct {
 	TablePrefix string
 
 	// BatchSize is how many leases one renewal or release statement covers;
-	// 0 means DefaultBatchSize.
+	// 0 means DefaultBatchSize. It must be in 1…5000.
 	BatchSize int
 
 	// Backoff paces waiters' retries (its Max is capped at TTL/4) and
@@ -67,36 +68,24 @@ type Options struct {
 
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 
-// validate checks o and fills in the defaults.
+// validate checks o and fills in the defaults: the settings every lease
+// engine shares through package leasing, then the table prefix.
 func (o Options) validate() (Options, error) {
-	bad := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: sqllock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
+	lo, err := o.common().Validate("sqllock")
+	if err != nil {
+		return Options{}, err
 	}
-	if o.TTL == 0 {
-		o.TTL = DefaultTTL
-	}
+	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.TablePrefix == "" {
 		o.TablePrefix = DefaultTablePrefix
 	}
-	if o.BatchSize == 0 {
-		o.BatchSize = DefaultBatchSize
+	if !prefixRE.MatchString(o.TablePrefix) {
+		return Options{}, leasing.Invalid("sqllock", "TablePrefix %q, want [a-z_][a-z0-9_]{0,39}", o.TablePrefix)
 	}
-	switch {
-	case o.TTL < 300*time.Millisecond:
-		return bad("TTL %v, want ≥ 300ms", o.TTL)
-	case o.DriftMargin < 0 || o.DriftMargin >= o.TTL/2:
-		return bad("DriftMargin %v, want in [0, TTL/2)", o.DriftMargin)
-	case !prefixRE.MatchString(o.TablePrefix):
-		return bad("TablePrefix %q, want [a-z_][a-z0-9_]{0,39}", o.TablePrefix)
-	case o.BatchSize < 1 || o.BatchSize > 5000:
-		return bad("BatchSize %d, want 1…5000", o.BatchSize)
-	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
-		return bad("negative backoff duration")
-	}
-	maxWait := o.Backoff.Max
-	if maxWait == 0 {
-		maxWait = baton.DefaultBackoffMax
-	}
-	o.Backoff.Max = min(maxWait, o.TTL/4)
 	return o, nil
+}
+
+// common is the part of o every lease engine shares.
+func (o Options) common() leasing.Options {
+	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/queue"
 )
 
 // The multi-row recipes (RWMutex, Semaphore, Election) keep every row of
@@ -63,11 +65,9 @@ type recipeRow struct {
 	live  bool // owned and unexpired on the database clock
 }
 
-// recipe describes one multi-row recipe to the shared acquire loop.
+// recipe describes one multi-row recipe to attemptRecipe.
 type recipe struct {
 	name     string
-	what     string // in messages: "read lock", "semaphore", …
-	key      any    // reentrancy key; nil: not reentrant
 	kind     string // kind of a granted row
 	waitKind string // kind of a waiter's intent row
 	data     string // stored with both
@@ -77,6 +77,28 @@ type recipe struct {
 	// refused, if set, sees the live rows of other owners after an
 	// attempt that did not grant (the semaphore checks their N).
 	refused func(others []recipeRow)
+}
+
+// recipeFor describes the rows of the acquire req.
+func recipeFor(req *leasing.Request) recipe {
+	r := recipe{name: req.Name}
+	switch req.Kind {
+	case leasing.KindRead:
+		r.kind, r.waitKind, r.grant = kindRead, kindReadWait, readGrant
+	case leasing.KindWrite:
+		r.kind, r.waitKind = kindWrite, kindWriteWait
+		r.grant = func(others []recipeRow, ticket uint64) bool {
+			return exclusiveGrant(others, ticket, kindWriteWait, kindReadWait)
+		}
+	case leasing.KindPermit:
+		r.kind, r.waitKind, r.data = kindPermit, kindPermitWait, string(queue.PermitsData(req.N))
+		r.grant = func(others []recipeRow, ticket uint64) bool { return permitGrant(others, ticket, req.N) }
+		r.refused = func(others []recipeRow) { req.Seen(permitsOf(req.Name, others), true) }
+	case leasing.KindLeader:
+		r.kind, r.waitKind, r.data = kindLeader, kindCandidate, req.ID
+		r.grant = func(others []recipeRow, ticket uint64) bool { return exclusiveGrant(others, ticket, kindCandidate) }
+	}
+	return r
 }
 
 // intent is a waiter's own row across attempts.
@@ -93,111 +115,65 @@ type attemptResult struct {
 	others  []recipeRow
 }
 
-// acquireRecipe is acquire's loop for the multi-row recipes: attempt, and
-// while refused (wait) keep an intent row and sleep until a wake-up or the
-// next backoff step.
-func (c *Client) acquireRecipe(ctx context.Context, r *recipe, wait bool) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, r.key); l != nil || err != nil {
-		return l, err
-	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("sqllock: %s %q: "+format, append([]any{r.what, r.name}, args...)...)
-	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errf("%w", err)
-	}
-	if err := c.ensureSchema(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, errf("%w: %w", ctx.Err(), err)
+// recipeAttempts are the attempts of one multi-row acquire: each is one
+// transaction (attemptRecipe). While refused, a waiter keeps an intent
+// row, under one owner until an attempt fails: then what the attempt may
+// have written and the intent row are released (owner-checked, in the
+// background) and the waiter goes on under a new owner.
+type recipeAttempts struct {
+	c     *Client
+	req   *leasing.Request
+	r     recipe
+	owner string
+	mine  intent
+}
+
+func (c *Client) recipeAttempts(req *leasing.Request) *recipeAttempts {
+	return &recipeAttempts{c: c, req: req, r: recipeFor(req), owner: baton.NewOwnerID(), mine: intent{slot: -1}}
+}
+
+func (a *recipeAttempts) Watch(int) (<-chan struct{}, func()) { return a.c.hub().watch(a.req.Name) }
+
+func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+	sent := time.Now()
+	res, err := a.c.st.attemptRecipe(ctx, &a.r, a.owner, &a.mine, a.req.Wait)
+	out := leasing.Result{Sent: sent, Ref: keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: res.slot}}
+	switch {
+	case err != nil:
+		if a.c.contended(err) {
+			out.Reached = time.Now() // busy until now: reached, not unreachable
 		}
-		return nil, errf("%w: %w", baton.ErrUnavailable, err)
+		return out, err
+	case res.granted:
+		out.Granted, out.Token = true, res.token
+	case a.r.refused != nil:
+		a.r.refused(res.others)
 	}
-	sessionBound := c.o.TTL - c.k.DriftMargin()
-	lastOK := time.Now()
-	reached := false // some attempt got the database's answer
-	owner := baton.NewOwnerID()
-	mine := intent{slot: -1}
-	// drop releases (owner-checked, in the background) the intent row and
-	// whatever an attempt with an unknown outcome may have written.
-	drop := func(slots ...int64) {
-		for _, s := range append(slots, mine.slot) {
-			if s >= 0 {
-				c.k.Abandon(keeper.Ref{Key: r.name, Owner: owner, Aux: s})
-			}
-		}
-		mine = intent{slot: -1}
+	return out, nil
+}
+
+// Forget releases what the failed attempt may have written and the
+// intent row, and makes the next attempt under a new owner.
+func (a *recipeAttempts) Forget(res leasing.Result) {
+	a.drop(res.Ref.Aux.(int64))
+	a.owner = baton.NewOwnerID()
+}
+
+func (a *recipeAttempts) End(_ context.Context, granted bool) {
+	if !granted {
+		a.drop()
 	}
-	for attempt := 0; ; attempt++ {
-		woke, unwatch := c.hub().watch(r.name)
-		sent := time.Now()
-		actx, cancel := context.WithTimeout(ctx, c.attemptTimeout())
-		stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
-		res, err := c.st.attemptRecipe(actx, r, owner, &mine, wait)
-		stop()
-		cancel()
-		if err == nil && res.granted {
-			unwatch()
-			lease, herr := c.k.Hold(ctx, baton.Grant{
-				Name:   r.name,
-				Engine: c.engine,
-				Token:  res.token + c.o.TokenFloor,
-				Owner:  owner,
-				Key:    r.key,
-			}, keeper.Ref{Key: r.name, Owner: owner, Aux: res.slot}, sent, 0)
-			if herr == nil {
-				return lease, nil
-			}
-			mine.slot = -1 // Hold queued the release of the row
-			if cerr := c.checkOpen(); cerr != nil {
-				return nil, cerr
-			}
-			err = herr
-			res.slot = -1
+}
+
+// drop releases (owner-checked, in the background) the intent row and the
+// slots given.
+func (a *recipeAttempts) drop(slots ...int64) {
+	for _, s := range append(slots, a.mine.slot) {
+		if s >= 0 {
+			a.c.k.Abandon(keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: s})
 		}
-		if err != nil {
-			// The outcome is unknown: free what the attempt may have
-			// written, and go on under a new owner.
-			drop(res.slot)
-			owner = baton.NewOwnerID()
-			if ctx.Err() == nil && c.contended(err) {
-				lastOK = time.Now() // busy until now: reached, not unreachable
-			}
-			if ferr := c.failedAttempt(ctx, err, reached, lastOK, sessionBound, wait, errf); ferr != nil {
-				unwatch()
-				return nil, ferr
-			}
-		} else {
-			lastOK, reached = sent, true
-			if r.refused != nil {
-				r.refused(res.others)
-			}
-			if !wait {
-				unwatch()
-				return nil, errf("%w", baton.ErrNotAcquired)
-			}
-		}
-		t := time.NewTimer(c.o.Backoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			unwatch()
-			drop()
-			return nil, errf("%w", ctx.Err())
-		case <-c.closing:
-			t.Stop()
-			unwatch()
-			drop()
-			return nil, c.checkOpen()
-		case <-woke:
-			attempt = -1 // a release: start the backoff over
-		case <-t.C:
-		}
-		t.Stop()
-		unwatch()
 	}
+	a.mine = intent{slot: -1}
 }
 
 // attemptRecipe makes one attempt of r for owner in one transaction (see
@@ -212,61 +188,22 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 		return res, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
-	if s.q.d == fence.Postgres {
-		// A client cut off between two statements of this transaction
-		// would keep the guard row locked until the server noticed the
-		// dead connection (TCP keepalive: hours), stalling the name: let
-		// the server end such a session after the attempt's own bound.
-		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
-		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-			return res, err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, s.q.guard(), r.name); err != nil {
-		return res, err
-	}
-	all, err := s.readRecipeRows(ctx, tx, r.name)
+	v, err := s.readGuarded(ctx, tx, r.name, owner)
 	if err != nil {
 		return res, err
 	}
-	var (
-		others  []recipeRow
-		reap    []recipeRow
-		own     *recipeRow
-		free    = int64(-1) // lowest slot ≥ 1 nobody owns
-		maxSlot int64
-		exists  = map[int64]bool{}
-	)
-	for i := range all {
-		row := &all[i]
-		exists[row.slot] = true
-		maxSlot = max(maxSlot, row.slot)
-		switch {
-		case row.owner == owner:
-			own = row
-		case row.live:
-			others = append(others, *row)
-		case row.slot >= 1:
-			if row.owner != "" {
-				reap = append(reap, *row)
-			}
-			if free < 0 {
-				free = row.slot
-			}
-		}
-	}
 	mine.slot, mine.ticket = -1, 0
-	if own != nil {
-		mine.slot, mine.ticket = own.slot, own.token
+	if v.own != nil {
+		mine.slot, mine.ticket = v.own.slot, v.own.token
 	}
-	granted := r.grant(others, mine.ticket)
-	for _, row := range reap {
+	granted := r.grant(v.others, mine.ticket)
+	for _, row := range v.reap {
 		if _, err := tx.ExecContext(ctx, s.q.reap(), r.name, row.slot, row.owner); err != nil {
 			return res, err
 		}
 	}
 	if !granted && !wait {
-		res.others = others
+		res.others = v.others
 		return res, commit(tx)
 	}
 	tok := mine.ticket
@@ -275,25 +212,12 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 			return res, err
 		}
 	}
-	slot := mine.slot
-	if slot < 0 {
-		slot = free
-		if slot < 0 {
-			slot = maxSlot + 1
-		}
-	}
 	kind := r.waitKind
 	if granted {
 		kind = r.kind
 	}
-	res.slot = slot // from here on, an error may leave the row written
-	ttl := s.c.o.TTL.Microseconds()
-	if exists[slot] {
-		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
-	} else {
-		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
-	}
-	if err != nil {
+	res.slot = v.slotFor(mine) // from here on, an error may leave the row written
+	if err := s.writeRow(ctx, tx, r, v.exists[res.slot], res.slot, kind, owner, tok); err != nil {
 		return res, err
 	}
 	if err := commit(tx); err != nil {
@@ -303,10 +227,88 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 		res.granted, res.token = true, tok
 		mine.slot, mine.ticket = -1, 0 // the intent row is the grant now
 	} else {
-		res.others = others
-		mine.slot, mine.ticket = slot, tok
+		res.others = v.others
+		mine.slot, mine.ticket = res.slot, tok
 	}
 	return res, nil
+}
+
+// view is a name's rows as one attempt sees them.
+type view struct {
+	others  []recipeRow // live rows of other owners
+	reap    []recipeRow // expired rows at slots ≥ 1 still owned: to clear
+	own     *recipeRow  // the caller's row, if any
+	free    int64       // lowest slot ≥ 1 nobody owns; -1: none
+	maxSlot int64
+	exists  map[int64]bool
+}
+
+// slotFor is where the caller's row goes: its intent row's slot, else
+// the lowest free slot, else a new one past the last.
+func (v *view) slotFor(mine *intent) int64 {
+	switch {
+	case mine.slot >= 0:
+		return mine.slot
+	case v.free >= 0:
+		return v.free
+	}
+	return v.maxSlot + 1
+}
+
+// readGuarded locks name's guard row in tx (bounding, on PostgreSQL, how
+// long a cut-off client can keep it locked) and reads the name's rows as
+// owner sees them.
+func (s *store) readGuarded(ctx context.Context, tx *sql.Tx, name, owner string) (*view, error) {
+	if s.q.d == fence.Postgres {
+		// A client cut off between two statements of this transaction
+		// would keep the guard row locked until the server noticed the
+		// dead connection (TCP keepalive: hours), stalling the name: let
+		// the server end such a session after the attempt's own bound.
+		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
+		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q.guard(), name); err != nil {
+		return nil, err
+	}
+	all, err := s.readRecipeRows(ctx, tx, name)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{free: -1, exists: make(map[int64]bool, len(all))}
+	for i := range all {
+		row := &all[i]
+		v.exists[row.slot] = true
+		v.maxSlot = max(v.maxSlot, row.slot)
+		switch {
+		case row.owner == owner:
+			v.own = row
+		case row.live:
+			v.others = append(v.others, *row)
+		case row.slot >= 1:
+			if row.owner != "" {
+				v.reap = append(v.reap, *row)
+			}
+			if v.free < 0 {
+				v.free = row.slot
+			}
+		}
+	}
+	return v, nil
+}
+
+// writeRow writes the caller's row at slot in tx: an update of the row
+// there (exists) or a new row.
+func (s *store) writeRow(ctx context.Context, tx *sql.Tx, r *recipe, exists bool, slot int64, kind, owner string, tok uint64) error {
+	ttl := s.c.o.TTL.Microseconds()
+	var err error
+	if exists {
+		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
+	} else {
+		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
+	}
+	return err
 }
 
 func commit(tx *sql.Tx) error {

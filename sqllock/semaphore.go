@@ -1,12 +1,10 @@
 package sqllock
 
 import (
-	"context"
-	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/leasing"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -32,20 +30,12 @@ import (
 // as on the queue engines: the check only runs under contention, so an
 // error would come and go with the load. The client with the smaller N is
 // the one that notices.
-type Semaphore struct {
-	c *Client
-	r recipe
-	n int
-
-	mu      sync.Mutex
-	checked map[string]bool // owners whose N was judged, pruned to the live ones
-	report  func(Disagreement)
-}
+type Semaphore struct{ *leasing.Semaphore }
 
 // Disagreement describes a permit or waiter row taken by a client
 // configured with a different N. It is queue's type: the CLI and callers
-// handle both engines' reports alike.
-type Disagreement = queue.Disagreement
+// handle every engine's reports alike.
+type Disagreement = leasing.Disagreement
 
 var _ baton.Locker = (*Semaphore)(nil)
 
@@ -53,85 +43,36 @@ var _ baton.Locker = (*Semaphore)(nil)
 // with an error wrapping baton.ErrInvalidOption, an invalid name with one
 // wrapping baton.ErrInvalidName.
 func (c *Client) Semaphore(name string, n int) (*Semaphore, error) {
-	nm, err := baton.ValidateName(name)
+	s, err := c.eng.Semaphore(name, n)
 	if err != nil {
-		return nil, fmt.Errorf("sqllock: Semaphore: %w", err)
+		return nil, err
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("%w: sqllock: semaphore %q needs at least one permit, got %d", baton.ErrInvalidOption, nm, n)
-	}
-	s := &Semaphore{c: c, n: n, checked: make(map[string]bool)}
-	s.r = recipe{name: nm, what: "semaphore", kind: kindPermit, waitKind: kindPermitWait,
-		data: string(queue.PermitsData(n)), grant: s.grant, refused: s.check}
-	return s, nil
+	return &Semaphore{s}, nil
 }
 
-// Name returns the normalised semaphore name.
-func (s *Semaphore) Name() string { return s.r.name }
-
-// Permits returns N.
-func (s *Semaphore) Permits() int { return s.n }
-
-// OnDisagreement sets the function told about rows taken with another N
-// (nil: none). It runs on the acquiring goroutine, so it must return
-// quickly; each row is reported once per Semaphore.
-func (s *Semaphore) OnDisagreement(f func(Disagreement)) {
-	s.mu.Lock()
-	s.report = f
-	s.mu.Unlock()
-}
-
-// Acquire blocks until a permit is granted or ctx ends.
-func (s *Semaphore) Acquire(ctx context.Context) (*baton.Lease, error) {
-	return s.c.acquireRecipe(ctx, &s.r, true)
-}
-
-// TryAcquire makes one attempt; baton.ErrNotAcquired when all permits are
-// taken (or promised to waiters).
-func (s *Semaphore) TryAcquire(ctx context.Context) (*baton.Lease, error) {
-	return s.c.acquireRecipe(ctx, &s.r, false)
-}
-
-// Lock and TryLock make the semaphore a baton.Locker (one permit each).
-func (s *Semaphore) Lock(ctx context.Context) (*baton.Lease, error)    { return s.Acquire(ctx) }
-func (s *Semaphore) TryLock(ctx context.Context) (*baton.Lease, error) { return s.TryAcquire(ctx) }
-
-// grant counts the live holders (permits, and any foreign row, which
+// permitGrant counts the live holders (permits, and any foreign row, which
 // counts as one) and the waiters ahead of the caller's ticket (all of them
-// while it has none).
-func (s *Semaphore) grant(others []recipeRow, ticket uint64) bool {
+// while it has none), and grants while they are fewer than n.
+func permitGrant(others []recipeRow, ticket uint64, n int) bool {
 	taken := 0
 	for _, o := range others {
 		if o.kind != kindPermitWait || ticket == 0 || o.token < ticket {
 			taken++
 		}
 	}
-	return taken < s.n
+	return taken < n
 }
 
-// check reports the rows, among others, taken with another N.
-func (s *Semaphore) check(others []recipeRow) {
-	s.mu.Lock()
-	live := make(map[string]bool, len(others))
-	var report []Disagreement
+// permitsOf lists the N stored by the permit and waiter rows among
+// others, for the disagreement check: each row is judged once, by owner.
+func permitsOf(name string, others []recipeRow) []leasing.Permits {
+	var ps []leasing.Permits
 	for _, o := range others {
-		live[o.owner] = true
-		if s.checked[o.owner] || (o.kind != kindPermit && o.kind != kindPermitWait) {
+		if o.kind != kindPermit && o.kind != kindPermitWait {
 			continue
 		}
-		s.checked[o.owner] = true
-		if m, ok := queue.ParsePermits([]byte(o.data)); ok && m != s.n && s.report != nil {
-			report = append(report, Disagreement{Name: s.r.name, Lease: s.r.name + "/" + strconv.FormatInt(o.slot, 10) + "/" + o.owner, Permits: m, Want: s.n})
-		}
+		m, _ := queue.ParsePermits([]byte(o.data))
+		ps = append(ps, leasing.Permits{ID: o.owner, Lease: name + "/" + strconv.FormatInt(o.slot, 10) + "/" + o.owner, N: m})
 	}
-	for k := range s.checked {
-		if !live[k] {
-			delete(s.checked, k)
-		}
-	}
-	f := s.report
-	s.mu.Unlock()
-	for _, d := range report {
-		f(d)
-	}
+	return ps
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/leasing"
 )
 
 // store is the keeper.Store of a Client: batched owner-checked renewals
@@ -328,3 +329,25 @@ func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owne
 	}
 	return uint64(tok), true, nil
 }
+
+// Begin starts one acquire for package leasing: the Mutex's single row,
+// or the rows of a multi-row recipe (see recipe.go).
+func (s *store) Begin(req *leasing.Request) leasing.Attempts {
+	if req.Kind == leasing.KindMutex {
+		return s.c.mutexAttempts(req)
+	}
+	return s.c.recipeAttempts(req)
+}
+
+// Prepare creates (or checks) the schema at the client's first use.
+func (s *store) Prepare(ctx context.Context) error { return s.c.ensureSchema(ctx) }
+
+// Watch wakes at the next release of name seen by this process.
+func (s *store) Watch(name string) (<-chan struct{}, func()) { return s.c.hub().watch(name) }
+
+var (
+	_ leasing.Store    = (*store)(nil)
+	_ leasing.Preparer = (*store)(nil)
+	_ leasing.Watcher  = (*store)(nil)
+	_ leasing.Leaders  = (*store)(nil)
+)

@@ -1,0 +1,253 @@
+package leasing
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/keeper"
+)
+
+// Engine is a lease engine's client as the recipes see it: its store, its
+// keeper, its validated options and its lifetime. An engine builds one in
+// its New and hands out the recipes through it.
+type Engine struct {
+	Name   string // Grant.Engine: "redis", "redlock", "postgres", …
+	Pkg    string // prefixes error messages: "redislock", …
+	Opts   Options
+	Keeper *keeper.Keeper
+	Store  Store
+
+	// Ctx is cancelled when the client closes: in-flight attempts and
+	// waits end with it.
+	Ctx context.Context
+	// Err returns nil while the client is open, else why it is not (an
+	// error wrapping baton.ErrClosed).
+	Err func() error
+
+	// AttemptTimeout bounds each attempt, and Close interrupts it; 0
+	// leaves both to the store's Try.
+	AttemptTimeout time.Duration
+	// Millis requires fixed lease times in whole milliseconds.
+	Millis bool
+}
+
+// Acquire is the acquire loop every recipe of every lease engine shares:
+// attempt; while refused (and waiting) sleep until a wake-up, the
+// holder's expiry hint or the next backoff step. key is the reentrancy
+// key: a ctx derived from a lease with the same key re-enters it.
+//
+// A failed attempt (its outcome unknown) is forgotten through the store,
+// and ends the acquire when:
+//   - ctx ended: the error wraps ctx.Err(), and baton.ErrUnavailable too
+//     if no attempt ever got the server's answer;
+//   - the client closed, or the error is Permanent;
+//   - no attempt succeeded for TTL − DriftMargin (a held lease would have
+//     been lost by then): baton.ErrSessionLost and baton.ErrUnavailable;
+//   - the acquire does not wait: baton.ErrUnavailable.
+//
+// Otherwise the waiter retries. A store that knows the server was reached
+// though the attempt failed (Result.Reached) keeps the waiter contended,
+// not cut off.
+func (e *Engine) Acquire(ctx context.Context, key any, req Request) (*baton.Lease, error) {
+	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
+		return l, err
+	}
+	w := &wait{e: e, req: &req, key: key}
+	if err := w.start(ctx); err != nil {
+		return nil, err
+	}
+	a := e.Store.Begin(&req)
+	granted := false
+	defer func() { a.End(ctx, granted) }()
+	aw, _ := a.(AttemptWatcher)
+	unwatch := func() {}
+	defer func() { unwatch() }()
+	var woke <-chan struct{}
+	for n, step := 0, 0; ; n, step = n+1, step+1 {
+		if aw != nil {
+			// The new watch is up before the old one is dropped.
+			ch, u := aw.Watch(n)
+			unwatch()
+			woke, unwatch = ch, u
+		}
+		res, err := w.try(ctx, a, n)
+		if err == nil && res.Granted {
+			var l *baton.Lease
+			if l, err = w.hold(ctx, a, res); l != nil {
+				granted = true
+				return l, nil
+			}
+			if isPermanent(err) || e.Err() != nil {
+				return nil, w.final(err)
+			}
+			res.Reached = res.Sent // granted, if too late: the server answered
+		}
+		if err != nil {
+			a.Forget(res)
+			if ferr := w.failed(ctx, err, res); ferr != nil {
+				return nil, ferr
+			}
+		} else {
+			w.lastOK, w.reached, w.lastErr = res.Sent, true, nil
+			if !req.Wait {
+				return nil, w.errf("%w", baton.ErrNotAcquired)
+			}
+			if res.Again {
+				continue
+			}
+		}
+		wake, err := w.sleep(ctx, step, res.Hint, woke)
+		if err != nil {
+			return nil, err
+		}
+		if wake {
+			step = -1 // a release: start the backoff over
+		}
+	}
+}
+
+// wait is one acquire's state across its attempts.
+type wait struct {
+	e   *Engine
+	req *Request
+	key any
+	// lastOK is when the last attempt that got the server's answer was
+	// sent; reached reports that one did.
+	lastOK  time.Time
+	reached bool
+	lastErr error // the last attempt's error; nil after a refusal
+}
+
+func (w *wait) errf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s %q: "+format, append([]any{w.e.Pkg, w.req.Kind, w.req.Name}, args...)...)
+}
+
+// final is err as the acquire returns it: a closed client's own error
+// as is, anything else with the lock named.
+func (w *wait) final(err error) error {
+	if cerr := w.e.Err(); cerr != nil {
+		return cerr
+	}
+	return w.errf("%w", err)
+}
+
+// start checks that the acquire may begin and prepares the store.
+func (w *wait) start(ctx context.Context) error {
+	if err := w.e.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return w.errf("%w", err)
+	}
+	if p, ok := w.e.Store.(Preparer); ok {
+		if err := p.Prepare(ctx); err != nil {
+			if ctx.Err() != nil {
+				return w.errf("%w: %w", ctx.Err(), err)
+			}
+			return w.errf("%w: %w", baton.ErrUnavailable, err)
+		}
+	}
+	w.lastOK = time.Now()
+	return nil
+}
+
+// try runs one attempt, bounded by the engine's AttemptTimeout and
+// interrupted by Close.
+func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
+	if w.e.AttemptTimeout <= 0 {
+		return a.Try(ctx, n)
+	}
+	actx, cancel := context.WithTimeout(ctx, w.e.AttemptTimeout)
+	defer cancel()
+	stop := context.AfterFunc(w.e.Ctx, cancel)
+	defer stop()
+	return a.Try(actx, n)
+}
+
+// hold hands a grant to the keeper, with TokenFloor added. A nil lease
+// comes with the reason: a token that would overflow (Permanent, the
+// grant forgotten), or the keeper's refusal of a grant that came too late
+// to be trusted (the keeper freed it).
+func (w *wait) hold(ctx context.Context, a Attempts, res Result) (*baton.Lease, error) {
+	tok, ok := Token(res.Token, w.e.Opts.TokenFloor)
+	if !ok {
+		a.Forget(res)
+		return nil, Permanent(fmt.Errorf("%w: token %d + TokenFloor %d overflows uint64", baton.ErrInvalidOption, res.Token, w.e.Opts.TokenFloor))
+	}
+	return w.e.Keeper.Hold(ctx, baton.Grant{
+		Name:   w.req.Name,
+		Engine: w.e.Name,
+		Token:  tok,
+		Owner:  res.Ref.Owner,
+		Key:    w.key,
+	}, res.Ref, res.Sent, w.req.Fixed)
+}
+
+// failed decides, after an attempt failed with err, whether the acquire
+// gives up, and with which error; nil means wait and retry.
+func (w *wait) failed(ctx context.Context, err error, res Result) error {
+	if !res.Reached.IsZero() && ctx.Err() == nil {
+		// Busy until then: reached, not unreachable.
+		w.lastOK, w.reached = later(w.lastOK, res.Reached), true
+	}
+	bound := w.e.Opts.TTL - w.e.Keeper.DriftMargin()
+	w.lastErr = err
+	switch since := time.Since(w.lastOK); {
+	case ctx.Err() != nil:
+		return w.ctxEnded(ctx)
+	case w.e.Err() != nil:
+		return w.e.Err()
+	case isPermanent(err):
+		return w.errf("%w", err)
+	case since >= bound:
+		return w.errf("%w: %w: no successful attempt for %v: %w", baton.ErrSessionLost, baton.ErrUnavailable, since.Round(time.Millisecond), err)
+	case !w.req.Wait:
+		return w.errf("%w: %w", baton.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ctxEnded is the error of an acquire whose ctx ended: ctx's error, with
+// the last attempt's error if it failed, and baton.ErrUnavailable too if
+// no attempt ever got the server's answer.
+func (w *wait) ctxEnded(ctx context.Context) error {
+	switch {
+	case w.lastErr == nil:
+		return w.errf("%w", ctx.Err())
+	case !w.reached:
+		return w.errf("%w: %w: the server was never reached (last attempt: %w)", ctx.Err(), baton.ErrUnavailable, w.lastErr)
+	}
+	return w.errf("%w (last attempt: %w)", ctx.Err(), w.lastErr)
+}
+
+// sleep waits before the next attempt: the backoff step, or the hint
+// (with a little jitter, so that waiters do not all come at once) when it
+// is sooner. wake reports a wake-up (a release).
+func (w *wait) sleep(ctx context.Context, step int, hint time.Duration, woke <-chan struct{}) (wake bool, err error) {
+	delay := w.e.Opts.Backoff.Delay(step)
+	if hint > 0 && hint < delay {
+		delay = hint + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, w.ctxEnded(ctx)
+	case <-w.e.Ctx.Done():
+		return false, w.e.Err()
+	case <-woke:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
