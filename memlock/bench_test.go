@@ -2,18 +2,32 @@ package memlock_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batonslog"
 	"github.com/baton-go/baton/memlock"
 )
 
 // BenchmarkMutexLockUnlock measures one uncontended Lock and Release on
-// the in-memory engine: the path on which an Observer must cost nothing
-// when it is nil.
+// the in-memory engine, without an Observer (which must cost nothing),
+// with one that does nothing (the cost of building the events) and with
+// batonslog writing to a discarded text handler at Debug (every event
+// formatted).
 func BenchmarkMutexLockUnlock(b *testing.B) {
-	for _, c := range []struct{ name string }{{"nil"}} {
+	cases := []struct {
+		name string
+		o    baton.Observer
+	}{
+		{"nil", nil},
+		{"noop", baton.ObserverFunc(func(context.Context, baton.Event) {})},
+		{"slog", batonslog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}), batonslog.Options{})},
+	}
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			srv := memlock.NewServer(memlock.Options{})
+			srv := memlock.NewServer(memlock.Options{Observer: c.o})
 			defer srv.Close()
 			m, err := srv.Client("bench").Mutex("bench/lock")
 			if err != nil {
