@@ -86,8 +86,9 @@ const (
 	// when the caller gave it).
 	EventStaleRejected
 	// EventRecovered: an acquire whose create had an unknown outcome found its
-	// entry and kept it (ZooKeeper protected create), or removed a
-	// duplicate (Count). Acquire, Session.
+	// entry and kept it (ZooKeeper protected create), removing Count
+	// duplicates. Acquire (when the acquire is observed), Session, Owner
+	// (the adopted entry), Count.
 	EventRecovered
 	// EventIdempotency: an idempotency key changed state or was looked up.
 	// Resource (the key), Outcome ("hit", "requesting", "success",
