@@ -91,8 +91,11 @@ const (
 	// (the adopted entry), Count.
 	EventRecovered
 	// EventIdempotency: an idempotency key changed state or was looked up.
-	// Resource (the key), Outcome ("hit", "requesting", "success",
-	// "failed", "unknown", "settled", "manual").
+	// Resource (the key), Owner (the store's owner), Outcome ("hit",
+	// "requesting", "success", "failed", "unknown", "settled", "manual",
+	// "conflict", "resolved"; see idem.Store.Do), Err (the error the call
+	// returned, for "failed", "unknown", "manual", "conflict" and a failed
+	// "hit").
 	EventIdempotency
 	// EventTask: a durable task changed hands or was written. Resource (the
 	// task), Token (the epoch), Owner, Outcome ("claimed", "takeover",
