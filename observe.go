@@ -98,9 +98,12 @@ const (
 	// "hit").
 	EventIdempotency
 	// EventTask: a durable task changed hands or was written. Resource (the
-	// task), Token (the epoch), Owner, Outcome ("claimed", "takeover",
-	// "checkpoint", "completed", "stale"), Duration (checkpoint age on a
-	// takeover).
+	// task), Token (the writer's epoch), Owner, Outcome ("claimed",
+	// "takeover", "checkpoint", "completed", "failed", "retry", "stale",
+	// "lost"); on a takeover StoredToken and StoredOwner (the owner
+	// replaced) and Duration (how long that owner had written nothing, no
+	// checkpoint and no heartbeat: the least age of its last checkpoint);
+	// on "stale" StoredToken and StoredOwner (the task's owner now) and Err.
 	EventTask
 )
 
