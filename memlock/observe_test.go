@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -282,4 +283,85 @@ func fencedTable(t *testing.T, o baton.Observer) (fence.Table, *sql.DB) {
 // fencedWrite is a holder's write of resource under l's token.
 func fencedWrite(ctx context.Context, db *sql.DB, tbl fence.Table, resource string, l *baton.Lease) error {
 	return tbl.Write(ctx, db, resource, l.Token(), l.Owner(), func(*sql.Tx) error { return nil })
+}
+
+// TestObserverRecipes checks each recipe's label, that a writer reading
+// is reported as a reentrant read, that a semaphore's internal guard
+// mutex is not reported, and that a create whose response was lost is
+// reported as recovered inside its acquire.
+func TestObserverRecipes(t *testing.T) {
+	rec := recorder.New()
+	srv, _ := newServer(t, memlock.Options{Observer: rec})
+	a := srv.Client("a")
+	ctx := t.Context()
+	summary := func(events []baton.Event) []string {
+		var out []string
+		for _, e := range events {
+			s := e.Kind.String() + ":" + e.Recipe
+			if e.Reentered {
+				s += ":reentered"
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	check := func(what string, want ...string) {
+		t.Helper()
+		got := summary(rec.Events())
+		if len(got) < len(want) || !slices.Equal(got[len(got)-len(want):], want) {
+			t.Errorf("%s: events %q, want them to end with %q", what, got, want)
+		}
+	}
+
+	rw, err := a.RWMutex("rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := rw.Lock(ctx)
+	if err != nil {
+		t.Fatalf("RWMutex.Lock = %v", err)
+	}
+	r, err := rw.RLock(w.Context())
+	if err != nil || r != w {
+		t.Fatalf("RLock under the write lease = %v, %v, want the write lease", r, err)
+	}
+	release(t, r)
+	release(t, w)
+	check("rwlock", "acquire_started:write", "granted:write", "acquire_started:read", "granted:read:reentered", "released:write")
+
+	sem, err := a.Semaphore("sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Semaphore.Acquire = %v", err)
+	}
+	release(t, p)
+	check("semaphore", "acquire_started:semaphore", "granted:semaphore", "released:semaphore")
+	for _, e := range rec.Events() {
+		if e.Name != "rw" && e.Name != "sem" {
+			t.Errorf("event %v of %q: only the locks themselves are reported", e.Kind, e.Name)
+		}
+	}
+
+	el, err := a.Election("el")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.LoseResponse(memlock.Create)
+	ld, err := el.Campaign(ctx)
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	if err := ld.Resign(context.Background(), baton.ResignPlan{}); err != nil {
+		t.Fatalf("Resign = %v", err)
+	}
+	check("election", "acquire_started:election", "recovered:", "granted:election", "released:election")
+	started := rec.Of(func(e baton.Event) bool { return e.Name == "el" && e.Kind == baton.EventAcquireStarted })
+	recovered := rec.Of(func(e baton.Event) bool { return e.Kind == baton.EventRecovered })
+	if len(started) != 1 || len(recovered) != 1 || recovered[0].Acquire != started[0].Acquire ||
+		recovered[0].Session != "a#1" || recovered[0].Count != 0 || recovered[0].Engine != "mem" || recovered[0].Owner == "" {
+		t.Errorf("recovered = %+v, want one adoption by a#1 in acquire %v, no duplicates", recovered, started)
+	}
 }
