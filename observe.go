@@ -181,7 +181,8 @@ func NextAcquireID() uint64 { return acquireSeq.Add(1) }
 
 // HashNames returns an Observer that passes every event to o with Name
 // replaced by a keyed hash of it ("h:" and 16 hex digits of
-// HMAC-SHA256(key, name)), and Resource likewise when it names a lock.
+// HMAC-SHA256(key, name)), and Resource likewise (fenced resources,
+// idempotency keys and task keys carry the same IDs).
 // Lock names often hold tenant IDs or payment keys; logs, metrics and
 // traces then carry a stable pseudonym instead, the same for the same
 // name and key, which whoever holds the key can recompute to find a

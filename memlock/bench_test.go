@@ -13,9 +13,9 @@ import (
 
 // BenchmarkMutexLockUnlock measures one uncontended Lock and Release on
 // the in-memory engine, without an Observer (which must cost nothing),
-// with one that does nothing (the cost of building the events) and with
+// with one that does nothing (the cost of building the events), and with
 // batonslog writing to a discarded text handler at Debug (every event
-// formatted).
+// formatted) and at Info (every event of this path filtered out).
 func BenchmarkMutexLockUnlock(b *testing.B) {
 	cases := []struct {
 		name string
@@ -23,7 +23,8 @@ func BenchmarkMutexLockUnlock(b *testing.B) {
 	}{
 		{"nil", nil},
 		{"noop", baton.ObserverFunc(func(context.Context, baton.Event) {})},
-		{"slog", batonslog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}), batonslog.Options{})},
+		{"slog-debug", batonslog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}), batonslog.Options{})},
+		{"slog-info", batonslog.New(slog.NewTextHandler(io.Discard, nil), batonslog.Options{})},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -32,8 +32,10 @@ type acquireKey struct{}
 // acquire that caused them. Only acquires of recipes with an Observer
 // carry one.
 func AcquireID(ctx context.Context) uint64 {
-	id, _ := ctx.Value(acquireKey{}).(uint64)
-	return id
+	if t, ok := ctx.Value(acquireKey{}).(*track); ok {
+		return t.id
+	}
+	return 0
 }
 
 // begin starts tracking an acquire of r and emits EventAcquireStarted. It
@@ -44,7 +46,7 @@ func (r *recipe) begin(ctx context.Context) (*track, context.Context) {
 		recipe: r.label, id: baton.NextAcquireID(),
 	}
 	t.start = t.clk.Now()
-	ctx = context.WithValue(ctx, acquireKey{}, t.id)
+	ctx = context.WithValue(ctx, acquireKey{}, t) // not t.id: boxing it would allocate
 	t.emit(ctx, baton.Event{Kind: baton.EventAcquireStarted, Time: t.start})
 	return t, ctx
 }
