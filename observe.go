@@ -86,17 +86,24 @@ const (
 	// when the caller gave it).
 	EventStaleRejected
 	// EventRecovered: an acquire whose create had an unknown outcome found its
-	// entry and kept it (ZooKeeper protected create), or removed a
-	// duplicate (Count). Acquire, Session.
+	// entry and kept it (ZooKeeper protected create), removing Count
+	// duplicates. Acquire (when the acquire is observed), Session, Owner
+	// (the adopted entry), Count.
 	EventRecovered
 	// EventIdempotency: an idempotency key changed state or was looked up.
-	// Resource (the key), Outcome ("hit", "requesting", "success",
-	// "failed", "unknown", "settled", "manual").
+	// Resource (the key), Owner (the store's owner), Outcome ("hit",
+	// "requesting", "success", "failed", "unknown", "settled", "manual",
+	// "conflict", "resolved"; see idem.Store.Do), Err (the error the call
+	// returned, for "failed", "unknown", "manual", "conflict" and a failed
+	// "hit").
 	EventIdempotency
 	// EventTask: a durable task changed hands or was written. Resource (the
-	// task), Token (the epoch), Owner, Outcome ("claimed", "takeover",
-	// "checkpoint", "completed", "stale"), Duration (checkpoint age on a
-	// takeover).
+	// task), Token (the writer's epoch), Owner, Outcome ("claimed",
+	// "takeover", "checkpoint", "completed", "failed", "retry", "stale",
+	// "lost"); on a takeover StoredToken and StoredOwner (the owner
+	// replaced) and Duration (how long that owner had written nothing, no
+	// checkpoint and no heartbeat: the least age of its last checkpoint);
+	// on "stale" StoredToken and StoredOwner (the task's owner now) and Err.
 	EventTask
 )
 
@@ -174,7 +181,8 @@ func NextAcquireID() uint64 { return acquireSeq.Add(1) }
 
 // HashNames returns an Observer that passes every event to o with Name
 // replaced by a keyed hash of it ("h:" and 16 hex digits of
-// HMAC-SHA256(key, name)), and Resource likewise when it names a lock.
+// HMAC-SHA256(key, name)), and Resource likewise (fenced resources,
+// idempotency keys and task keys carry the same IDs).
 // Lock names often hold tenant IDs or payment keys; logs, metrics and
 // traces then carry a stable pseudonym instead, the same for the same
 // name and key, which whoever holds the key can recompute to find a

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-go/baton"
 )
 
 // ObjectStore is what the object-store pattern needs of a store that has
@@ -58,6 +60,10 @@ type Publisher struct {
 	Store   ObjectStore
 	Table   string // pointer table, or schema.table; "" means DefaultPointerTable
 	Dialect Dialect
+	// Observer, if set, is told of every publish refused as stale
+	// (baton.EventStaleRejected, Resource the object's name); nil
+	// reports nothing.
+	Observer baton.Observer
 }
 
 // Pointer is a published pointer: the object the name stands for and the
@@ -204,6 +210,7 @@ func (p Publisher) publish(ctx context.Context, tx *sql.Tx, name string, token u
 	var se *StaleError
 	if errors.As(err, &se) {
 		se.Resource = name
+		return rejected(ctx, p.Observer, se)
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/baton-go/baton"
 )
 
 // Default column names of the row scheme.
@@ -43,6 +45,10 @@ type Row struct {
 	Dialect     Dialect // required
 	TokenColumn string  // "" means DefaultTokenColumn
 	OwnerColumn string  // "" means DefaultOwnerColumn
+	// Observer, if set, is told of every update refused as stale
+	// (baton.EventStaleRejected, Resource "table(key=value…)"); nil
+	// reports nothing.
+	Observer baton.Observer
 }
 
 type rowSQL struct {
@@ -212,7 +218,7 @@ func (r Row) update(ctx context.Context, tx *sql.Tx, key, set []Column, token ui
 		// insert committed in between, at READ COMMITTED): not stale.
 		return fmt.Errorf("fence: row of %s appeared during the fenced update; retry the transaction", s.table)
 	}
-	return &StaleError{Resource: describeKey(s.table, key), Token: token, Owner: owner, StoredToken: storedToken, StoredOwner: storedOwner}
+	return rejected(ctx, r.Observer, &StaleError{Resource: describeKey(s.table, key), Token: token, Owner: owner, StoredToken: storedToken, StoredOwner: storedOwner})
 }
 
 // Current returns the fence stored on the row identified by key. fenced is

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/baton-go/baton"
 )
 
 // DefaultTable is the token table's name when Table.Name is empty.
@@ -21,6 +23,10 @@ const DefaultTable = "fencing_tokens"
 type Table struct {
 	Name    string  // table name, or schema.table; "" means DefaultTable
 	Dialect Dialect // required
+	// Observer, if set, is told of every write refused as stale
+	// (baton.EventStaleRejected); nil reports nothing. Accepted writes
+	// are not reported.
+	Observer baton.Observer
 }
 
 var _ Fence = Table{}
@@ -94,7 +100,7 @@ func (t Table) advance(ctx context.Context, tx *sql.Tx, resource string, token u
 	if err != nil {
 		return fmt.Errorf("fence: %q: token %d rejected; reading the stored token: %w", resource, token, err)
 	}
-	return &StaleError{Resource: resource, Token: token, Owner: owner, StoredToken: storedToken, StoredOwner: storedOwner}
+	return rejected(ctx, t.Observer, &StaleError{Resource: resource, Token: token, Owner: owner, StoredToken: storedToken, StoredOwner: storedOwner})
 }
 
 // Current returns the (token, owner) stored for resource. For a resource

@@ -125,6 +125,10 @@ type Options struct {
 	// Owner names this process in the records it requests (for whoever
 	// reads the manual handling list); "" means a random baton.NewOwnerID.
 	Owner string
+	// Observer, if set, is told of each key's outcomes
+	// (baton.EventIdempotency; see Store.Do for the Outcome values); nil
+	// reports nothing.
+	Observer baton.Observer
 }
 
 // MaxKeyLen is the longest idempotency key in bytes (fence.MaxResourceLen,
@@ -286,6 +290,14 @@ const maxSteps = 8
 // RequestBudget; ErrConflict when an operator resolved the record while
 // this call was running (the error names both outcomes). The Record is
 // returned with every error except invalid arguments and database errors.
+//
+// Options.Observer is told, with Event.Outcome: "hit" (a recorded Success
+// or Failed returned without a call), "requesting" (this caller won the
+// key and makes the call), "success", "failed" or "unknown" (the call's
+// recorded outcome; "unknown" also when a Requesting record outlived its
+// RequestBudget, or a query could not tell), "settled" (a query's answer
+// was recorded), "manual" (Do returns ErrManual) and "conflict"; Resolve
+// reports "resolved".
 func (s *Store) Do(ctx context.Context, key string,
 	call func(ctx context.Context) ([]byte, error),
 	query func(ctx context.Context) ([]byte, State, error),
@@ -308,9 +320,12 @@ VALUES (?, 'INIT', NULL, '', ?, 0, 0, 0, `+s.f.NowUS+`, `+s.f.NowUS+`)`), key, s
 		}
 		switch rec.State {
 		case Success:
+			s.emit(ctx, key, "hit", nil)
 			return rec, nil
 		case Failed:
-			return rec, fmt.Errorf("idem: %q failed: %s: %w", key, rec.Err, ErrFailed)
+			err := fmt.Errorf("idem: %q failed: %s: %w", key, rec.Err, ErrFailed)
+			s.emit(ctx, key, "hit", err)
+			return rec, err
 		case Init:
 			if err := ctx.Err(); err != nil {
 				return rec, err // nothing sent: the record stays Init for the next caller
@@ -322,11 +337,14 @@ WHERE idem_key = ? AND state = 'INIT' AND version = ?`, s.opt.Owner, key, rec.Ve
 				return rec, fmt.Errorf("idem: claim %q: %w", key, err)
 			}
 			if won {
+				s.emit(ctx, key, "requesting", nil)
 				return s.run(ctx, rec, call)
 			}
 		case Requesting:
 			if rec.Manual {
-				return rec, fmt.Errorf("idem: %q: requesting since %v: %w", key, rec.Changed, ErrManual)
+				err := fmt.Errorf("idem: %q: requesting since %v: %w", key, rec.Changed, ErrManual)
+				s.emit(ctx, key, "manual", err)
+				return rec, err
 			}
 			// Presume the caller dead only by the database's clock.
 			moved, err := s.exec(ctx, `UPDATE `+s.table+` SET state = 'UNKNOWN', version = version + 1,
@@ -336,14 +354,18 @@ WHERE idem_key = ? AND state = 'REQUESTING' AND version = ? AND changed_us < `+s
 			if err != nil {
 				return rec, fmt.Errorf("idem: expire %q: %w", key, err)
 			}
-			if !moved {
+			if moved {
+				s.emit(ctx, key, "unknown", errRequestBudget)
+			} else {
 				if again, err := s.Get(ctx, key); err == nil && again.Version == rec.Version {
 					return again, fmt.Errorf("idem: %q: %w", key, ErrInProgress)
 				}
 			}
 		case Unknown:
 			if rec.Manual {
-				return rec, fmt.Errorf("idem: %q: unknown since %v: %w", key, rec.Changed, ErrManual)
+				err := fmt.Errorf("idem: %q: unknown since %v: %w", key, rec.Changed, ErrManual)
+				s.emit(ctx, key, "manual", err)
+				return rec, err
 			}
 			next, done, err := s.settle(ctx, rec, query)
 			if done {
@@ -386,15 +408,22 @@ WHERE idem_key = ? AND state = 'REQUESTING' AND version = ?`, string(state), res
 		return rec, gerr
 	}
 	if !ok {
-		return now, fmt.Errorf("idem: %q: call ended %s (%v) but the record was resolved meanwhile as %s: %w",
+		err := fmt.Errorf("idem: %q: call ended %s (%v) but the record was resolved meanwhile as %s: %w",
 			rec.Key, state, callErr, now.State, ErrConflict)
+		s.emit(ctx, rec.Key, "conflict", err)
+		return now, err
 	}
 	switch state {
 	case Failed:
-		return now, fmt.Errorf("idem: %q: %w", rec.Key, callErr) // wraps ErrFailed and the cause
+		err := fmt.Errorf("idem: %q: %w", rec.Key, callErr) // wraps ErrFailed and the cause
+		s.emit(ctx, rec.Key, "failed", err)
+		return now, err
 	case Unknown:
-		return now, fmt.Errorf("idem: %q: %w: %w", rec.Key, ErrUnknown, callErr)
+		err := fmt.Errorf("idem: %q: %w: %w", rec.Key, ErrUnknown, callErr)
+		s.emit(ctx, rec.Key, "unknown", err)
+		return now, err
 	}
+	s.emit(ctx, rec.Key, "success", nil)
 	return now, nil
 }
 
@@ -421,11 +450,14 @@ func (s *Store) settle(ctx context.Context, rec Record, query func(context.Conte
 		if state != Success {
 			result = nil
 		}
-		_, err := s.exec(ctx, `UPDATE `+s.table+` SET state = ?, result = ?, err_text = ?, version = version + 1,
+		won, err := s.exec(ctx, `UPDATE `+s.table+` SET state = ?, result = ?, err_text = ?, version = version + 1,
 manual = 0, changed_us = `+s.f.NowUS+`
 WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ?`, string(state), result, text, rec.Key, rec.Version)
 		if err != nil {
 			return rec, true, fmt.Errorf("idem: settle %q: %w", rec.Key, err)
+		}
+		if won {
+			s.emit(ctx, rec.Key, "settled", nil)
 		}
 		return rec, false, nil // look again, whoever won
 	case Unknown:
@@ -450,9 +482,13 @@ WHERE idem_key = ? AND state = 'UNKNOWN' AND version = ? AND manual = 0 AND chan
 		}
 	}
 	if now.Manual {
-		return now, true, fmt.Errorf("idem: %q (%s): %w", rec.Key, why, ErrManual)
+		err := fmt.Errorf("idem: %q (%s): %w", rec.Key, why, ErrManual)
+		s.emit(ctx, rec.Key, "manual", err)
+		return now, true, err
 	}
-	return now, true, fmt.Errorf("idem: %q (%s): %w", rec.Key, why, ErrUnknown)
+	err = fmt.Errorf("idem: %q (%s): %w", rec.Key, why, ErrUnknown)
+	s.emit(ctx, rec.Key, "unknown", err)
+	return now, true, err
 }
 
 // Stuck moves every record past its budget to the manual handling list and
@@ -518,7 +554,23 @@ WHERE idem_key = ? AND state IN ('REQUESTING', 'UNKNOWN')`, string(state), resul
 	if !ok {
 		return rec, fmt.Errorf("idem: resolve %q: record is %s: %w", key, rec.State, ErrConflict)
 	}
+	s.emit(ctx, key, "resolved", nil)
 	return rec, nil
+}
+
+// errRequestBudget is the cause reported when a Requesting record is
+// presumed Unknown because its caller did not record an outcome in time.
+var errRequestBudget = errors.New("idem: caller did not record an outcome within the request budget")
+
+// emit tells the Observer, if any, of an outcome for key
+// (baton.EventIdempotency).
+func (s *Store) emit(ctx context.Context, key, outcome string, err error) {
+	if s.opt.Observer == nil {
+		return
+	}
+	baton.Emit(ctx, s.opt.Observer, baton.Event{
+		Kind: baton.EventIdempotency, Engine: "idem", Resource: key, Owner: s.opt.Owner, Outcome: outcome, Err: err,
+	})
 }
 
 // String returns "KEY STATE vVERSION".

@@ -61,7 +61,7 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewMutex(c.b, name, queue.MutexOptions{})
+	return queue.NewMutex(c.b, name, c.opts())
 }
 
 // RWMutex returns the fair read/write lock called name (queue.RWMutex).
@@ -69,7 +69,7 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewRWMutex(c.b, name, queue.MutexOptions{})
+	return queue.NewRWMutex(c.b, name, c.opts())
 }
 
 // Semaphore returns the semaphore called name with n permits
@@ -79,7 +79,7 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewSemaphore(c.b, name, n, queue.MutexOptions{})
+	return queue.NewSemaphore(c.b, name, n, c.opts())
 }
 
 // Election returns the leader election called name (queue.Election).
@@ -87,7 +87,12 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewElection(c.b, name, queue.MutexOptions{})
+	return queue.NewElection(c.b, name, c.opts())
+}
+
+// opts configures the client's recipes: the server's observer and clock.
+func (c *Client) opts() queue.MutexOptions {
+	return queue.MutexOptions{Observer: c.srv.obs, Clock: c.srv.clk}
 }
 
 func (c *Client) usable() error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
+	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/memlock"
 )
 
@@ -16,7 +17,54 @@ const conformanceTTL = 500 * time.Millisecond
 
 // TestConformance runs baton's conformance suite against memlock: the same
 // recipes and the same contract as the ZooKeeper and etcd engines.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, nil) }
+
+// TestConformanceObserved runs the suite with an Observer on every acquire
+// and lease: observation must not change the contract, and the events of
+// the whole run must pair up (see checkPairs).
+func TestConformanceObserved(t *testing.T) {
+	rec := recorder.New()
+	t.Run("suite", func(t *testing.T) { conformance(t, rec) })
+	checkPairs(t, rec.Events())
+}
+
+// checkPairs checks that every acquire reported its start once and then
+// exactly one outcome (a grant or a failure), and that every lease a fresh
+// grant made ended at most once (Lost or Released) and reported nothing
+// after its end.
+func checkPairs(t *testing.T, events []baton.Event) {
+	t.Helper()
+	type acq struct{ started, outcomes, ends int }
+	seen := map[uint64]*acq{}
+	for _, e := range events {
+		a := seen[e.Acquire]
+		if a == nil {
+			a = &acq{}
+			seen[e.Acquire] = a
+		}
+		if a.ends > 0 {
+			t.Errorf("acquire %d: %v after its lease ended", e.Acquire, e.Kind)
+		}
+		switch e.Kind {
+		case baton.EventAcquireStarted:
+			a.started++
+		case baton.EventGranted, baton.EventAcquireFailed:
+			a.outcomes++
+		case baton.EventLost, baton.EventReleased:
+			a.ends++
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("the suite reported no events")
+	}
+	for id, a := range seen {
+		if a.started != 1 || a.outcomes != 1 || a.ends > 1 {
+			t.Errorf("acquire %d: %d starts, %d outcomes, %d ends; want 1, 1, at most 1", id, a.started, a.outcomes, a.ends)
+		}
+	}
+}
+
+func conformance(t *testing.T, o baton.Observer) {
 	for _, tc := range []struct {
 		name string
 		run  func(*testing.T, batontest.Engine)
@@ -28,15 +76,15 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.run(t, engine(t))
+			tc.run(t, engine(t, o))
 		})
 	}
 }
 
 // engine describes a fresh memlock server, closed at the end of t, to the
 // suite.
-func engine(t *testing.T) batontest.Engine {
-	srv := memlock.NewServer(memlock.Options{SessionTTL: conformanceTTL})
+func engine(t *testing.T, o baton.Observer) batontest.Engine {
+	srv := memlock.NewServer(memlock.Options{SessionTTL: conformanceTTL, Observer: o})
 	t.Cleanup(srv.Close)
 	names := func(dir string) []string {
 		var out []string

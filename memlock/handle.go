@@ -74,9 +74,19 @@ func (h *handle) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queu
 // the create's response is lost, the entry of this attempt and this
 // session is looked up and adopted, the smallest one if several landed,
 // the others deleted; only when none landed is the entry created again.
+// An adoption is reported to the server's Observer (baton.EventRecovered),
+// after the server's mutex is released.
 func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	srv := h.srv()
 	attempt := baton.NewOwnerID()
+	var adopted *baton.Event
+	if srv.obs != nil {
+		defer func() { // runs after the Unlock deferred below
+			if adopted != nil {
+				baton.Emit(ctx, srv.obs, *adopted)
+			}
+		}()
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for {
@@ -95,19 +105,25 @@ func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, d
 		if err := h.reachLocked(ctx); err != nil {
 			return queue.Entry{}, err
 		}
-		if e, ok := h.recoverLocked(dir, attempt); ok {
+		if e, dups, ok := h.recoverLocked(dir, attempt); ok {
+			if srv.obs != nil {
+				adopted = &baton.Event{
+					Kind: baton.EventRecovered, Time: srv.clk.Now(), Engine: "mem", Name: dir,
+					Acquire: queue.AcquireID(ctx), Owner: e.Key, Session: h.s.id, Count: dups,
+				}
+			}
 			return e, nil
 		}
 	}
 }
 
 // recoverLocked finds the entries of attempt made by this session in dir,
-// keeps the smallest and deletes the rest.
-func (h *handle) recoverLocked(dir, attempt string) (queue.Entry, bool) {
+// keeps the smallest and deletes the rest (dups of them).
+func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok bool) {
 	srv := h.srv()
 	d := srv.dirs[dir]
 	if d == nil {
-		return queue.Entry{}, false
+		return queue.Entry{}, 0, false
 	}
 	var mine []*entry
 	for _, en := range d.entries {
@@ -116,12 +132,12 @@ func (h *handle) recoverLocked(dir, attempt string) (queue.Entry, bool) {
 		}
 	}
 	if len(mine) == 0 {
-		return queue.Entry{}, false
+		return queue.Entry{}, 0, false
 	}
 	for _, dup := range mine[1:] {
 		srv.removeLocked(dup)
 	}
-	return mine[0].e, true
+	return mine[0].e, len(mine) - 1, true
 }
 
 // List reads dir. The token is the directory's counter at this read plus

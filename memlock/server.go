@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
 	"github.com/baton-go/baton/queue"
 )
@@ -37,6 +38,10 @@ type Options struct {
 	// issue (see the baton package doc: the recovery procedure after an
 	// engine is rebuilt from scratch).
 	TokenFloor uint64
+	// Observer, if set, is told of every acquire and lease of the server's
+	// clients (see queue.MutexOptions.Observer), timed on Clock; nil
+	// reports nothing.
+	Observer baton.Observer
 }
 
 // Server is the in-memory lock service: lock directories, the queues of
@@ -46,6 +51,7 @@ type Server struct {
 	clk   clock.Clock
 	ttl   time.Duration
 	floor uint64
+	obs   baton.Observer
 
 	mu       sync.Mutex
 	dirs     map[string]*dir
@@ -94,6 +100,7 @@ func NewServer(opts Options) *Server {
 		clk:     clock.Or(opts.Clock),
 		ttl:     opts.SessionTTL,
 		floor:   opts.TokenFloor,
+		obs:     opts.Observer,
 		dirs:    make(map[string]*dir),
 		closing: make(chan struct{}),
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/clock"
 	"github.com/baton-go/baton/internal/drillhook"
 )
 
@@ -34,12 +35,52 @@ type recipe struct {
 	// a TryLock gives up or the wait's watch is set): the semaphore checks
 	// the other leases' N there, off the uncontended path.
 	beforeWait func(ctx context.Context, s Session, snap Snapshot)
+	// outer is a second reentrancy identity tried before key: the write
+	// side's, on the read side, so that a writer may read.
+	outer any
+
+	// obs, if set, is told of each acquire (see track); clk times its
+	// events; label is Event.Recipe.
+	obs   baton.Observer
+	clk   clock.Clock
+	label string
+}
+
+// observe configures r's events from opts.
+func (r *recipe) observe(opts MutexOptions, label string) {
+	r.obs, r.clk, r.label = opts.Observer, opts.Clock, label
 }
 
 // acquire enqueues and waits until rule grants the entry. wait=false makes
-// one attempt (TryLock).
+// one attempt (TryLock). With an Observer it reports the acquire's start,
+// each wait and its outcome.
 func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, r.key); l != nil || err != nil {
+	if r.obs == nil {
+		return r.run(ctx, wait, nil)
+	}
+	t, ctx := r.begin(ctx)
+	l, err := r.run(ctx, wait, t)
+	t.end(ctx, l, err)
+	return l, err
+}
+
+// reenter returns the lease of this lock ctx already holds, with one more
+// hold (see baton.Reenter).
+func (r *recipe) reenter(ctx context.Context) (*baton.Lease, error) {
+	if r.outer != nil {
+		if l, err := baton.Reenter(ctx, r.outer); l != nil || err != nil {
+			return l, err
+		}
+	}
+	return baton.Reenter(ctx, r.key)
+}
+
+// run is acquire's loop; t is nil when the acquire is not observed.
+func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, error) {
+	if l, err := r.reenter(ctx); l != nil || err != nil {
+		if t != nil && l != nil {
+			t.reentered = true
+		}
 		return l, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -80,7 +121,7 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 		}
 		blocker, ok := r.rule(snap)
 		if ok {
-			return r.grant(ctx, s, e, snap, hooks)
+			return r.grant(ctx, s, e, snap, hooks, t)
 		}
 		if r.beforeWait != nil {
 			r.beforeWait(ctx, s, snap)
@@ -92,6 +133,7 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 			}
 			return fail(r.errf("%w", baton.ErrNotAcquired))
 		}
+		t.retry(ctx, snap.Own)
 		var gone <-chan struct{}
 		if blocker < 0 {
 			// The rule waits for any change of the directory.
@@ -143,7 +185,7 @@ func (r *recipe) await(ctx context.Context, s Session, gone <-chan struct{}) err
 // grant turns a granted entry into a lease, unless the acquire context
 // ended in the meantime: then the grant is given back, not leaked. hooks
 // are the acquire's drill hooks (nil outside drills).
-func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, hooks *drillhook.Hooks) (*baton.Lease, error) {
+func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, hooks *drillhook.Hooks, t *track) (*baton.Lease, error) {
 	if hooks != nil && hooks.BeforeReturn != nil {
 		hooks.BeforeReturn()
 	}
@@ -153,7 +195,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		return nil, r.errf("%w", err)
 	}
 	stop := make(chan struct{})
-	l, ctl := baton.NewLease(ctx, baton.Grant{
+	g := baton.Grant{
 		Name:   r.name,
 		Engine: r.b.Engine(),
 		Token:  snap.Token,
@@ -171,7 +213,11 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 			close(stop)
 			r.b.Done(s, r.dir)
 		},
-	})
+	}
+	if t != nil {
+		t.grant(&g, s.ID())
+	}
+	l, ctl := baton.NewLease(ctx, g)
 	go follow(s, ctl, stop)
 	return l, nil
 }

@@ -15,4 +15,9 @@
 // that differ per engine: protected create after a lost response, what the
 // session's state is, how a token is read, how a watch is registered so it
 // cannot miss a deletion that happened after the read (CURATOR-527).
+//
+// The acquire loop is also the one place where every engine's acquires are
+// observed (MutexOptions.Observer): engines report only what the loop
+// cannot see, such as a create of unknown outcome that recovery adopted,
+// and tie it to its acquire with AcquireID.
 package queue

@@ -34,7 +34,9 @@ func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first}}, nil
+	e := &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first}}
+	e.r.observe(opts, "election")
+	return e, nil
 }
 
 // Name returns the normalised election name.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/clock"
 )
 
 // Mutex is a reentrant exclusive lock on a queue engine: the first entry of
@@ -13,10 +14,21 @@ type Mutex struct{ r recipe }
 var _ baton.Locker = (*Mutex)(nil)
 
 // MutexOptions configure NewMutex, NewRWMutex, NewSemaphore and
-// NewElection. It has no fields yet: the zero value is the only
-// configuration, and the parameter keeps the constructors' signatures
-// stable when one is added.
-type MutexOptions struct{}
+// NewElection. The zero value observes nothing and times on the real
+// clock.
+type MutexOptions struct {
+	// Observer, if set, is told of every acquire (EventAcquireStarted,
+	// EventAcquireRetry with the entries ahead, EventGranted or
+	// EventAcquireFailed) and, through the lease, of the grant's
+	// suspension, loss and release. The events are built only when it is
+	// set: nil costs one comparison per acquire. A semaphore's internal
+	// guard mutex is not reported; its wait counts in the permit's Wait.
+	Observer baton.Observer
+	// Clock times the events (Event.Time, Wait); nil means clock.Real.
+	// The in-memory engine passes its server's clock, so that waits are
+	// measured in the test's virtual time.
+	Clock clock.Clock
+}
 
 // NewMutex returns the mutex called name on b. name is validated with
 // baton.ValidateName; dir is the name the backend maps to its directory.
@@ -27,6 +39,7 @@ func NewMutex(b Backend, name string, opts MutexOptions) (*Mutex, error) {
 	}
 	m := &Mutex{r: recipe{b: b, name: n, dir: n, kind: KindMutex, rule: first}}
 	m.r.key = m
+	m.r.observe(opts, "mutex")
 	return m, nil
 }
 

@@ -47,6 +47,10 @@ func NewRWMutex(b Backend, name string, opts MutexOptions) (*RWMutex, error) {
 	rw := &RWMutex{}
 	rw.read = recipe{b: b, name: n, dir: n, kind: KindRead, rule: readRule, key: rwKey{rw, false}}
 	rw.write = recipe{b: b, name: n, dir: n, kind: KindWrite, rule: first, key: rwKey{rw, true}}
+	// The writer may read: a read acquire under the write lease re-enters it.
+	rw.read.outer = rw.write.key
+	rw.read.observe(opts, "read")
+	rw.write.observe(opts, "write")
 	return rw, nil
 }
 
@@ -76,10 +80,6 @@ func (r readSide) Lock(ctx context.Context) (*baton.Lease, error)    { return r.
 func (r readSide) TryLock(ctx context.Context) (*baton.Lease, error) { return r.rw.TryRLock(ctx) }
 
 func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*baton.Lease, error) {
-	// The writer may read: hand it its own lease with one more hold.
-	if l, err := baton.Reenter(ctx, rw.write.key); l != nil || err != nil {
-		return l, err
-	}
 	return rw.read.acquire(ctx, wait)
 }
 

@@ -104,6 +104,7 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, handOff: true}
 	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule,
 		data: PermitsData(n), beforeWait: s.check}
+	s.leases.observe(opts, "semaphore")
 	return s, nil
 }
 
@@ -178,7 +179,19 @@ func (s *Semaphore) TryLock(ctx context.Context) (*baton.Lease, error) { return 
 
 var _ baton.Locker = (*Semaphore)(nil)
 
+// acquire takes the guard, then a permit. With an Observer, the permit's
+// acquire is reported from before the guard, so its Wait counts both.
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
+	var t *track
+	if s.leases.obs != nil {
+		t, ctx = s.leases.begin(ctx)
+	}
+	l, err := s.permit(ctx, wait, t)
+	t.end(ctx, l, err)
+	return l, err
+}
+
+func (s *Semaphore) permit(ctx context.Context, wait bool, t *track) (*baton.Lease, error) {
 	g, err := s.guard.acquire(ctx, true)
 	if err != nil {
 		return nil, err
@@ -188,7 +201,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*baton.Lease, error
 		defer cancel()
 		_ = g.Release(rctx) // handOff: a failed delete goes to the session's cleanup
 	}()
-	return s.leases.acquire(ctx, wait)
+	return s.leases.run(ctx, wait, t)
 }
 
 // rule grants while the lease directory holds at most N entries, counting

@@ -109,8 +109,11 @@ WHERE task_key = ? AND owner = ? AND epoch = ? AND version = ? AND state = 'RUNN
 		}
 		if now.Version == cl.version && now.Owner == cl.c.Owner && now.Epoch == cl.c.Epoch && now.State == Running {
 			cl.ended = fmt.Errorf("tasks: %s %q: lease expired at %v (database clock): %w", op, cl.key, now.LeaseUntil, baton.ErrLost)
+			if s.obs != nil {
+				s.emit(ctx, "lost", cl.key, cl.c, cl.ended)
+			}
 		} else {
-			cl.ended = s.stale(cl.key, cl.c, cl.version, now)
+			cl.ended = s.stale(ctx, cl.key, cl.c, cl.version, now)
 		}
 		return cl.ended
 	}
@@ -123,5 +126,11 @@ WHERE task_key = ? AND owner = ? AND epoch = ? AND version = ? AND state = 'RUNN
 	if op == "complete" || op == "fail" || op == "retry" {
 		cl.ended = fmt.Errorf("tasks: %q: claim ended by %s: %w", cl.key, op, baton.ErrNotHeld)
 	}
+	if outcome := outcomes[op]; outcome != "" && s.obs != nil {
+		s.emit(ctx, outcome, cl.key, cl.c, nil)
+	}
 	return nil
 }
+
+// outcomes names the reported writes (Event.Outcome); heartbeats are not.
+var outcomes = map[string]string{"checkpoint": "checkpoint", "complete": "completed", "fail": "failed", "retry": "retry"}

@@ -59,6 +59,11 @@ type Options struct {
 	Dialect fence.Dialect // zero: recognised from the driver (fence.DialectOf)
 	Table   string        // table name or schema.table; "" means DefaultTable
 	Lease   time.Duration // lease taken by Claim and Takeover and renewed by Heartbeat; 0 means DefaultLease
+	// Observer, if set, is told when a task changes hands or is written
+	// (baton.EventTask, Outcome "claimed", "takeover", "checkpoint",
+	// "completed", "failed", "retry", "stale" or "lost"); heartbeats are
+	// not reported. nil reports nothing.
+	Observer baton.Observer
 }
 
 // Claimant is who claims a task: an owner identity and an epoch. The epoch
@@ -137,6 +142,7 @@ type Store struct {
 	table string
 	index string
 	lease time.Duration
+	obs   baton.Observer
 }
 
 // New returns a Store on db. It sends nothing; call Migrate to create the
@@ -167,7 +173,7 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 	if len(last) > 57 {
 		last = last[:57]
 	}
-	return &Store{db: db, f: f, table: table, index: f.Quote(last + "_due"), lease: opt.Lease}, nil
+	return &Store{db: db, f: f, table: table, index: f.Quote(last + "_due"), lease: opt.Lease, obs: opt.Observer}, nil
 }
 
 // Migrate creates the task table and its index if they do not exist.
@@ -297,7 +303,11 @@ AND (epoch < ? OR (epoch = ? AND owner = ?))`,
 			return nil, fmt.Errorf("tasks: claim %q: %w", k.key, err)
 		}
 		if won {
-			return s.claimed(ctx, k.key, c, k.version+1)
+			cl, err := s.claimed(ctx, k.key, c, k.version+1)
+			if err == nil && s.obs != nil {
+				s.emit(ctx, "claimed", k.key, c, nil)
+			}
+			return cl, err
 		}
 	}
 	return nil, ErrNoTask
@@ -311,7 +321,7 @@ func (s *Store) claimed(ctx context.Context, key string, c Claimant, version int
 	if t.Version != version || t.Owner != c.Owner || t.Epoch != c.Epoch {
 		// Taken over between our UPDATE and this read: only possible if
 		// our lease expired already (a lease shorter than a round trip).
-		return nil, s.stale(key, c, version, t)
+		return nil, s.stale(ctx, key, c, version, t)
 	}
 	return &Claim{s: s, c: c, key: key, version: version, task: t}, nil
 }
@@ -373,7 +383,11 @@ WHERE task_key = ? AND state = 'RUNNING' AND version = ? AND epoch = ? AND lease
 		return nil, fmt.Errorf("tasks: take over %q: %w", seen.Key, err)
 	}
 	if won {
-		return s.claimed(ctx, seen.Key, c, seen.Version+1)
+		cl, err := s.claimed(ctx, seen.Key, c, seen.Version+1)
+		if err == nil && s.obs != nil {
+			s.tookOver(ctx, seen, cl)
+		}
+		return cl, err
 	}
 	now, err := s.Get(ctx, seen.Key)
 	if err != nil {
@@ -384,14 +398,19 @@ WHERE task_key = ? AND state = 'RUNNING' AND version = ? AND epoch = ? AND lease
 		return nil, fmt.Errorf("tasks: take over %q: read at v%d, now %s/%q/%d/v%d: %w",
 			seen.Key, seen.Version, now.State, now.Owner, now.Epoch, now.Version, ErrChanged)
 	case c.Epoch <= now.Epoch:
-		return nil, s.stale(seen.Key, c, seen.Version, now)
+		return nil, s.stale(ctx, seen.Key, c, seen.Version, now)
 	default:
 		return nil, fmt.Errorf("tasks: take over %q: %q holds it until %v: %w (%w)",
 			seen.Key, now.Owner, now.LeaseUntil, ErrNotExpired, baton.ErrNotAcquired)
 	}
 }
 
-func (s *Store) stale(key string, c Claimant, version int64, now Task) error {
+// stale returns the StaleError of c's write at version, the task being
+// now, and reports it to the Observer.
+func (s *Store) stale(ctx context.Context, key string, c Claimant, version int64, now Task) error {
+	if s.obs != nil {
+		s.emitStale(ctx, key, c, now)
+	}
 	return &StaleError{Key: key, Owner: c.Owner, Epoch: c.Epoch, Version: version,
 		StoredOwner: now.Owner, StoredEpoch: now.Epoch, StoredVersion: now.Version, StoredState: now.State}
 }

@@ -175,7 +175,7 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 			if o == nil {
 				o = doneOp(created, err) // for the cleaner, should recovery give up
 			}
-			e, found, rerr := s.resolve(ctx, parent, prefix)
+			e, found, rerr := s.resolve(ctx, dir, parent, prefix)
 			if rerr != nil {
 				s.abandonCreate(parent, prefix, o)
 				return queue.Entry{}, rerr
@@ -197,12 +197,12 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 // resolve recovers a create of unknown result once the session is
 // connected again: see recoverCreate. Transient failures are retried with
 // backoff while the session lives.
-func (s *session) resolve(ctx context.Context, parent, prefix string) (queue.Entry, bool, error) {
+func (s *session) resolve(ctx context.Context, dir, parent, prefix string) (queue.Entry, bool, error) {
 	for attempt := 0; ; attempt++ {
 		if err := s.awaitHeld(ctx); err != nil {
 			return queue.Entry{}, false, err
 		}
-		e, found, err := s.recoverCreate(ctx, parent, prefix)
+		e, found, err := s.recoverCreate(ctx, dir, parent, prefix)
 		if err == nil || !isUnknown(err) {
 			return e, found, err
 		}
@@ -216,11 +216,13 @@ func (s *session) resolve(ctx context.Context, parent, prefix string) (queue.Ent
 	}
 }
 
-// recoverCreate lists parent for children named prefix+…, keeps those whose
-// ephemeral owner is this session (one Exists per candidate: only here,
-// never in List), adopts the smallest and deletes the others. A node of
-// another session is neither adopted nor touched.
-func (s *session) recoverCreate(ctx context.Context, parent, prefix string) (queue.Entry, bool, error) {
+// recoverCreate lists parent (the directory of the lock dir) for children
+// named prefix+…, keeps those whose ephemeral owner is this session (one
+// Exists per candidate: only here, never in List), adopts the smallest and
+// deletes the others. A node of another session is neither adopted nor
+// touched. An adoption is reported to the client's Observer
+// (baton.EventRecovered, Count the duplicates deleted).
+func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string) (queue.Entry, bool, error) {
 	id := s.sessionID()
 	kids, err := call(ctx, s, func() ([]string, error) {
 		k, _, err := s.conn.Children(parent)
@@ -272,6 +274,12 @@ func (s *session) recoverCreate(ctx context.Context, parent, prefix string) (que
 	}
 	e := mine[0]
 	e.Owner = s.idString()
+	if o := s.c.opts.Observer; o != nil {
+		baton.Emit(ctx, o, baton.Event{
+			Kind: baton.EventRecovered, Engine: "zk", Name: dir, Acquire: queue.AcquireID(ctx),
+			Owner: e.Key, Session: e.Owner, Count: len(mine) - 1,
+		})
+	}
 	return e, true, nil
 }
 

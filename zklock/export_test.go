@@ -17,7 +17,7 @@ func (c *Client) RecoverCreate(ctx context.Context, name, uuid string) (queue.En
 	if err != nil {
 		return queue.Entry{}, false, err
 	}
-	return s.recoverCreate(ctx, dir, protectedPrefix+uuid+"-")
+	return s.recoverCreate(ctx, name, dir, protectedPrefix+uuid+"-")
 }
 
 // NewUUID exposes the protected-create UUID generator.

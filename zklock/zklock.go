@@ -56,6 +56,11 @@ type Options struct {
 	Backoff baton.Backoff
 	// Auth are digest credentials added to every session before use.
 	Auth []Digest
+	// Observer, if set, is told of every acquire and lease of the client's
+	// recipes (see queue.MutexOptions.Observer) and of each create of
+	// unknown outcome that recovery resolved by adopting the entry
+	// (baton.EventRecovered); nil reports nothing.
+	Observer baton.Observer
 }
 
 // normalize fills defaults and validates o.
@@ -354,7 +359,7 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewMutex(backend{c}, name, queue.MutexOptions{})
+	return queue.NewMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
 // RWMutex returns the read/write lock called name, wire-compatible with
@@ -365,7 +370,7 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{})
+	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
 // Semaphore returns the semaphore called name with n permits,
@@ -377,7 +382,7 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{})
+	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
 // Election returns the leader election called name, wire-compatible with
@@ -390,7 +395,7 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewElection(backend{c}, name, queue.MutexOptions{})
+	return queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
 // Dir returns the znode directory of the lock called name. Names are

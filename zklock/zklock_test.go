@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/internal/drillhook"
+	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
@@ -279,7 +281,8 @@ func TestChrootIsolation(t *testing.T) {
 }
 
 func TestRecoverCreateDuplicates(t *testing.T) {
-	a, b := dial(t, "", zklock.Options{}), dial(t, "", zklock.Options{})
+	rec := recorder.New()
+	a, b := dial(t, "", zklock.Options{Observer: rec}), dial(t, "", zklock.Options{})
 	name := lockName(t)
 	hold := lock(t, mutex(t, b, name)) // keeps the directory alive
 	defer release(t, hold)
@@ -301,10 +304,27 @@ func TestRecoverCreateDuplicates(t *testing.T) {
 	if e, found, err := a.RecoverCreate(ctx, name, uuid); err != nil || found {
 		t.Fatalf("RecoverCreate with only another session's node = %+v, %v, %v; want not found", e, found, err)
 	}
+	if got := rec.Events(); len(got) != 0 {
+		t.Fatalf("recovery that adopted nothing reported %v", recorder.Kinds(got))
+	}
 	first, second := create(a), create(a)
 	e, found, err := a.RecoverCreate(ctx, name, uuid)
 	if err != nil || !found || e.Key != first {
 		t.Fatalf("RecoverCreate = %+v, %v, %v; want %s adopted", e, found, err, first)
+	}
+	got := rec.Events()
+	want := baton.Event{Kind: baton.EventRecovered, Engine: "zk", Name: name, Owner: first,
+		Session: "0x" + strconv.FormatInt(a.SessionID(), 16), Count: 1}
+	if len(got) != 1 {
+		t.Fatalf("events = %v, want one %v", recorder.Kinds(got), baton.EventRecovered)
+	}
+	g := got[0]
+	if g.Time.IsZero() {
+		t.Errorf("%v has no Time", g.Kind)
+	}
+	g.Time = time.Time{}
+	if g != want {
+		t.Errorf("event = %+v, want %+v", g, want)
 	}
 	for _, tc := range []struct {
 		path string

@@ -55,6 +55,10 @@ import (
 type Fence struct {
 	Client redis.Scripter
 	Prefix string // prepended to every key; may not contain { or }
+	// Observer, if set, is told of every write refused as stale
+	// (baton.EventStaleRejected, as package fence reports it); nil
+	// reports nothing.
+	Observer baton.Observer
 }
 
 // Keys are the Redis keys of one resource.
@@ -219,7 +223,9 @@ func (f Fence) run(ctx context.Context, resource string, token uint64, owner str
 	if err != nil {
 		return errors.Join(fmt.Errorf("redisfence: fence of %q holds token %q", resource, st), err)
 	}
-	return &fence.StaleError{Resource: resource, Token: token, Owner: owner, StoredToken: stored, StoredOwner: so}
+	se := &fence.StaleError{Resource: resource, Token: token, Owner: owner, StoredToken: stored, StoredOwner: so}
+	fence.Observe(ctx, f.Observer, se)
+	return se
 }
 
 // Unfenced is the twin of Fence without the rule: every write lands and
