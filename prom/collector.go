@@ -84,22 +84,26 @@ func New(opts Options) *Collector {
 	if hb == nil {
 		hb = DefaultHoldBuckets
 	}
-	lock := c.labels("engine", "recipe")
+	lock := c.labels()
+	staleLabels := []string{"engine"} // a fenced write may name its lock
+	if c.names {
+		staleLabels = append(staleLabels, "name")
+	}
 	cl := opts.ConstLabels
 
-	c.acquires = c.counter(cl, "acquires_total", "Acquires that ended, by result (granted, not_acquired, timeout, cancelled, unavailable, session_lost, …).", append(lock, "result")...)
+	c.acquires = c.counter(cl, "acquires_total", "Acquires that ended, by result (granted, not_acquired, timeout, cancelled, unavailable, session_lost, …).", c.labels("result")...)
 	c.retries = c.counter(cl, "acquire_retries_total", "Acquire attempts that did not grant and waited or retried.", lock...)
 	c.suspensions = c.counter(cl, "suspensions_total", "Held leases whose ownership came into doubt (Suspended).", lock...)
-	c.losses = c.counter(cl, "losses_total", "Leases lost, by cause (deadline, gone, expired, session_expired, closed, other).", append(lock, "cause")...)
+	c.losses = c.counter(cl, "losses_total", "Leases lost, by cause (deadline, gone, expired, session_expired, closed, other).", c.labels("cause")...)
 	c.releaseFails = c.counter(cl, "release_failures_total", "Releases that did not reach the server; the lease stays held.", lock...)
 	c.renewals = c.counter(cl, "renewals_total", "Keeper renewal round trips, by result (ok, late, error).", "engine", "result")
-	c.stale = c.counter(cl, "stale_rejections_total", "Writes a fenced resource refused as stale: a paused or partitioned former holder wrote.", c.labels("engine")...)
+	c.stale = c.counter(cl, "stale_rejections_total", "Writes a fenced resource refused as stale: a paused or partitioned former holder wrote.", staleLabels...)
 	c.recovered = c.counter(cl, "recovered_creates_total", "Creates with an unknown outcome whose entry an acquire found and kept or removed.", "engine")
 	c.idem = c.counter(cl, "idempotency_total", "Idempotency key state changes and look-ups, by outcome.", "outcome")
 	c.tasks = c.counter(cl, "tasks_total", "Durable task claims, takeovers, checkpoints and completions, by outcome.", "outcome")
 
-	c.wait = c.histogram(cl, "acquire_wait_seconds", "Time from an acquire's start to its grant or failure.", wb, append(lock, "result")...)
-	c.hold = c.histogram(cl, "hold_seconds", "Time from a grant to its release or loss, by end (released, lost).", hb, append(lock, "end")...)
+	c.wait = c.histogram(cl, "acquire_wait_seconds", "Time from an acquire's start to its grant or failure.", wb, c.labels("result")...)
+	c.hold = c.histogram(cl, "hold_seconds", "Time from a grant to its release or loss, by end (released, lost).", hb, c.labels("end")...)
 	c.suspension = c.histogram(cl, "suspension_seconds", "How long suspended leases stayed suspended before they were held again.", wb, lock...)
 	c.lead = c.histogram(cl, "lost_lead_seconds", "For lease engines: how long before the server could expire a grant its loss was declared. Shrinking means renewals come too late.", wb, lock...)
 	c.renewalTime = c.histogram(cl, "renewal_seconds", "Round-trip time of one keeper renewal batch.", renewalBuckets, "engine")
@@ -118,12 +122,14 @@ func New(opts Options) *Collector {
 	return c
 }
 
-// labels returns the per-lock label names, with "name" when LockNames is on.
-func (c *Collector) labels(names ...string) []string {
+// labels returns the per-lock label names (engine, recipe, and name when
+// LockNames is on) followed by extra, in the order lockValues fills.
+func (c *Collector) labels(extra ...string) []string {
+	names := []string{"engine", "recipe"}
 	if c.names {
 		names = append(names, "name")
 	}
-	return names
+	return append(names, extra...)
 }
 
 // lockValues returns values in the order labels gives names, extra last.
