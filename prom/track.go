@@ -38,9 +38,7 @@ type phase[K comparable] struct {
 type tracker[K comparable] struct {
 	mu    sync.Mutex
 	live  map[uint64]*phase[K]
-	ended map[uint64]struct{}
-	ring  []uint64 // ended IDs in order, to forget the oldest
-	next  int
+	gone  *endedSet
 	max   int
 	apply func(key K, g gauge, delta int) // called under mu
 }
@@ -51,8 +49,7 @@ func newTracker[K comparable](max int, apply func(K, gauge, int)) *tracker[K] {
 	}
 	return &tracker[K]{
 		live:  make(map[uint64]*phase[K]),
-		ended: make(map[uint64]struct{}),
-		ring:  make([]uint64, endedMemory),
+		gone:  newEndedSet(),
 		max:   max,
 		apply: apply,
 	}
@@ -66,7 +63,7 @@ func (t *tracker[K]) observe(e baton.Event, key K) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, gone := t.ended[e.Acquire]; gone {
+	if t.gone.has(e.Acquire) {
 		return
 	}
 	end := e.Kind == baton.EventLost || e.Kind == baton.EventReleased
@@ -121,18 +118,12 @@ func (t *tracker[K]) set(p *phase[K], g gauge, on bool) {
 }
 
 // forget drops the entry of id; when the lease ended it also remembers id
-// for a while, forgetting the oldest ended ID.
+// for a while.
 func (t *tracker[K]) forget(id uint64, ended bool) {
 	delete(t.live, id)
-	if !ended {
-		return
+	if ended {
+		t.gone.add(id)
 	}
-	if old := t.ring[t.next]; old != 0 {
-		delete(t.ended, old)
-	}
-	t.ring[t.next] = id
-	t.next = (t.next + 1) % len(t.ring)
-	t.ended[id] = struct{}{}
 }
 
 // tracking returns how many acquires and leases are tracked.
@@ -140,4 +131,32 @@ func (t *tracker[K]) tracking() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.live)
+}
+
+// endedSet remembers the last endedMemory ended leases.
+type endedSet struct {
+	ids  map[uint64]struct{}
+	ring []uint64 // in order of ending, to forget the oldest
+	next int
+}
+
+func newEndedSet() *endedSet {
+	return &endedSet{ids: make(map[uint64]struct{}), ring: make([]uint64, endedMemory)}
+}
+
+func (s *endedSet) has(id uint64) bool {
+	_, ok := s.ids[id]
+	return ok
+}
+
+func (s *endedSet) add(id uint64) {
+	if s.has(id) {
+		return
+	}
+	if old := s.ring[s.next]; old != 0 {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.next = (s.next + 1) % len(s.ring)
+	s.ids[id] = struct{}{}
 }
