@@ -149,3 +149,46 @@ func TestLockNames(t *testing.T) {
 		t.Errorf("baton.acquires by pseudonym = %d, want 1", got)
 	}
 }
+
+// TestMaxTracked checks the bound on open spans: an acquire beyond it
+// gets no acquire span, its lease gets a hold span only once there is
+// room (backdated to the grant), and it is counted all the same.
+func TestMaxTracked(t *testing.T) {
+	r := newRig(t, batonotel.Options{MaxTracked: 2})
+	var leases []*baton.Lease
+	ids := []uint64{baton.NextAcquireID(), baton.NextAcquireID(), baton.NextAcquireID()}
+	for _, id := range ids {
+		r.o.Observe(context.Background(), baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Acquire: id})
+	}
+	if n := r.o.Tracking(); n != 2 {
+		t.Errorf("Tracking() = %d with three acquires open, want 2", n)
+	}
+	for _, id := range ids {
+		l, _ := baton.NewLease(context.Background(), baton.Grant{Engine: "mem", Recipe: "mutex", Observer: r.o, Acquire: id})
+		r.o.Observe(context.Background(), baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Acquire: id, Depth: 1})
+		leases = append(leases, l)
+	}
+	if n := r.o.Tracking(); n != 2 {
+		t.Errorf("Tracking() = %d with three leases held, want 2", n)
+	}
+	for _, l := range leases {
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := map[string]int{}
+	for _, s := range r.spans.GetSpans() {
+		count[s.Name]++
+	}
+	if count["baton.acquire"] != 2 || count["baton.hold"] != 3 {
+		t.Errorf("spans %v, want 2 baton.acquire and 3 baton.hold", count)
+	}
+	m := r.collect()
+	if got := m.sum("baton.acquires", with(attribute.String("baton.result", "granted"))...); got != 3 {
+		t.Errorf("baton.acquires = %d, want 3", got)
+	}
+	m.gauges("all released", 0, 0, 0, lock...)
+	if n := r.o.Tracking(); n != 0 {
+		t.Errorf("Tracking() = %d, want 0", n)
+	}
+}

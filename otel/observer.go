@@ -29,8 +29,9 @@ type Options struct {
 	LockNames bool
 	// MaxTracked bounds the acquires and leases tracked at once, for the
 	// gauges and for the open spans each; 0 means DefaultMaxTracked.
-	// Beyond it new acquires are still counted but get no spans and leave
-	// the gauges alone.
+	// Beyond it new acquires are still counted but leave the gauges
+	// alone and get no acquire span; their lease's hold span starts,
+	// backdated to the grant, at its first event that finds room.
 	MaxTracked int
 }
 

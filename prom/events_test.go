@@ -169,3 +169,30 @@ func TestLockNames(t *testing.T) {
 	}
 	lintClean(t, s.c)
 }
+
+// TestMaxTracked checks the bound on tracked acquires: beyond it the
+// gauges read low but the counters still count.
+func TestMaxTracked(t *testing.T) {
+	s := newScraper(t, batonprom.Options{MaxTracked: 2})
+	ids := []uint64{baton.NextAcquireID(), baton.NextAcquireID(), baton.NextAcquireID()}
+	ev := func(k baton.EventKind, id uint64) baton.Event {
+		return baton.Event{Kind: k, Engine: "mem", Recipe: "mutex", Acquire: id}
+	}
+	for _, id := range ids {
+		s.observe(ev(baton.EventAcquireStarted, id))
+	}
+	s.scrape().gauges(t, "three started, two tracked", lock, 2, 0, 0)
+	if got := s.c.Tracking(); got != 2 {
+		t.Errorf("Tracking() = %d, want 2", got)
+	}
+	for _, id := range ids {
+		s.observe(ev(baton.EventGranted, id))
+	}
+	f := s.scrape()
+	f.gauges(t, "three granted", lock, 0, 2, 0)
+	wantValue(t, "grants", f.value(t, "baton_acquires_total", lock+",result=granted"), 3)
+	for _, id := range ids {
+		s.observe(ev(baton.EventReleased, id))
+	}
+	s.scrape().gauges(t, "all released", lock, 0, 0, 0)
+}
