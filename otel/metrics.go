@@ -127,17 +127,21 @@ func (o *Observer) record(ctx context.Context, e baton.Event) {
 // liveKey is the attribute set of the gauges.
 type liveKey struct{ engine, recipe, name string }
 
+// applyLive moves one up-down counter. The tracker calls it under its
+// mutex, which also guards o.liveSets: the attribute set of each label
+// combination is built once, when its three counters are first shown at 0.
 func (o *Observer) applyLive(k liveKey, g gauge, d int) {
-	kv := []attribute.KeyValue{keyEngine.String(k.engine), keyRecipe.String(k.recipe)}
-	if o.names {
-		kv = append(kv, keyName.String(k.name))
-	}
-	set := metric.WithAttributes(kv...)
-	for i, c := range o.in.live {
-		if gauge(i) == g {
-			c.Add(context.Background(), int64(d), set)
-		} else {
+	set, ok := o.liveSets[k]
+	if !ok {
+		kv := []attribute.KeyValue{keyEngine.String(k.engine), keyRecipe.String(k.recipe)}
+		if o.names {
+			kv = append(kv, keyName.String(k.name))
+		}
+		set = metric.WithAttributeSet(attribute.NewSet(kv...))
+		o.liveSets[k] = set
+		for _, c := range o.in.live {
 			c.Add(context.Background(), 0, set) // all three show, at 0 until they move
 		}
 	}
+	o.in.live[g].Add(context.Background(), int64(d), set)
 }

@@ -43,6 +43,9 @@ type Observer struct {
 	in     *instruments
 	names  bool
 	track  *tracker[liveKey]
+	// liveSets caches the up-down counters' attributes; track's mutex
+	// guards it.
+	liveSets map[liveKey]metric.MeasurementOption
 
 	mu    sync.Mutex // guards spans
 	spans *spanTable
@@ -65,10 +68,11 @@ func New(opts Options) (*Observer, error) {
 		return nil, err
 	}
 	o := &Observer{
-		tracer: tp.Tracer(ScopeName),
-		in:     in,
-		names:  opts.LockNames,
-		spans:  newSpanTable(opts.MaxTracked),
+		tracer:   tp.Tracer(ScopeName),
+		in:       in,
+		names:    opts.LockNames,
+		liveSets: make(map[liveKey]metric.MeasurementOption),
+		spans:    newSpanTable(opts.MaxTracked),
 	}
 	o.track = newTracker(opts.MaxTracked, o.applyLive)
 	return o, nil
