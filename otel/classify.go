@@ -1,0 +1,85 @@
+package batonotel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/keeper"
+)
+
+// result classifies how an acquire ended, for the result label. The order
+// matters: an unavailable backend is reported beside the context error, and
+// authentication failures beside unavailability, so the specific sentinel
+// is tested first.
+func result(err error) string {
+	switch {
+	case err == nil:
+		return "granted"
+	case errors.Is(err, baton.ErrNotAcquired):
+		return "not_acquired"
+	case errors.Is(err, baton.ErrSessionLost):
+		return "session_lost"
+	case errors.Is(err, baton.ErrLost):
+		return "lost" // re-entering a lease that was lost
+	case errors.Is(err, baton.ErrAuth):
+		return "auth"
+	case errors.Is(err, baton.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, baton.ErrClosed):
+		return "closed"
+	case errors.Is(err, baton.ErrUpgradeRefused):
+		return "refused"
+	case errors.Is(err, baton.ErrInvalidName), errors.Is(err, baton.ErrInvalidOption):
+		return "invalid"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "error"
+}
+
+// cause classifies why a lease was lost, for the cause label.
+func cause(err error) string {
+	switch {
+	case errors.Is(err, keeper.ErrDeadline):
+		return "deadline" // no renewal confirmed in time
+	case errors.Is(err, keeper.ErrGone):
+		return "gone" // the server has it expired or taken
+	case errors.Is(err, keeper.ErrFixedExpired):
+		return "expired" // a fixed lease time ran out
+	case errors.Is(err, baton.ErrSessionLost):
+		return "session_expired"
+	case errors.Is(err, baton.ErrClosed):
+		return "closed"
+	}
+	return "other"
+}
+
+// renewal classifies one keeper round.
+func renewal(e baton.Event) string {
+	switch {
+	case e.Err != nil:
+		return "error"
+	case e.Late:
+		return "late"
+	}
+	return "ok"
+}
+
+// outcome keeps an Outcome label within the values baton documents, so a
+// future value cannot grow the series without bound.
+func outcome(s string, known ...string) string {
+	for _, k := range known {
+		if s == k {
+			return s
+		}
+	}
+	return "other"
+}
+
+var (
+	idemOutcomes = []string{"hit", "requesting", "success", "failed", "unknown", "settled", "manual"}
+	taskOutcomes = []string{"claimed", "takeover", "checkpoint", "completed", "stale"}
+)

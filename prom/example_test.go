@@ -1,0 +1,58 @@
+package batonprom_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baton-go/baton"
+	batonprom "github.com/baton-go/baton/prom"
+)
+
+// The Collector is registered once and given as the Observer of every
+// engine, fence, idem and tasks value. Here a lease built as an engine
+// builds it stands in for an engine's grant; the lease reports its own
+// release.
+func Example() {
+	c := batonprom.New(batonprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	// serve it: http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+
+	// What an engine does when it grants, with Options.Observer set to c.
+	ctx := context.Background()
+	id := baton.NextAcquireID()
+	baton.Emit(ctx, c, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id})
+	l, _ := baton.NewLease(ctx, baton.Grant{Name: "orders/42", Engine: "mem", Token: 7, Observer: c, Recipe: "mutex", Acquire: id})
+	baton.Emit(ctx, c, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id, Token: 7, Depth: 1})
+
+	fmt.Println("held:", gathered(reg, "baton_leases_held"))
+	_ = l.Release(ctx)
+	fmt.Println("held:", gathered(reg, "baton_leases_held"))
+	fmt.Println("granted:", gathered(reg, "baton_acquires_total"))
+
+	// A fenced resource refuses the write of a former holder.
+	c.Observe(ctx, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence", Resource: "orders", Token: 6, StoredToken: 7})
+	fmt.Println("stale:", gathered(reg, "baton_stale_rejections_total"))
+	// Output:
+	// held: 1
+	// held: 0
+	// granted: 1
+	// stale: 1
+}
+
+// gathered sums the values of one counter or gauge family.
+func gathered(g prometheus.Gatherer, name string) float64 {
+	fams, _ := g.Gather()
+	var sum float64
+	for _, mf := range fams {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
