@@ -20,7 +20,3 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-// Temporary, for development on a branch without the workspace: the
-// repository's go.work takes this over at merge.
-replace github.com/baton-go/baton => ../

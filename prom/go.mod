@@ -19,7 +19,3 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// Temporary, for development on a branch without the workspace: the
-// repository's go.work takes this over at merge.
-replace github.com/baton-go/baton => ../

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 root=github.com/baton-go/baton
-nested=(etcdlock cmd/baton drill interop bench examples)
+nested=(etcdlock cmd/baton drill interop bench examples prom otel)
 
 GOWORK=off go mod tidy
 for mod in "${nested[@]}"; do
