@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,10 +19,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
+	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/baton-go/baton/zklock"
 )
@@ -420,4 +425,75 @@ func TestExporterRedacts(t *testing.T) {
 	if strings.Contains(w.String(), secret) {
 		t.Errorf("stderr shows the password:\n%s", w)
 	}
+}
+
+// TestExporterEtcd: on etcd the token is the entry's create revision, read
+// exactly from outside; a waiter queues behind the holder.
+func TestExporterEtcd(t *testing.T) {
+	url := etcdURL(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdSrv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("clientv3.New() = %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	c, err := etcdlock.New(cli, etcdlock.Options{})
+	if err != nil {
+		t.Fatalf("etcdlock.New() = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	name := lockName(t)
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	held, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v", name, err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	herd(t, 3, func() (baton.Locker, error) { return c.Mutex(name) })
+	base, p, _ := startExporter(t, url, name)
+	waitMetrics(t, base, name, map[string]float64{
+		"baton_lock_entries": 4, "baton_lock_holders": 1, "baton_lock_waiters": 3,
+		"baton_lock_holder_token": float64(held.Token()), "baton_lock_dead_entries": 0, "baton_lock_duplicates": 0,
+	})
+	// SIGTERM stops the exporter cleanly: exit 0, promptly.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(t, 10*time.Second); r.code != 0 {
+		t.Errorf("exporter after SIGTERM exit = %d, want 0", r.code)
+	}
+}
+
+// TestExporterRedlock: the holder's token is the grant's quorum token
+// that the nodes store once the majority is reached.
+func TestExporterRedlock(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	nodes := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a})
+		nodes[i] = rdb
+		t.Cleanup(func() { _ = rdb.Close() })
+	}
+	c, err := redlock.New(nodes, redlock.Options{})
+	if err != nil {
+		t.Fatalf("redlock.New() = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	name := lockName(t)
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	held, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v", name, err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	base, _, _ := startExporter(t, "redlock://"+strings.Join(addrs, ","), name)
+	waitMetrics(t, base, name, map[string]float64{
+		"baton_lock_entries": 1, "baton_lock_holders": 1, "baton_lock_waiters": 0,
+		"baton_lock_holder_token": float64(held.Token()),
+	})
 }
