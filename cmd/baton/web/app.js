@@ -58,7 +58,9 @@ function holderBlock(lock, e) {
   tok.dataset.token = e.token != null ? String(e.token) : '';
   row('token', tok);
   row('held for', el('dd', 'held', heldFor(e)));
+  if (e.lease_left_ms != null) row('lease left', el('dd', '', dur(Math.max(0, e.lease_left_ms))));
   row('kind', el('dd', 'kind', e.kind));
+  if (e.note) row('note', el('dd', 'note', e.note));
   return dl;
 }
 
@@ -83,7 +85,7 @@ function lockCard(lock) {
     for (const e of others) {
       const li = el('li');
       li.append(el('span', 'mono', e.session || '—'));
-      li.append(el('span', 'kind', ' · ' + e.kind + ' · ' + heldFor(e)));
+      li.append(el('span', 'kind', ' · ' + e.kind + ' · ' + e.state + ' ' + heldFor(e)));
       addFlags(li, e);
       if (e.note) li.title = e.note;
       ol.append(li);
