@@ -71,7 +71,7 @@ func (p *poller) poll(ctx context.Context) (snapshot, error) {
 	for _, n := range names {
 		v, err := p.view(ctx, n)
 		if err != nil {
-			first = cmp(first, err)
+			first = firstErr(first, err)
 			v = lockView{Name: n, Error: p.scrub(err.Error())}
 		}
 		s.Locks = append(s.Locks, pageLock{lockView: v})
@@ -85,7 +85,7 @@ func (p *poller) poll(ctx context.Context) (snapshot, error) {
 	return s, first
 }
 
-func cmp(first, err error) error {
+func firstErr(first, err error) error {
 	if first != nil {
 		return first
 	}

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
@@ -496,4 +499,71 @@ func TestExporterRedlock(t *testing.T) {
 		"baton_lock_entries": 1, "baton_lock_holders": 1, "baton_lock_waiters": 0,
 		"baton_lock_holder_token": float64(held.Token()),
 	})
+}
+
+// TestExporterBackendDown: when the backend stops answering, up drops to
+// 0, failed polls are counted and the lock's series go away rather than
+// going stale; when it answers again they come back. An open event stream
+// does not hold up SIGTERM.
+func TestExporterBackendDown(t *testing.T) {
+	c, _ := redisLocks(t)
+	px, err := faultproxy.Start(testenv.Redis(t))
+	if err != nil {
+		t.Fatalf("faultproxy.Start() = %v", err)
+	}
+	t.Cleanup(px.Close)
+	name := lockName(t)
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	held, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v", name, err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	base, p, _ := startExporter(t, "redis://"+px.Addr, "--connect-timeout", "1s", name)
+	live := map[string]float64{"baton_lock_holder_token": float64(held.Token())}
+	waitMetrics(t, base, name, live)
+
+	events, err := http.Get(base + "/events")
+	if err != nil {
+		t.Fatalf("GET /events: %v", err)
+	}
+	defer events.Body.Close()
+	line, err := bufio.NewReader(events.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: {") || !strings.Contains(line, strconv.Quote(name)) {
+		t.Fatalf("first event = %q, %v; want a data line with the snapshot of %q", line, err, name)
+	}
+
+	px.Refuse()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mfs := scrape(t, base)
+		up, _ := value(mfs, "baton_exporter_up", "")
+		errs, _ := value(mfs, "baton_exporter_scrape_errors_total", "")
+		_, stale := value(mfs, "baton_lock_holder_token", name)
+		if up == 0 && errs > 0 && !stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend refused: up = %v, scrape errors = %v, lock series present %v; want 0, > 0, false", up, errs, stale)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := apiLocks(t, base); s.Up || s.lock(t, name).Error == "" {
+		t.Errorf("/api/locks while refused: up %v, error %q; want down with the lock's error", s.Up, s.lock(t, name).Error)
+	}
+	if err := px.Accept(); err != nil {
+		t.Fatalf("Accept() = %v", err)
+	}
+	waitMetrics(t, base, "", map[string]float64{"baton_exporter_up": 1})
+	waitMetrics(t, base, name, live)
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(t, 10*time.Second); r.code != 0 {
+		t.Errorf("exporter after SIGTERM with an open event stream: exit %d, want 0", r.code)
+	}
 }
