@@ -58,7 +58,7 @@ Flags:
   --connect-timeout D    reach the backend within D or exit 69; also bounds
                          each poll. Default 10s.
 
-Exit codes: 0 stopped by SIGINT or SIGTERM; 64 usage; 69 backend
+Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 64 usage; 69 backend
 unreachable at start, or ADDR cannot be listened on; 77 authentication or
 TLS refused.
 `
@@ -168,12 +168,21 @@ func exporterMain(args []string) int {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	note("exporter: %s on %s, serving http://%s/ (metrics at /metrics)", u.redacted, b.engine, ln.Addr())
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		note("exporter: %s is not loopback: lock names and owners are visible to every host that reaches it", ln.Addr())
+	}
+	return serveExporter(ctx, stop, srv, ln, p, cfg.interval)
+}
+
+// serveExporter polls and serves until a signal ends ctx, then stops the
+// server and waits for the poller. stop ends ctx early (a server error).
+func serveExporter(ctx context.Context, stop func(), srv *http.Server, ln net.Listener, p *poller, interval time.Duration) int {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		p.run(ctx, cfg.interval, note)
+		p.run(ctx, interval, note)
 	}()
-	err = serve(ctx, srv, func() error { return srv.Serve(ln) })
+	err := serve(ctx, srv, func() error { return srv.Serve(ln) })
 	stop()
 	<-polled
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -41,14 +41,17 @@ type pageEntry struct {
 // scrapes and pages there are, and publishes each snapshot to the page's
 // event streams.
 type poller struct {
-	backend, engine string
+	backend, engine string // shown: the URL redacted
 	view            viewFunc
-	list            func(ctx context.Context, prefix string) ([]string, error) // nil: cannot list
-	names           []string                                                   // NAMEs, and PREFIXes ending in prefixSuffix
-	timeout         time.Duration                                              // bounds one poll
-	scrub           func(string) string                                        // removes secrets from messages
-	now             func() time.Time
-	failed          func() // counts a failed poll
+	// list expands a prefix; nil when the engine cannot list.
+	list  func(ctx context.Context, prefix string) ([]string, error)
+	names []string // NAMEs, and PREFIXes ending in prefixSuffix
+	// timeout bounds one poll (--connect-timeout).
+	timeout time.Duration
+	// scrub removes secrets from the messages shown.
+	scrub  func(string) string
+	now    func() time.Time
+	failed func() // counts a failed poll
 
 	mu       sync.Mutex
 	last     snapshot
