@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in zookeeper default-jdk-headless libcurator-recipes-java etcd-client etcd-server redis-server \
-  postgresql mariadb-server; do
+  postgresql mariadb-server chromium; do
   have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -27,6 +27,9 @@ type backend struct {
 	// it is also a queue.TokenBounder, clean bounds the tokens it cannot
 	// read exactly.
 	queue queueAdmin
+	// view, if set, reads one lock for `baton exporter`; the queue
+	// engines leave it nil and share queueView.
+	view  viewFunc
 	close func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.

@@ -130,6 +130,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedis(a, w, c.Inspect) },
+		view:     redisView(c.Inspect),
 		close:    closeAll,
 	}, nil
 }

@@ -251,6 +251,16 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 			return nil, fmt.Errorf("connect %s: %w", u.redacted, su.scrub(err))
 		}
 	}
+	read := func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
+		es, err := c.Inspect(ctx, name)
+		if err != nil {
+			return nil, su.scrub(err)
+		}
+		for i := range es {
+			es[i].Err = su.scrub(es[i].Err)
+		}
+		return es, nil
+	}
 	return &backend{
 		engine: "redlock",
 		locker: func(name string, mode lockMode, _ int) (baton.Locker, error) {
@@ -260,19 +270,9 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 			return c.Mutex(name)
 		},
 		election: func(string) (baton.Elector, error) { return nil, redlockOnlyMutex("elect", modeMutex) },
-		inspect: func(a *adminSession, w io.Writer) int {
-			return inspectRedlock(a, w, func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
-				es, err := c.Inspect(ctx, name)
-				if err != nil {
-					return nil, su.scrub(err)
-				}
-				for i := range es {
-					es[i].Err = su.scrub(es[i].Err)
-				}
-				return es, nil
-			})
-		},
-		close: closeAll,
+		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedlock(a, w, read) },
+		view:     redlockView(read),
+		close:    closeAll,
 	}, nil
 }
 

@@ -300,6 +300,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectSQL(a, w, c) },
+		view:     sqlView(c),
 		close:    closeAll,
 	}, nil
 }

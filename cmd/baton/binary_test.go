@@ -19,6 +19,7 @@ var testOnly = []string{
 	"github.com/baton-go/baton/internal/testenv",
 	"github.com/baton-go/baton/internal/faultproxy",
 	"github.com/baton-go/baton/internal/etcdtest",
+	"github.com/chromedp/",
 }
 
 // TestBinaryShipsNoTestCode checks the binary the tests built: its module

@@ -5,6 +5,7 @@
 //	baton elect [flags] NAME -- COMMAND [ARG...]
 //	baton inspect [flags] NAME
 //	baton clean [flags] NAME
+//	baton exporter [flags] NAME|PREFIX...
 //	baton demo
 //	baton help [COMMAND]
 //	baton version
@@ -38,6 +39,8 @@ Usage:
   baton inspect [flags] NAME                   print NAME's queue (stdout; --json)
   baton clean [flags] NAME                     remove duplicates and dead entries (dry run
                                                unless --apply)
+  baton exporter [flags] NAME|PREFIX...        serve metrics and a live page of locks
+                                               (default http://127.0.0.1:9187/)
   baton demo                                   the paused-holder story on an embedded etcd
   baton help [COMMAND]                         this text, or a command's
   baton version                                print the version
@@ -292,6 +295,8 @@ func dispatch(args []string) int {
 		return inspectMain(rest)
 	case "clean":
 		return cleanMain(rest)
+	case "exporter":
+		return exporterMain(rest)
 	default:
 		fmt.Fprintf(os.Stderr, "baton: unknown command %q\n\n", cmd)
 		fmt.Fprint(os.Stderr, mainUsage)
@@ -315,6 +320,8 @@ func helpMain(w io.Writer, args []string) int {
 		fmt.Fprint(w, cleanUsage)
 	case "demo":
 		fmt.Fprint(w, demoUsage)
+	case "exporter":
+		fmt.Fprint(w, exporterUsage)
 	default:
 		fmt.Fprintf(w, "baton: no help for %q\n", args[0])
 		return exitUsage

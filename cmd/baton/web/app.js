@@ -1,0 +1,127 @@
+// The live page of baton exporter. Every string from the backend (lock
+// names, owners, kinds, notes, errors) is written with textContent, never
+// parsed as HTML: other clients choose them.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// dur renders milliseconds the way people read a hold: 850ms, 12.4s, 3m05s, 2h07m.
+function dur(ms) {
+  if (ms < 1000) return ms + 'ms';
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(1) + 's';
+  const m = Math.floor(s / 60), h = Math.floor(m / 60);
+  if (h === 0) return m + 'm' + String(Math.floor(s % 60)).padStart(2, '0') + 's';
+  return h + 'h' + String(m % 60).padStart(2, '0') + 'm';
+}
+
+// heldFor is the engine's age when it keeps one, else how long this
+// exporter has seen the entry (a lower bound).
+function heldFor(e) {
+  if (e.age_ms != null) return dur(e.age_ms);
+  return '≥ ' + dur(e.seen_ms);
+}
+
+function flags(e) {
+  const out = [];
+  if (e.dead_session) out.push('dead');
+  if (e.duplicate) out.push('duplicate');
+  if (e.state === 'expired') out.push('expired');
+  if (e.state === 'partial') out.push('partial');
+  return out;
+}
+
+function addFlags(node, e) {
+  for (const f of flags(e)) node.append(el('span', 'flag ' + f, f));
+}
+
+function tokenText(lock, e) {
+  if (e.token != null) return String(e.token);
+  if (lock.token_bound != null) return '≤ ' + lock.token_bound;
+  return '?';
+}
+
+function holderBlock(lock, e) {
+  const dl = el('dl', 'holder');
+  const row = (k, v) => { dl.append(el('dt', '', k)); dl.append(v); };
+  const owner = el('dd', 'mono owner', e.session || '—');
+  addFlags(owner, e);
+  row('holder', owner);
+  const tok = el('dd', 'token', tokenText(lock, e));
+  tok.dataset.token = e.token != null ? String(e.token) : '';
+  row('token', tok);
+  row('held for', el('dd', 'held', heldFor(e)));
+  if (e.lease_left_ms != null) row('lease left', el('dd', '', dur(Math.max(0, e.lease_left_ms))));
+  row('kind', el('dd', 'kind', e.kind));
+  if (e.note) row('note', el('dd', 'note', e.note));
+  return dl;
+}
+
+function lockCard(lock) {
+  const card = el('section', 'lock');
+  card.dataset.lock = lock.name;
+  const holders = lock.entries.filter((e) => e.holder);
+  const others = lock.entries.filter((e) => !e.holder);
+  const h2 = el('h2', '', lock.name);
+  const state = lock.error ? ['failed', 'unreadable'] : holders.length ? ['held', 'held'] : ['free', 'free'];
+  h2.append(el('span', 'state ' + state[0], state[1]));
+  card.append(h2);
+  if (lock.error) {
+    card.append(el('p', 'error', lock.error));
+    return card;
+  }
+  if (holders.length === 0) card.append(el('p', 'empty', 'No holder.'));
+  for (const e of holders) card.append(holderBlock(lock, e));
+  if (others.length > 0) {
+    card.append(el('h3', '', 'waiting, in serving order (' + others.length + ')'));
+    const ol = el('ol', 'queue');
+    for (const e of others) {
+      const li = el('li');
+      li.append(el('span', 'mono', e.session || '—'));
+      li.append(el('span', 'kind', ' · ' + e.kind + ' · ' + e.state + ' ' + heldFor(e)));
+      addFlags(li, e);
+      if (e.note) li.title = e.note;
+      ol.append(li);
+    }
+    card.append(ol);
+  }
+  return card;
+}
+
+let lastTime = 0;
+
+function render(s) {
+  lastTime = Date.parse(s.time);
+  $('backend').textContent = s.backend;
+  $('engine').textContent = s.engine;
+  $('updated').textContent = new Date(lastTime).toLocaleTimeString();
+  setStatus(s.up ? 'live' : 'down');
+  const err = $('error');
+  err.hidden = !s.error;
+  err.textContent = s.error || '';
+  const cards = s.locks.map(lockCard);
+  if (cards.length === 0) cards.push(el('p', 'empty', 'No locks under the names given.'));
+  $('locks').replaceChildren(...cards);
+}
+
+function setStatus(text) {
+  const p = $('status');
+  p.textContent = text;
+  p.className = 'pill ' + text;
+}
+
+fetch('api/locks')
+  .then((r) => r.json())
+  .then(render)
+  .catch(() => setStatus('stale'));
+
+const events = new EventSource('events');
+events.onmessage = (ev) => render(JSON.parse(ev.data));
+events.onerror = () => setStatus('stale');
