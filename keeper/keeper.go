@@ -55,6 +55,11 @@ type Options struct {
 	// every timer; nil means clock.Real. Tests pass a *clock.Fake. The send
 	// times given to Hold must be readings of the same clock.
 	Clock clock.Clock
+	// Observer, if set, is told of each renewal batch (EventRenewal), and
+	// the Lost events of the leases the keeper ends carry Lead. Engine is
+	// Event.Engine ("redis", "sqlite", …). Nil costs nothing.
+	Observer baton.Observer
+	Engine   string
 }
 
 // Stats counts the keeper's work since New, for tests and monitoring.
@@ -107,6 +112,8 @@ type Keeper struct {
 	suspect  time.Duration // Suspended after this long without a confirmed renewal
 	margin   time.Duration
 	backoff  baton.Backoff
+	obs      baton.Observer
+	engine   string
 
 	stop    chan struct{}   // closed by Close
 	base    context.Context // cancelled by Close: in-flight requests end with it
@@ -140,6 +147,7 @@ type entry struct {
 	fixed     bool      // never renewed
 	lastSent  time.Time // send time of the last confirmed renewal or acquire
 	deadline  time.Time // Lost at
+	expires   time.Time // the earliest moment the server may expire it: lastSent + lease time
 	suspectAt time.Time // Suspended at (zero for fixed leases)
 	suspended bool
 	releasing bool // a Release is in flight: a "gone" answer is expected
@@ -179,6 +187,8 @@ func New(store Store, o Options) (*Keeper, error) {
 		suspect:  o.TTL / 2,
 		margin:   o.DriftMargin,
 		backoff:  o.Backoff,
+		obs:      o.Observer,
+		engine:   o.Engine,
 		stop:     make(chan struct{}),
 		leases:   make(map[*entry]struct{}),
 		flights:  make(map[*flight]struct{}),
@@ -260,7 +270,7 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 	case !k.clock.Now().Before(e.deadline):
 		k.mu.Unlock()
 		k.Abandon(ref)
-		ctl.Lose(ErrDeadline)
+		ctl.LoseAhead(ErrDeadline, e.expires.Sub(k.clock.Now()))
 		return nil, fmt.Errorf("keeper: hold %q: %w: %w", ref.Key, baton.ErrLost, ErrDeadline)
 	}
 	k.leases[e] = struct{}{}
@@ -283,7 +293,7 @@ func (k *Keeper) newEntry(ref Ref, sent time.Time, fixed time.Duration) *entry {
 		ttl = fixed
 	}
 	margin := min(k.margin, ttl/4) // a short fixed lease keeps most of its time
-	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin)}
+	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), expires: sent.Add(ttl)}
 	if !e.fixed {
 		e.suspectAt = sent.Add(k.suspect)
 	}
