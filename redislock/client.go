@@ -71,7 +71,8 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
 	c.hub = newHub(c)
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: "redis"})
 	if err != nil {
 		c.cancel()
 		return nil, fmt.Errorf("redislock: %w", err)

@@ -123,7 +123,8 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		c.nodes = append(c.nodes, &node{i: i, addr: addrOf(rdb, i), rdb: rdb})
 	}
 	c.st = &store{c: c}
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: "redlock"})
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}

@@ -68,7 +68,8 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		engine: o.Dialect.String(),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize}
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: c.engine})
 	if err != nil {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
