@@ -142,13 +142,17 @@ type Keeper struct {
 
 // entry is one held lease. Its fields are guarded by Keeper.mu.
 type entry struct {
-	ref       Ref
-	ctl       *baton.Control
-	fixed     bool      // never renewed
-	lastSent  time.Time // send time of the last confirmed renewal or acquire
-	deadline  time.Time // Lost at
-	expires   time.Time // the earliest moment the server may expire it: lastSent + lease time
+	ref      Ref
+	ctl      *baton.Control
+	lastSent time.Time // send time of the last confirmed renewal or acquire
+	deadline time.Time // Lost at
+	// margin is how long after deadline the server may expire the lease:
+	// the Lead of a deadline loss.
+	margin    time.Duration
 	suspectAt time.Time // Suspended at (zero for fixed leases)
+	// The flags together, after the rest: an entry stays in its
+	// allocation size class.
+	fixed     bool // never renewed
 	suspended bool
 	releasing bool // a Release is in flight: a "gone" answer is expected
 }
@@ -270,7 +274,7 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 	case !k.clock.Now().Before(e.deadline):
 		k.mu.Unlock()
 		k.Abandon(ref)
-		ctl.LoseAhead(ErrDeadline, e.expires.Sub(k.clock.Now()))
+		ctl.LoseAhead(ErrDeadline, e.deadline.Add(e.margin).Sub(k.clock.Now()))
 		return nil, fmt.Errorf("keeper: hold %q: %w: %w", ref.Key, baton.ErrLost, ErrDeadline)
 	}
 	k.leases[e] = struct{}{}
@@ -293,7 +297,7 @@ func (k *Keeper) newEntry(ref Ref, sent time.Time, fixed time.Duration) *entry {
 		ttl = fixed
 	}
 	margin := min(k.margin, ttl/4) // a short fixed lease keeps most of its time
-	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), expires: sent.Add(ttl)}
+	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), margin: margin}
 	if !e.fixed {
 		e.suspectAt = sent.Add(k.suspect)
 	}

@@ -231,7 +231,7 @@ func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
 		if sent.After(e.lastSent) {
 			e.lastSent = sent
 			e.deadline = sent.Add(k.ttl - k.margin)
-			e.expires = sent.Add(k.ttl)
+			e.margin = k.margin
 			e.suspectAt = sent.Add(k.suspect)
 		}
 		if e.suspended && now.Before(e.suspectAt) {

@@ -101,9 +101,9 @@ func (k *Keeper) check(now time.Time) {
 		if e.fixed {
 			cause = ErrFixedExpired
 		}
-		// The lead is read under no lock: e left k.leases above, so no
-		// renewal answer writes it any more.
-		if e.ctl.LoseAhead(fmt.Errorf("%w (%s)", cause, e.ref.Key), e.expires.Sub(now)) {
+		// The deadline is read under no lock: e left k.leases above, so
+		// no renewal answer writes it any more.
+		if e.ctl.LoseAhead(fmt.Errorf("%w (%s)", cause, e.ref.Key), e.deadline.Add(e.margin).Sub(now)) {
 			k.lost.Add(1)
 		}
 	}
