@@ -32,9 +32,10 @@ var (
 )
 
 // Client is one process's handle on a Redlock deployment of N independent
-// redis-servers. It owns a keeper (two goroutines extending every lease it
-// holds, on every node, in batches) and the goroutines of its in-flight
-// node requests. Close stops and releases them; it does not close the
+// redis-servers. It owns a keeper (see package keeper: two long-lived
+// goroutines, plus one per renewal request in flight, extending every
+// lease it holds, on every node, in batches) and the goroutines of its
+// in-flight node requests. Close stops and releases them; it does not close the
 // nodes' clients, which the caller keeps owning.
 type Client struct {
 	o      Options

@@ -16,7 +16,8 @@ import (
 )
 
 // Client is one process's handle on the locks table of one database. It
-// owns a keeper (two goroutines renewing every lease it holds) and, on
+// owns a keeper (see package keeper: two long-lived goroutines, plus one
+// per renewal request in flight, renewing every lease it holds) and, on
 // PostgreSQL with pgx, a share of the process's LISTEN connection for its
 // server and table (see listen.go). Close stops and releases them.
 type Client struct {
