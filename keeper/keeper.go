@@ -55,8 +55,10 @@ type Options struct {
 	// every timer; nil means clock.Real. Tests pass a *clock.Fake. The send
 	// times given to Hold must be readings of the same clock.
 	Clock clock.Clock
-	// Observer, if set, is told of each renewal batch (EventRenewal), and
-	// the Lost events of the leases the keeper ends carry Lead. Engine is
+	// Observer, if set, is told of each renewal batch (EventRenewal): its
+	// answer or its failure. A batch not answered in time is reported
+	// failed, and again (Late) if its answer comes after all. The Lost
+	// events of the leases the keeper ends carry Lead. Engine is
 	// Event.Engine ("redis", "sqlite", …). Nil costs nothing.
 	Observer baton.Observer
 	Engine   string
