@@ -109,3 +109,39 @@ func TestObservedGoneLoss(t *testing.T) {
 		t.Errorf("renewal events %+v, want one answered batch of 1", r)
 	}
 }
+
+// TestObservedLateAnswer: a batch the renewer stopped waiting for is
+// reported failed after the wait (TTL/2), and again, Late, with its round
+// trip when its answer comes.
+func TestObservedLateAnswer(t *testing.T) {
+	rec := recorder.New()
+	h := newHarness(t, 10, keeper.Options{Observer: rec, Engine: "fake"})
+	h.hold("a", 0)
+	h.st.set(func(s *fakeStore) { s.holdRenew = true })
+	h.idle = 1 // the renewer waits for the held Renew
+	h.stepTo(time.Second)
+	late := h.nextHeld()
+	h.st.set(func(s *fakeStore) { s.holdRenew, s.renewErr = false, errDown })
+	h.stepTo(2500*time.Millisecond - 1) // the renewer waits until TTL/2 after the send
+	h.idle = 2
+	h.stepTo(2600 * time.Millisecond)
+	late.answer([]bool{true}, nil)
+	h.waitFor("the late answer to be applied", func() bool { return h.k.Stats().LateAnswers == 1 })
+
+	got := rec.Of(isRenewal)
+	if len(got) < 3 {
+		t.Fatalf("renewal events %+v, want the unanswered batch, its retries and the late answer", got)
+	}
+	if e := got[0]; e.Err == nil || errors.Is(e.Err, errDown) || e.Late || e.Duration != 1500*time.Millisecond || e.Count != 1 {
+		t.Errorf("first renewal event %+v, want the wait's end after 1.5s: Err set (not %v), not late, Count 1", e, errDown)
+	}
+	last := got[len(got)-1]
+	if !last.Late || last.Err != nil || last.Duration != 1600*time.Millisecond || last.Count != 1 {
+		t.Errorf("last renewal event %+v, want the late answer: Late, no Err, Duration 1.6s, Count 1", last)
+	}
+	for i, e := range got[1 : len(got)-1] {
+		if !errors.Is(e.Err, errDown) || e.Late {
+			t.Errorf("retry event %d = %+v, want Err %v, not late", i+1, e, errDown)
+		}
+	}
+}
