@@ -25,8 +25,10 @@ var (
 
 	// ErrSessionLost is returned by an acquire whose own session or lease
 	// expired while it was waiting: its queue position is dead and it never
-	// acquires on it (CURATOR-604, etcd #19597).
-	ErrSessionLost = errors.New("baton: session lost while waiting")
+	// acquires on it (CURATOR-604, etcd #19597). The cause of a held lease
+	// lost because its engine session ended (a ZooKeeper session, an etcd
+	// lease) wraps it too, beside ErrLost.
+	ErrSessionLost = errors.New("baton: session lost")
 
 	// ErrUnavailable is wrapped (beside the context error) when an acquire
 	// gave up because the backend could not be reached, as opposed to the

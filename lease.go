@@ -218,18 +218,19 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err != nil {
 		l.holds++
 		l.mu.Unlock()
-		l.emit(EventReleaseFailed, err, 0)
+		l.emit(EventReleaseFailed, err, 0, 0)
 		return fmt.Errorf("baton: release %q: %w", l.g.Name, err)
 	}
 	l.endLocked(Released, ErrReleased)
 	l.mu.Unlock()
-	l.emit(EventReleased, nil, 0)
+	l.emit(EventReleased, nil, 0, 0)
 	l.afterEnd()
 	return nil
 }
 
-// emit tells the grant's observer of a state change of the lease.
-func (l *Lease) emit(kind EventKind, err error, d time.Duration) {
+// emit tells the grant's observer of a state change of the lease: d is
+// Event.Duration, lead Event.Lead.
+func (l *Lease) emit(kind EventKind, err error, d, lead time.Duration) {
 	if l.g.Observer == nil {
 		return
 	}
@@ -237,7 +238,7 @@ func (l *Lease) emit(kind EventKind, err error, d time.Duration) {
 	l.g.Observer.Observe(l.ctx, Event{
 		Kind: kind, Time: now, Engine: l.g.Engine, Name: l.g.Name, Recipe: l.g.Recipe,
 		Acquire: l.g.Acquire, Token: l.g.Token, Owner: l.g.Owner, Session: l.g.Session,
-		Hold: now.Sub(l.granted), Duration: d, Err: err,
+		Hold: now.Sub(l.granted), Duration: d, Lead: lead, Err: err,
 	})
 }
 
@@ -279,7 +280,7 @@ func (c *Control) Suspend() {
 	}
 	c.l.mu.Unlock()
 	if ok {
-		c.l.emit(EventSuspended, nil, 0)
+		c.l.emit(EventSuspended, nil, 0, 0)
 	}
 }
 
@@ -297,14 +298,21 @@ func (c *Control) Resume() {
 	}
 	c.l.mu.Unlock()
 	if ok {
-		c.l.emit(EventResumed, nil, d)
+		c.l.emit(EventResumed, nil, d, 0)
 	}
 }
 
 // Lose ends the lease as Lost with a cause that should wrap ErrLost (it is
 // wrapped if it does not). It is a no-op on an ended lease and reports
 // whether it ended the lease.
-func (c *Control) Lose(cause error) bool {
+func (c *Control) Lose(cause error) bool { return c.LoseAhead(cause, 0) }
+
+// LoseAhead is Lose for an engine that knows how far ahead of the server
+// it declares the loss: lead is how long before the earliest moment the
+// server could expire the grant (a lease engine's deadline loss declares
+// it DriftMargin early). The lease's EventLost carries it as Lead; 0
+// means unknown, and a negative lead is reported as 0.
+func (c *Control) LoseAhead(cause error, lead time.Duration) bool {
 	if cause == nil {
 		cause = ErrLost
 	} else if !errors.Is(cause, ErrLost) {
@@ -317,7 +325,7 @@ func (c *Control) Lose(cause error) bool {
 	}
 	c.l.endLocked(Lost, cause)
 	c.l.mu.Unlock()
-	c.l.emit(EventLost, cause, 0)
+	c.l.emit(EventLost, cause, 0, max(lead, 0))
 	c.l.afterEnd()
 	return true
 }

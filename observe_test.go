@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-go/baton"
 )
@@ -82,6 +83,28 @@ func TestLeaseEmitsLostWithCause(t *testing.T) {
 	}
 	if err := rec.events[0].Err; !errors.Is(err, baton.ErrLost) || !errors.Is(err, cause) {
 		t.Errorf("Lost event Err = %v, want it to wrap ErrLost and the cause", err)
+	}
+}
+
+// TestLeaseLostLead: LoseAhead's lead is the Lost event's Lead (a
+// negative one, a loss declared after the server could have expired the
+// grant, is 0); Lose reports none, and a Lead of an ended lease is not
+// reported at all.
+func TestLeaseLostLead(t *testing.T) {
+	for _, c := range []struct {
+		lead, want time.Duration
+	}{{150 * time.Millisecond, 150 * time.Millisecond}, {-time.Second, 0}, {0, 0}} {
+		rec := &recorder{}
+		_, ctl := baton.NewLease(context.Background(), baton.Grant{Name: "n", Observer: rec})
+		if !ctl.LoseAhead(errors.New("deadline"), c.lead) {
+			t.Fatalf("LoseAhead(%v) = false on a held lease", c.lead)
+		}
+		if ctl.LoseAhead(errors.New("again"), time.Hour) || ctl.Lose(nil) {
+			t.Errorf("LoseAhead or Lose on a lost lease = true, want false")
+		}
+		if len(rec.events) != 1 || rec.events[0].Kind != baton.EventLost || rec.events[0].Lead != c.want || !errors.Is(rec.events[0].Err, baton.ErrLost) {
+			t.Errorf("LoseAhead(%v): events %+v, want one Lost with Lead %v wrapping ErrLost", c.lead, rec.events, c.want)
+		}
 	}
 }
 

@@ -76,6 +76,11 @@ func (c *Client) TTL() time.Duration { return time.Duration(c.ttl) * time.Second
 // when GrantedTTL differs from TTL, report it (the CLI prints it).
 func (c *Client) GrantedTTL() time.Duration { return time.Duration(c.granted.Load()) * time.Second }
 
+// queueOptions are the options of the client's recipes.
+func (c *Client) queueOptions() queue.MutexOptions {
+	return queue.MutexOptions{Observer: c.opts.Observer}
+}
+
 // Mutex returns the reentrant mutex called name. Its keys are
 // "<name>/<lease ID in hex>", the layout of `etcdctl lock <name>` and
 // concurrency.Mutex, so they exclude each other.
@@ -83,7 +88,7 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewMutex(backend{c}, name, queue.MutexOptions{})
+	return queue.NewMutex(backend{c}, name, c.queueOptions())
 }
 
 // RWMutex returns the read/write lock called name. Its keys are
@@ -95,7 +100,7 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{})
+	return queue.NewRWMutex(backend{c}, name, c.queueOptions())
 }
 
 // Semaphore returns the semaphore called name with n permits: the same
@@ -107,7 +112,7 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{})
+	return queue.NewSemaphore(backend{c}, name, n, c.queueOptions())
 }
 
 // Election returns the leader election called name, compatible with
@@ -119,7 +124,7 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewElection(backend{c}, name, queue.MutexOptions{})
+	return queue.NewElection(backend{c}, name, c.queueOptions())
 }
 
 // Entries returns the raw keys under "<name>/" in create-revision order,

@@ -54,6 +54,11 @@ type Options struct {
 	// Backoff paces retried lease grants and background cleanup. The zero
 	// value uses baton's defaults.
 	Backoff baton.Backoff
+
+	// Observer, if set, is told of every acquire of the client's recipes
+	// and of each lease's state changes (see baton.Observer). Nil, the
+	// default, costs one comparison per acquire.
+	Observer baton.Observer
 }
 
 // validate checks o and returns a copy with the defaults filled in.

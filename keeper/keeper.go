@@ -55,6 +55,13 @@ type Options struct {
 	// every timer; nil means clock.Real. Tests pass a *clock.Fake. The send
 	// times given to Hold must be readings of the same clock.
 	Clock clock.Clock
+	// Observer, if set, is told of each renewal batch (EventRenewal): its
+	// answer or its failure. A batch not answered in time is reported
+	// failed, and again (Late) if its answer comes after all. The Lost
+	// events of the leases the keeper ends carry Lead. Engine is
+	// Event.Engine ("redis", "sqlite", …). Nil costs nothing.
+	Observer baton.Observer
+	Engine   string
 }
 
 // Stats counts the keeper's work since New, for tests and monitoring.
@@ -107,6 +114,8 @@ type Keeper struct {
 	suspect  time.Duration // Suspended after this long without a confirmed renewal
 	margin   time.Duration
 	backoff  baton.Backoff
+	obs      baton.Observer
+	engine   string
 
 	stop    chan struct{}   // closed by Close
 	base    context.Context // cancelled by Close: in-flight requests end with it
@@ -135,12 +144,17 @@ type Keeper struct {
 
 // entry is one held lease. Its fields are guarded by Keeper.mu.
 type entry struct {
-	ref       Ref
-	ctl       *baton.Control
-	fixed     bool      // never renewed
-	lastSent  time.Time // send time of the last confirmed renewal or acquire
-	deadline  time.Time // Lost at
+	ref      Ref
+	ctl      *baton.Control
+	lastSent time.Time // send time of the last confirmed renewal or acquire
+	deadline time.Time // Lost at
+	// margin is how long after deadline the server may expire the lease:
+	// the Lead of a deadline loss.
+	margin    time.Duration
 	suspectAt time.Time // Suspended at (zero for fixed leases)
+	// The flags together, after the rest: an entry stays in its
+	// allocation size class.
+	fixed     bool // never renewed
 	suspended bool
 	releasing bool // a Release is in flight: a "gone" answer is expected
 }
@@ -179,6 +193,8 @@ func New(store Store, o Options) (*Keeper, error) {
 		suspect:  o.TTL / 2,
 		margin:   o.DriftMargin,
 		backoff:  o.Backoff,
+		obs:      o.Observer,
+		engine:   o.Engine,
 		stop:     make(chan struct{}),
 		leases:   make(map[*entry]struct{}),
 		flights:  make(map[*flight]struct{}),
@@ -260,7 +276,7 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 	case !k.clock.Now().Before(e.deadline):
 		k.mu.Unlock()
 		k.Abandon(ref)
-		ctl.Lose(ErrDeadline)
+		ctl.LoseAhead(ErrDeadline, e.deadline.Add(e.margin).Sub(k.clock.Now()))
 		return nil, fmt.Errorf("keeper: hold %q: %w: %w", ref.Key, baton.ErrLost, ErrDeadline)
 	}
 	k.leases[e] = struct{}{}
@@ -283,7 +299,7 @@ func (k *Keeper) newEntry(ref Ref, sent time.Time, fixed time.Duration) *entry {
 		ttl = fixed
 	}
 	margin := min(k.margin, ttl/4) // a short fixed lease keeps most of its time
-	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin)}
+	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), margin: margin}
 	if !e.fixed {
 		e.suspectAt = sent.Add(k.suspect)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/baton-go/baton"
 )
 
 // renewer runs renewal rounds every TTL/3 from next, the first (sooner
@@ -112,6 +114,9 @@ func (k *Keeper) renewBatch(batch []*entry) bool {
 	sent := k.clock.Now()
 	k.batches.Add(1)
 	renewed, err := k.call(batch, refs, sent, last)
+	if k.obs != nil {
+		k.emitRenewal(len(batch), sent, false, err)
+	}
 	if err != nil {
 		k.failures.Add(1)
 		k.lastErr.Store(&err)
@@ -185,10 +190,23 @@ func (k *Keeper) renewCall(ctx context.Context, fl *flight, batch []*entry, refs
 		fl.answer <- answer{renewed, err} // buffered: never blocks
 	}
 	k.mu.Unlock()
+	if late && k.obs != nil {
+		k.emitRenewal(len(batch), sent, true, err)
+	}
 	if late && err == nil {
 		k.apply(batch, renewed, sent)
 		k.late.Add(1)
 	}
+}
+
+// emitRenewal reports one renewal batch of n leases sent at sent: its
+// answer (late: after the renewer stopped waiting) or its failure.
+func (k *Keeper) emitRenewal(n int, sent time.Time, late bool, err error) {
+	now := k.clock.Now()
+	k.obs.Observe(context.Background(), baton.Event{
+		Kind: baton.EventRenewal, Time: now, Engine: k.engine,
+		Count: n, Duration: now.Sub(sent), Late: late, Err: err,
+	})
 }
 
 // apply records a batch's answers: confirmed leases get a new deadline
@@ -213,6 +231,7 @@ func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
 		if sent.After(e.lastSent) {
 			e.lastSent = sent
 			e.deadline = sent.Add(k.ttl - k.margin)
+			e.margin = k.margin
 			e.suspectAt = sent.Add(k.suspect)
 		}
 		if e.suspended && now.Before(e.suspectAt) {

@@ -101,7 +101,9 @@ func (k *Keeper) check(now time.Time) {
 		if e.fixed {
 			cause = ErrFixedExpired
 		}
-		if e.ctl.Lose(fmt.Errorf("%w (%s)", cause, e.ref.Key)) {
+		// The deadline is read under no lock: e left k.leases above, so
+		// no renewal answer writes it any more.
+		if e.ctl.LoseAhead(fmt.Errorf("%w (%s)", cause, e.ref.Key), e.deadline.Add(e.margin).Sub(now)) {
 			k.lost.Add(1)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/acqtrack"
 	"github.com/baton-go/baton/keeper"
 )
 
@@ -51,11 +52,29 @@ type Engine struct {
 // Otherwise the waiter retries. A store that knows the server was reached
 // though the attempt failed (Result.Reached) keeps the waiter contended,
 // not cut off.
+//
+// With Options.Observer set it reports the acquire's start, each attempt
+// that did not grant (Position -1: a lease engine keeps no queue) and its
+// outcome, and the lease reports its own state changes.
 func (e *Engine) Acquire(ctx context.Context, key any, req Request) (*baton.Lease, error) {
+	if e.Opts.Observer == nil {
+		return e.acquire(ctx, key, req, nil)
+	}
+	t, ctx := acqtrack.Begin(ctx, e.Opts.Observer, nil, e.Name, req.Name, req.Kind.label())
+	l, err := e.acquire(ctx, key, req, t)
+	t.End(ctx, l, err)
+	return l, err
+}
+
+// acquire is Acquire's loop; t is nil when the acquire is not observed.
+func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.Track) (*baton.Lease, error) {
 	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
+		if l != nil {
+			t.Reentered()
+		}
 		return l, err
 	}
-	w := &wait{e: e, req: &req, key: key}
+	w := &wait{e: e, req: &req, key: key, t: t}
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
@@ -90,11 +109,13 @@ func (e *Engine) Acquire(ctx context.Context, key any, req Request) (*baton.Leas
 			if ferr := w.failed(ctx, err, res); ferr != nil {
 				return nil, ferr
 			}
+			t.Retry(ctx, -1, err)
 		} else {
 			w.lastOK, w.reached, w.lastErr = res.Sent, true, nil
 			if !req.Wait {
 				return nil, w.errf("%w", baton.ErrNotAcquired)
 			}
+			t.Retry(ctx, -1, nil)
 			if res.Again {
 				continue
 			}
@@ -118,7 +139,8 @@ type wait struct {
 	// sent; reached reports that one did.
 	lastOK  time.Time
 	reached bool
-	lastErr error // the last attempt's error; nil after a refusal
+	lastErr error           // the last attempt's error; nil after a refusal
+	t       *acqtrack.Track // nil when the acquire is not observed
 }
 
 func (w *wait) errf(format string, args ...any) error {
@@ -177,13 +199,15 @@ func (w *wait) hold(ctx context.Context, a Attempts, res Result) (*baton.Lease, 
 		a.Forget(res)
 		return nil, Permanent(fmt.Errorf("%w: token %d + TokenFloor %d overflows uint64", baton.ErrInvalidOption, res.Token, w.e.Opts.TokenFloor))
 	}
-	return w.e.Keeper.Hold(ctx, baton.Grant{
+	g := baton.Grant{
 		Name:   w.req.Name,
 		Engine: w.e.Name,
 		Token:  tok,
 		Owner:  res.Ref.Owner,
 		Key:    w.key,
-	}, res.Ref, res.Sent, w.req.Fixed)
+	}
+	w.t.Grant(&g, "")
+	return w.e.Keeper.Hold(ctx, g, res.Ref, res.Sent, w.req.Fixed)
 }
 
 // failed decides, after an attempt failed with err, whether the acquire

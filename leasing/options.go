@@ -55,6 +55,12 @@ type Options struct {
 	// Its Max is capped at TTL/4, so that a waiter retries (and refreshes
 	// what it keeps on the server) well within a TTL.
 	Backoff baton.Backoff
+
+	// Observer, if set, is told of every acquire (started, each refused or
+	// failed attempt, granted or failed), of each lease's state changes,
+	// and of the keeper's renewal batches; the keeper's Lost events carry
+	// Lead. Nil (the default) costs one comparison per acquire.
+	Observer baton.Observer
 }
 
 // Validate checks o and returns it with the defaults filled in. Errors

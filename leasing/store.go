@@ -38,6 +38,21 @@ func (k Kind) String() string {
 	return "lock"
 }
 
+// label is the kind as baton.Event.Recipe names it.
+func (k Kind) label() string {
+	switch k {
+	case KindRead:
+		return "read"
+	case KindWrite:
+		return "write"
+	case KindPermit:
+		return "semaphore"
+	case KindLeader:
+		return "election"
+	}
+	return "mutex"
+}
+
 // Request is one acquire, as the engine's store sees it.
 type Request struct {
 	Name  string        // the normalised lock name

@@ -97,7 +97,7 @@ func TestPartitionHealed(t *testing.T) {
 }
 
 // TestPartitionExpires: once the TTL passes, the holder is Lost (its
-// context cancelled with ErrLost) before the server deletes its entry; the
+// context cancelled with ErrLost and ErrSessionLost) before the server deletes its entry; the
 // waiter is granted with a larger token; the healed client opens a new
 // session.
 func TestPartitionExpires(t *testing.T) {
@@ -118,8 +118,11 @@ func TestPartitionExpires(t *testing.T) {
 	if r.other != baton.Lost {
 		t.Errorf("holder's State() when the waiter was granted = %v, want %v", r.other, baton.Lost)
 	}
-	if cause := context.Cause(l.Context()); !errors.Is(cause, baton.ErrLost) {
-		t.Errorf("holder's context cause = %v, want an error wrapping %v", cause, baton.ErrLost)
+	if cause := context.Cause(l.Context()); !errors.Is(cause, baton.ErrLost) || !errors.Is(cause, baton.ErrSessionLost) {
+		t.Errorf("holder's context cause = %v, want an error wrapping %v and %v", cause, baton.ErrLost, baton.ErrSessionLost)
+	}
+	if err := l.Err(); !errors.Is(err, baton.ErrSessionLost) {
+		t.Errorf("holder's Err() = %v, want an error wrapping %v: its session ended", err, baton.ErrSessionLost)
 	}
 	if r.l.Token() != 3 || l.Token() != 1 {
 		t.Errorf("tokens = %d then %d, want 1 then 3", l.Token(), r.l.Token())

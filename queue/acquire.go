@@ -60,7 +60,7 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 	}
 	t, ctx := r.begin(ctx)
 	l, err := r.run(ctx, wait, t)
-	t.end(ctx, l, err)
+	t.End(ctx, l, err)
 	return l, err
 }
 
@@ -78,8 +78,8 @@ func (r *recipe) reenter(ctx context.Context) (*baton.Lease, error) {
 // run is acquire's loop; t is nil when the acquire is not observed.
 func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, error) {
 	if l, err := r.reenter(ctx); l != nil || err != nil {
-		if t != nil && l != nil {
-			t.reentered = true
+		if l != nil {
+			t.Reentered()
 		}
 		return l, err
 	}
@@ -133,7 +133,7 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 			}
 			return fail(r.errf("%w", baton.ErrNotAcquired))
 		}
-		t.retry(ctx, snap.Own)
+		t.Retry(ctx, snap.Own, nil)
 		var gone <-chan struct{}
 		if blocker < 0 {
 			// The rule waits for any change of the directory.
@@ -215,7 +215,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		},
 	}
 	if t != nil {
-		t.grant(&g, s.ID())
+		t.Grant(&g, s.ID())
 	}
 	l, ctl := baton.NewLease(ctx, g)
 	go follow(s, ctl, stop)
@@ -233,7 +233,7 @@ func follow(s Session, ctl *baton.Control, stop <-chan struct{}) {
 		case baton.Held:
 			ctl.Resume()
 		case baton.Lost:
-			ctl.Lose(fmt.Errorf("session %s ended", s.ID()))
+			ctl.Lose(fmt.Errorf("session %s ended: %w", s.ID(), baton.ErrSessionLost))
 			return
 		}
 		select {

@@ -187,7 +187,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*baton.Lease, error
 		t, ctx = s.leases.begin(ctx)
 	}
 	l, err := s.permit(ctx, wait, t)
-	t.end(ctx, l, err)
+	t.End(ctx, l, err)
 	return l, err
 }
 

@@ -24,10 +24,11 @@ import (
 var ErrNotReplicated = errors.New("redislock: grant not acknowledged by enough replicas")
 
 // Client is one process's handle on the locks of one Redis deployment,
-// through the caller's go-redis client. It owns a keeper (two goroutines
-// renewing every lease it holds, in pipelined batches) and, once somebody
-// waits, one pub/sub connection (one goroutine) that wakes waiters when a
-// lock they wait for is released. Close stops and releases them.
+// through the caller's go-redis client. It owns a keeper (see package
+// keeper: two long-lived goroutines, plus one per renewal request in
+// flight, renewing every lease it holds in pipelined batches) and, once
+// somebody waits, one pub/sub connection (one goroutine) that wakes
+// waiters when a lock they wait for is released. Close stops and releases them.
 type Client struct {
 	rdb redis.UniversalClient
 	o   Options
@@ -71,7 +72,8 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
 	c.hub = newHub(c)
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: "redis"})
 	if err != nil {
 		c.cancel()
 		return nil, fmt.Errorf("redislock: %w", err)

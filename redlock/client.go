@@ -32,9 +32,10 @@ var (
 )
 
 // Client is one process's handle on a Redlock deployment of N independent
-// redis-servers. It owns a keeper (two goroutines extending every lease it
-// holds, on every node, in batches) and the goroutines of its in-flight
-// node requests. Close stops and releases them; it does not close the
+// redis-servers. It owns a keeper (see package keeper: two long-lived
+// goroutines, plus one per renewal request in flight, extending every
+// lease it holds, on every node, in batches) and the goroutines of its
+// in-flight node requests. Close stops and releases them; it does not close the
 // nodes' clients, which the caller keeps owning.
 type Client struct {
 	o      Options
@@ -123,7 +124,8 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		c.nodes = append(c.nodes, &node{i: i, addr: addrOf(rdb, i), rdb: rdb})
 	}
 	c.st = &store{c: c}
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: "redlock"})
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}

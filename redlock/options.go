@@ -80,6 +80,12 @@ type Options struct {
 	// jitter matters here more than anywhere: waiters that retry together
 	// split the nodes' votes and nobody wins a majority.
 	Backoff baton.Backoff
+
+	// Observer, if set, is told of every acquire, of each lease's state
+	// changes (the keeper's Lost events carry Lead) and of the keeper's
+	// renewal batches (see baton.Observer). Nil, the default, costs one
+	// comparison per acquire.
+	Observer baton.Observer
 }
 
 // validate checks o and fills in the defaults: the settings every lease
@@ -113,7 +119,7 @@ func (o Options) validate() (Options, error) {
 
 // common is the part of o every lease engine shares.
 func (o Options) common() leasing.Options {
-	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff}
+	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
 }
 
 // drift is the Redlock clock-drift allowance: TTL·DriftFactor + 2ms.

@@ -16,7 +16,8 @@ import (
 )
 
 // Client is one process's handle on the locks table of one database. It
-// owns a keeper (two goroutines renewing every lease it holds) and, on
+// owns a keeper (see package keeper: two long-lived goroutines, plus one
+// per renewal request in flight, renewing every lease it holds) and, on
 // PostgreSQL with pgx, a share of the process's LISTEN connection for its
 // server and table (see listen.go). Close stops and releases them.
 type Client struct {
@@ -68,7 +69,8 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		engine: o.Dialect.String(),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize}
-	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff})
+	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
+		Observer: o.Observer, Engine: c.engine})
 	if err != nil {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
