@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -24,21 +22,7 @@ import (
 	"github.com/baton-go/baton/sqllock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-cache-rebuild-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cache-rebuild:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("cache-rebuild", run) }
 
 const (
 	lockName       = "cache/price-list"

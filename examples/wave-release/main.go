@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -25,21 +23,7 @@ import (
 	"github.com/baton-go/baton/tasks"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-wave-release-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wave-release:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("wave-release", run) }
 
 // Result is what the story left behind, for the test to check.
 type Result struct {
