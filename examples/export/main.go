@@ -62,7 +62,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	var all []*exporter
 	defer func() {
 		for _, e := range all {
-			err = errors.Join(err, e.close())
+			err = errors.Join(err, e.Close())
 		}
 	}()
 	for i := range exporters {

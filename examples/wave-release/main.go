@@ -51,12 +51,12 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r1.close()) }()
+	defer func() { err = errors.Join(err, r1.Close()) }()
 	r2, err := newRunner(ctx, dir, "runner-2", t)
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r2.close()) }()
+	defer func() { err = errors.Join(err, r2.Close()) }()
 	t.Say("election %q (lease %v), task leases of %v; waves W-1 (3 pick lists) and W-2 (6)", electionName, ttl, taskLease)
 
 	ld1, err := r1.elect.CampaignAs(ctx, r1.name)
@@ -130,10 +130,10 @@ type pause struct {
 func pauseAt(r *runner, wave string, pick int) *pause {
 	p := &pause{paused: make(chan struct{})}
 	resume := make(chan struct{})
-	p.wake = sync.OnceFunc(func() { r.link.Thaw(); close(resume) })
+	p.wake = sync.OnceFunc(func() { r.Link.Thaw(); close(resume) })
 	r.beforePick = func(w string, n int) {
 		if w == wave && n == pick {
-			r.link.Freeze()
+			r.Link.Freeze()
 			p.at = time.Now()
 			r.say("freezes just before it sends pick list %d of %s: no renewal, no heartbeat gets out", pick, wave)
 			close(p.paused)
