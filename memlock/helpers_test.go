@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/memlock"
 )
 
@@ -109,18 +110,7 @@ func pending(ch <-chan result) bool {
 // awaitState waits until l is in state want or stops the test.
 func awaitState(t *testing.T, l *baton.Lease, want baton.State) {
 	t.Helper()
-	deadline := time.After(hang)
-	for {
-		st, changed := l.Observe()
-		if st == want {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("lease of %q: State() = %v, want %v", l.Name(), st, want)
-		}
-	}
+	leasetest.AwaitState(t, l, want, hang)
 }
 
 // eventually polls cond until it holds or stops the test.

@@ -4,17 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/memlock"
-
-	_ "modernc.org/sqlite"
 )
 
 // want is one expected event: its fields apart from the real-time ones
@@ -191,7 +189,7 @@ func TestObserverPausedHolder(t *testing.T) {
 	srv, fake := newServer(t, memlock.Options{Observer: rec})
 	a, b := srv.Client("a"), srv.Client("b")
 	const name = "exports/export-88"
-	tbl, db := fencedTable(t, rec)
+	tbl, db := leasetest.FencedTable(t, rec)
 
 	la := lock(t, a, name)
 	ch, _ := lockAsync(t, b, name, nil)
@@ -262,22 +260,6 @@ func indexOf(events []baton.Event, match func(baton.Event) bool) int {
 		}
 	}
 	return -1
-}
-
-// fencedTable returns a fence table in a fresh SQLite file, reporting to o.
-func fencedTable(t *testing.T, o baton.Observer) (fence.Table, *sql.DB) {
-	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "fence.db") + "?_pragma=busy_timeout(5000)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatalf("sql.Open(sqlite) = %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	tbl := fence.Table{Dialect: fence.SQLite, Observer: o}
-	if err := tbl.Migrate(t.Context(), db); err != nil {
-		t.Fatalf("Migrate = %v", err)
-	}
-	return tbl, db
 }
 
 // fencedWrite is a holder's write of resource under l's token.

@@ -6,31 +6,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
 )
-
-// grant plays an engine's acquire: it reports the start, builds the lease
-// with o as the grant's Observer, and reports the grant. The lease then
-// reports its own state changes, with its own context.
-func grant(ctx context.Context, o baton.Observer, name string, token uint64) (*baton.Lease, *baton.Control, uint64) {
-	id := baton.NextAcquireID()
-	start := time.Now()
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: name, Acquire: id})
-	l, ctl := baton.NewLease(ctx, baton.Grant{
-		Name: name, Engine: "mem", Token: token, Owner: fmt.Sprint("owner-", token),
-		Observer: o, Recipe: "mutex", Session: "s1", Acquire: id,
-	})
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: name, Acquire: id,
-		Token: token, Owner: l.Owner(), Session: "s1", Wait: time.Since(start), Depth: 1})
-	return l, ctl, id
-}
 
 // TestLeaseEvents drives real leases through suspension, recovery, loss
 // and release: the lease's own events land on the hold span under the
@@ -39,8 +23,8 @@ func TestLeaseEvents(t *testing.T) {
 	r := newRig(t, batonotel.Options{})
 	ctx, req := r.tracer.Start(t.Context(), "leader term")
 
-	l1, ctl1, id1 := grant(ctx, r.o, "orders/1", 1)
-	l2, _, id2 := grant(ctx, r.o, "orders/2", 2)
+	l1, ctl1, id1 := obsviewtest.Grant(ctx, r.o, "orders/1", 1)
+	l2, _, id2 := obsviewtest.Grant(ctx, r.o, "orders/2", 2)
 	r.collect().gauges("two held", 0, 2, 0, lock...)
 	ctl1.Suspend()
 	ctl1.Resume()
@@ -101,7 +85,7 @@ func TestConcurrentLeases(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			l, ctl, _ := grant(context.Background(), r.o, fmt.Sprint("jobs/", i), uint64(i+1))
+			l, ctl, _ := obsviewtest.Grant(context.Background(), r.o, fmt.Sprint("jobs/", i), uint64(i+1))
 			var inner sync.WaitGroup
 			inner.Go(func() { ctl.Suspend(); ctl.Resume() })
 			if i%2 == 0 {
@@ -138,7 +122,7 @@ func TestConcurrentLeases(t *testing.T) {
 func TestLockNames(t *testing.T) {
 	r := newRig(t, batonotel.Options{LockNames: true})
 	o := baton.HashNames([]byte("key"), r.o)
-	l, _, id := grant(context.Background(), o, "tenant/acme", 1)
+	l, _, id := obsviewtest.Grant(context.Background(), o, "tenant/acme", 1)
 	_ = l.Release(context.Background())
 	hold := byAcquire(t, r.spans.GetSpans(), "baton.hold", id)
 	v, _ := attr(hold.Attributes, "baton.lock.name")

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview"
 )
 
 var (
@@ -29,7 +30,7 @@ type instruments struct {
 	acquires, retries, suspensions, losses, releaseFails metric.Int64Counter
 	renewals, stale, recovered, idem, tasks              metric.Int64Counter
 	wait, hold, suspension, lead, renewalTime, batch     metric.Float64Histogram
-	live                                                 [3]metric.Int64UpDownCounter
+	live                                                 [obsview.Gauges]metric.Int64UpDownCounter
 }
 
 func newInstruments(m metric.Meter) (*instruments, error) {
@@ -66,9 +67,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.lead = hist("baton.lost_lead", "s", "How long before the server could expire a grant its loss was declared.", DefaultWaitBuckets)
 	in.renewalTime = hist("baton.renewal", "s", "Round-trip time of one keeper renewal batch.", renewalBuckets)
 	in.batch = hist("baton.renewal.batch_size", "{lease}", "Leases carried by one keeper renewal batch.", batchBuckets)
-	in.live[waiting] = updown("baton.acquires.waiting", "{acquire}", "Acquires started and not yet granted or failed.")
-	in.live[held] = updown("baton.leases.held", "{lease}", "Leases granted and not yet released or lost.")
-	in.live[suspended] = updown("baton.leases.suspended", "{lease}", "Held leases whose ownership is in doubt.")
+	in.live[obsview.Waiting] = updown("baton.acquires.waiting", "{acquire}", "Acquires started and not yet granted or failed.")
+	in.live[obsview.Held] = updown("baton.leases.held", "{lease}", "Leases granted and not yet released or lost.")
+	in.live[obsview.Suspended] = updown("baton.leases.suspended", "{lease}", "Held leases whose ownership is in doubt.")
 	return &in, errors.Join(errs...)
 }
 
@@ -88,7 +89,7 @@ func (o *Observer) record(ctx context.Context, e baton.Event) {
 	case baton.EventAcquireRetry:
 		in.retries.Add(ctx, 1, lock())
 	case baton.EventGranted, baton.EventAcquireFailed:
-		r := lock(keyResult.String(result(e.Err)))
+		r := lock(keyResult.String(obsview.Result(e.Err)))
 		in.acquires.Add(ctx, 1, r)
 		in.wait.Record(ctx, e.Wait.Seconds(), r)
 	case baton.EventSuspended:
@@ -96,7 +97,7 @@ func (o *Observer) record(ctx context.Context, e baton.Event) {
 	case baton.EventResumed:
 		in.suspension.Record(ctx, e.Duration.Seconds(), lock())
 	case baton.EventLost:
-		in.losses.Add(ctx, 1, lock(keyCause.String(cause(e.Err))))
+		in.losses.Add(ctx, 1, lock(keyCause.String(obsview.Cause(e.Err))))
 		in.hold.Record(ctx, e.Hold.Seconds(), lock(keyEnd.String("lost")))
 		if e.Lead > 0 { // 0: the engine cannot tell
 			in.lead.Record(ctx, e.Lead.Seconds(), lock())
@@ -106,7 +107,7 @@ func (o *Observer) record(ctx context.Context, e baton.Event) {
 	case baton.EventReleaseFailed:
 		in.releaseFails.Add(ctx, 1, lock())
 	case baton.EventRenewal:
-		in.renewals.Add(ctx, 1, metric.WithAttributes(keyEngine.String(e.Engine), keyResult.String(renewal(e))))
+		in.renewals.Add(ctx, 1, metric.WithAttributes(keyEngine.String(e.Engine), keyResult.String(obsview.Renewal(e))))
 		in.renewalTime.Record(ctx, e.Duration.Seconds(), engine)
 		in.batch.Record(ctx, float64(e.Count), engine)
 	case baton.EventStaleRejected:
@@ -118,9 +119,9 @@ func (o *Observer) record(ctx context.Context, e baton.Event) {
 	case baton.EventRecovered:
 		in.recovered.Add(ctx, 1, engine)
 	case baton.EventIdempotency:
-		in.idem.Add(ctx, 1, metric.WithAttributes(keyOutcome.String(outcome(e.Outcome, idemOutcomes...))))
+		in.idem.Add(ctx, 1, metric.WithAttributes(keyOutcome.String(obsview.IdemOutcome(e.Outcome))))
 	case baton.EventTask:
-		in.tasks.Add(ctx, 1, metric.WithAttributes(keyOutcome.String(outcome(e.Outcome, taskOutcomes...))))
+		in.tasks.Add(ctx, 1, metric.WithAttributes(keyOutcome.String(obsview.TaskOutcome(e.Outcome))))
 	}
 }
 
@@ -130,7 +131,7 @@ type liveKey struct{ engine, recipe, name string }
 // applyLive moves one up-down counter. The tracker calls it under its
 // mutex, which also guards o.liveSets: the attribute set of each label
 // combination is built once, when its three counters are first shown at 0.
-func (o *Observer) applyLive(k liveKey, g gauge, d int) {
+func (o *Observer) applyLive(k liveKey, g obsview.Gauge, d int) {
 	set, ok := o.liveSets[k]
 	if !ok {
 		kv := []attribute.KeyValue{keyEngine.String(k.engine), keyRecipe.String(k.recipe)}

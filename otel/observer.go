@@ -9,10 +9,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter.
 const ScopeName = "github.com/baton-go/baton/otel"
+
+// DefaultMaxTracked is the default bound on the acquires and leases the
+// Observer tracks at once for its gauges and spans; see
+// Options.MaxTracked.
+const DefaultMaxTracked = obsview.DefaultMaxTracked
 
 // Options configures an Observer. The zero value is the documented
 // defaults.
@@ -42,7 +48,7 @@ type Observer struct {
 	tracer trace.Tracer
 	in     *instruments
 	names  bool
-	track  *tracker[liveKey]
+	track  *obsview.Tracker[liveKey]
 	// liveSets caches the up-down counters' attributes; track's mutex
 	// guards it.
 	liveSets map[liveKey]metric.MeasurementOption
@@ -74,7 +80,7 @@ func New(opts Options) (*Observer, error) {
 		liveSets: make(map[liveKey]metric.MeasurementOption),
 		spans:    newSpanTable(opts.MaxTracked),
 	}
-	o.track = newTracker(opts.MaxTracked, o.applyLive)
+	o.track = obsview.NewTracker(opts.MaxTracked, o.applyLive)
 	return o, nil
 }
 
@@ -89,7 +95,7 @@ func (o *Observer) Observe(ctx context.Context, e baton.Event) {
 	if o.names {
 		name = e.Name
 	}
-	o.track.observe(e, liveKey{e.Engine, e.Recipe, name})
+	o.track.Observe(e, liveKey{e.Engine, e.Recipe, name})
 	o.record(ctx, e)
 	o.trace(ctx, e)
 	onCaller(ctx, e)

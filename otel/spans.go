@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview"
 )
 
 // Span names: waiting and holding are separate spans, so that a trace
@@ -96,7 +97,7 @@ func (o *Observer) finishAcquire(e baton.Event, at trace.SpanEventOption) trace.
 	}
 	sp := p.acquire
 	p.acquire = nil
-	r := result(e.Err)
+	r := obsview.Result(e.Err)
 	sp.SetAttributes(keyResult.String(r))
 	if e.Err != nil {
 		sp.RecordError(e.Err, at)
@@ -147,7 +148,7 @@ func (o *Observer) endHold(ctx context.Context, e baton.Event, at trace.SpanEven
 	if e.Kind == baton.EventReleased {
 		h.SetAttributes(keyEnd.String("released"))
 	} else {
-		h.SetAttributes(keyEnd.String("lost"), keyCause.String(cause(e.Err)))
+		h.SetAttributes(keyEnd.String("lost"), keyCause.String(obsview.Cause(e.Err)))
 		if e.Lead > 0 {
 			h.SetAttributes(keyLead.Float64(e.Lead.Seconds()))
 		}
@@ -198,7 +199,7 @@ func stamp(e *baton.Event) {
 // acquire that finds it full gets no spans (its metrics still count).
 type spanTable struct {
 	open  map[uint64]*open
-	gone  *endedSet
+	gone  *obsview.EndedSet
 	limit int
 }
 
@@ -206,7 +207,7 @@ func newSpanTable(limit int) *spanTable {
 	if limit <= 0 {
 		limit = DefaultMaxTracked
 	}
-	return &spanTable{open: make(map[uint64]*open), gone: newEndedSet(), limit: limit}
+	return &spanTable{open: make(map[uint64]*open), gone: obsview.NewEndedSet(), limit: limit}
 }
 
 // add returns id's entry, making it if there is room.
@@ -222,14 +223,14 @@ func (t *spanTable) add(id uint64) *open {
 	return p
 }
 
-func (t *spanTable) ended(id uint64) bool { return t.gone.has(id) }
+func (t *spanTable) ended(id uint64) bool { return t.gone.Has(id) }
 
 // end records that id's lease ended; its hold span is being ended.
 func (t *spanTable) end(id uint64) {
 	if p := t.open[id]; p != nil {
 		p.hold = nil
 	}
-	t.gone.add(id)
+	t.gone.Add(id)
 }
 
 // tidy drops id's entry once it has no open span.

@@ -1,28 +1,14 @@
 package batonprom_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	batonprom "github.com/baton-go/baton/prom"
 )
 
 // BenchmarkLeaseCycle measures the events of one uncontended lease:
 // started, granted, released.
 func BenchmarkLeaseCycle(b *testing.B) {
-	c := batonprom.New(batonprom.Options{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			id := baton.NextAcquireID()
-			e := baton.Event{Engine: "redis", Recipe: "mutex", Name: "jobs/1", Acquire: id, Time: time.Now()}
-			for _, k := range []baton.EventKind{baton.EventAcquireStarted, baton.EventGranted, baton.EventReleased} {
-				e.Kind = k
-				c.Observe(ctx, e)
-			}
-		}
-	})
+	obsviewtest.BenchLeaseCycle(b, batonprom.New(batonprom.Options{}))
 }

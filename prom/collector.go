@@ -6,7 +6,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview"
 )
+
+// DefaultMaxTracked is the default bound on the acquires and leases the
+// Collector tracks at once for its gauges; see Options.MaxTracked.
+const DefaultMaxTracked = obsview.DefaultMaxTracked
 
 // Options configures a Collector. The zero value is the documented
 // defaults.
@@ -55,12 +60,12 @@ var (
 type Collector struct {
 	names bool
 	all   []prometheus.Collector
-	track *tracker[liveKey]
+	track *obsview.Tracker[liveKey]
 
 	acquires, retries, suspensions, losses, releaseFails *prometheus.CounterVec
 	renewals, stale, recovered, idem, tasks              *prometheus.CounterVec
 	wait, hold, suspension, lead, renewalTime, batch     *prometheus.HistogramVec
-	live                                                 [3]*prometheus.GaugeVec
+	live                                                 [obsview.Gauges]*prometheus.GaugeVec
 }
 
 // liveKey is the label set of the gauges.
@@ -109,10 +114,10 @@ func New(opts Options) *Collector {
 	c.renewalTime = c.histogram(cl, "renewal_seconds", "Round-trip time of one keeper renewal batch.", renewalBuckets, "engine")
 	c.batch = c.histogram(cl, "renewal_batch_size", "Leases carried by one keeper renewal batch.", batchBuckets, "engine")
 
-	c.live[waiting] = c.gauge(cl, "acquires_waiting", "Acquires started and not yet granted or failed.", lock...)
-	c.live[held] = c.gauge(cl, "leases_held", "Leases granted and not yet released or lost (suspended ones included).", lock...)
-	c.live[suspended] = c.gauge(cl, "leases_suspended", "Held leases whose ownership is in doubt.", lock...)
-	c.track = newTracker(opts.MaxTracked, func(k liveKey, g gauge, d int) {
+	c.live[obsview.Waiting] = c.gauge(cl, "acquires_waiting", "Acquires started and not yet granted or failed.", lock...)
+	c.live[obsview.Held] = c.gauge(cl, "leases_held", "Leases granted and not yet released or lost (suspended ones included).", lock...)
+	c.live[obsview.Suspended] = c.gauge(cl, "leases_suspended", "Held leases whose ownership is in doubt.", lock...)
+	c.track = obsview.NewTracker(opts.MaxTracked, func(k liveKey, g obsview.Gauge, d int) {
 		v := c.lockValues(k.engine, k.recipe, k.name)
 		for _, other := range c.live {
 			other.WithLabelValues(v...) // all three show, at 0 until they move
@@ -176,17 +181,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // Tracking returns how many acquires and leases the gauges track now. A
 // number that grows while the gauges stay flat means events go missing
 // (an engine that emits no end for some acquires).
-func (c *Collector) Tracking() int { return c.track.tracking() }
+func (c *Collector) Tracking() int { return c.track.Tracking() }
 
 // Observe records e. It never blocks on anything but its own short mutex.
 func (c *Collector) Observe(_ context.Context, e baton.Event) {
 	lock := func(extra ...string) []string { return c.lockValues(e.Engine, e.Recipe, e.Name, extra...) }
-	c.track.observe(e, liveKey{e.Engine, e.Recipe, c.nameOf(e)})
+	c.track.Observe(e, liveKey{e.Engine, e.Recipe, c.nameOf(e)})
 	switch e.Kind {
 	case baton.EventAcquireRetry:
 		c.retries.WithLabelValues(lock()...).Inc()
 	case baton.EventGranted, baton.EventAcquireFailed:
-		r := result(e.Err)
+		r := obsview.Result(e.Err)
 		c.acquires.WithLabelValues(lock(r)...).Inc()
 		c.wait.WithLabelValues(lock(r)...).Observe(e.Wait.Seconds())
 	case baton.EventSuspended:
@@ -194,7 +199,7 @@ func (c *Collector) Observe(_ context.Context, e baton.Event) {
 	case baton.EventResumed:
 		c.suspension.WithLabelValues(lock()...).Observe(e.Duration.Seconds())
 	case baton.EventLost:
-		c.losses.WithLabelValues(lock(cause(e.Err))...).Inc()
+		c.losses.WithLabelValues(lock(obsview.Cause(e.Err))...).Inc()
 		c.hold.WithLabelValues(lock("lost")...).Observe(e.Hold.Seconds())
 		if e.Lead > 0 { // 0: the engine cannot tell
 			c.lead.WithLabelValues(lock()...).Observe(e.Lead.Seconds())
@@ -204,7 +209,7 @@ func (c *Collector) Observe(_ context.Context, e baton.Event) {
 	case baton.EventReleaseFailed:
 		c.releaseFails.WithLabelValues(lock()...).Inc()
 	case baton.EventRenewal:
-		c.renewals.WithLabelValues(e.Engine, renewal(e)).Inc()
+		c.renewals.WithLabelValues(e.Engine, obsview.Renewal(e)).Inc()
 		c.renewalTime.WithLabelValues(e.Engine).Observe(e.Duration.Seconds())
 		c.batch.WithLabelValues(e.Engine).Observe(float64(e.Count))
 	case baton.EventStaleRejected:
@@ -216,9 +221,9 @@ func (c *Collector) Observe(_ context.Context, e baton.Event) {
 	case baton.EventRecovered:
 		c.recovered.WithLabelValues(e.Engine).Inc()
 	case baton.EventIdempotency:
-		c.idem.WithLabelValues(outcome(e.Outcome, idemOutcomes...)).Inc()
+		c.idem.WithLabelValues(obsview.IdemOutcome(e.Outcome)).Inc()
 	case baton.EventTask:
-		c.tasks.WithLabelValues(outcome(e.Outcome, taskOutcomes...)).Inc()
+		c.tasks.WithLabelValues(obsview.TaskOutcome(e.Outcome)).Inc()
 	}
 }
 

@@ -5,28 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonprom "github.com/baton-go/baton/prom"
 )
-
-// grant plays an engine's acquire: it reports the start, builds the lease
-// with the Collector as the grant's Observer, and reports the grant. The
-// lease then reports its own state changes.
-func grant(ctx context.Context, o baton.Observer, name string, token uint64) (*baton.Lease, *baton.Control) {
-	id := baton.NextAcquireID()
-	start := time.Now()
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: name, Acquire: id})
-	l, ctl := baton.NewLease(ctx, baton.Grant{
-		Name: name, Engine: "mem", Token: token, Owner: fmt.Sprint("owner-", token),
-		Observer: o, Recipe: "mutex", Session: "s1", Acquire: id,
-	})
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: name, Acquire: id,
-		Token: token, Owner: l.Owner(), Session: "s1", Wait: time.Since(start), Depth: 1})
-	return l, ctl
-}
 
 // TestLeaseEvents drives real leases through suspension, recovery, loss
 // and release, and checks what the leases themselves reported.
@@ -34,8 +18,8 @@ func TestLeaseEvents(t *testing.T) {
 	s := newScraper(t, batonprom.Options{})
 	ctx := t.Context()
 
-	l1, ctl1 := grant(ctx, s.c, "orders/1", 1)
-	l2, _ := grant(ctx, s.c, "orders/2", 2)
+	l1, ctl1, _ := obsviewtest.Grant(ctx, s.c, "orders/1", 1)
+	l2, _, _ := obsviewtest.Grant(ctx, s.c, "orders/2", 2)
 	s.scrape().gauges(t, "two held", lock, 0, 2, 0)
 
 	ctl1.Suspend()

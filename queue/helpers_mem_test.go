@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/memlock"
 )
 
@@ -156,18 +157,7 @@ func memOwners(t *testing.T, srv *memlock.Server, dir string, want ...string) {
 // memState waits until l is in state want or stops the test.
 func memState(t *testing.T, l *baton.Lease, want baton.State) {
 	t.Helper()
-	deadline := time.After(memHang)
-	for {
-		st, changed := l.Observe()
-		if st == want {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("lease of %q: State() = %v, want %v", l.Name(), st, want)
-		}
-	}
+	leasetest.AwaitState(t, l, want, memHang)
 }
 
 // memTokens checks the tokens of leases.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/redlocktest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redlock"
 )
@@ -18,16 +19,16 @@ import (
 // baton.ErrInvalidOption and leaves the lock free.
 func TestTokenFloor(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
+	prefix := redlocktest.Prefix(t, addrs)
 	const floor = uint64(1_000_000_000_000)
-	plain := newClient(t, addrs, prefix, redlock.Options{})
-	floored := newClient(t, addrs, prefix, redlock.Options{TokenFloor: floor})
+	plain := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	floored := redlocktest.NewClient(t, addrs, prefix, redlock.Options{TokenFloor: floor})
 	name := "floor"
 	var got [3]uint64
 	for i, c := range []*redlock.Client{plain, floored, plain} {
-		l := lock(t, c, name)
+		l := redlocktest.Lock(t, c, name)
 		got[i] = l.Token()
-		release(t, l)
+		redlocktest.Release(t, l)
 	}
 	if raw := got[1] - floor; got[1] <= floor || raw <= got[0] {
 		t.Errorf("token with TokenFloor %d after raw token %d = %d, want raw + floor with raw > %d", floor, got[0], got[1], got[0])
@@ -36,15 +37,15 @@ func TestTokenFloor(t *testing.T) {
 		t.Errorf("token without a floor after the floored grant (raw %d) = %d, want in (%d, %d): the counters are not raised", got[1]-floor, got[2], got[1]-floor, floor)
 	}
 
-	over := newClient(t, addrs, prefix, redlock.Options{TokenFloor: math.MaxUint64})
-	if l, err := mutex(t, over, name).TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrInvalidOption) {
+	over := redlocktest.NewClient(t, addrs, prefix, redlock.Options{TokenFloor: math.MaxUint64})
+	if l, err := redlocktest.Mutex(t, over, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrInvalidOption) {
 		t.Errorf("TryLock with TokenFloor MaxUint64 = %v, %v, want an error wrapping %v", l, err, baton.ErrInvalidOption)
 	}
 	// The refused grant is released in the background, well within the
 	// TTL.
-	l, err := mutex(t, plain, name).Lock(opCtx(t, redlock.DefaultTTL/3))
+	l, err := redlocktest.Mutex(t, plain, name).Lock(redlocktest.OpCtx(t, redlock.DefaultTTL/3))
 	if err != nil {
 		t.Fatalf("Lock after the overflowing grant = %v, want it released", err)
 	}
-	release(t, l)
+	redlocktest.Release(t, l)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/redlocktest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redlock"
 )
@@ -60,7 +61,7 @@ func TestOptions(t *testing.T) {
 // modulo nothing: each is ≡ its minting node (mod 5).
 func TestTokensIncrease(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
+	prefix := redlocktest.Prefix(t, addrs)
 	const clients, rounds = 8, 10
 	name := "tokens/increase"
 	var (
@@ -69,9 +70,9 @@ func TestTokensIncrease(t *testing.T) {
 		inside int
 		wg     sync.WaitGroup
 	)
-	ctx := opCtx(t, 60*time.Second)
+	ctx := redlocktest.OpCtx(t, 60*time.Second)
 	for i := range clients {
-		m := mutex(t, newClient(t, addrs, prefix, redlock.Options{}), name)
+		m := redlocktest.Mutex(t, redlocktest.NewClient(t, addrs, prefix, redlock.Options{}), name)
 		wg.Go(func() {
 			for range rounds {
 				l, err := m.Lock(ctx)
@@ -90,7 +91,7 @@ func TestTokensIncrease(t *testing.T) {
 				mu.Lock()
 				inside--
 				mu.Unlock()
-				release(t, l)
+				redlocktest.Release(t, l)
 			}
 		})
 	}
@@ -112,22 +113,22 @@ func TestTokensIncrease(t *testing.T) {
 // requests it sent.
 func TestEarlyStop(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
+	prefix := redlocktest.Prefix(t, addrs)
 	const nodeTimeout = 400 * time.Millisecond
 	o := redlock.Options{TTL: 4 * time.Second, NodeTimeout: nodeTimeout}
-	admin := newClient(t, addrs, prefix, redlock.Options{})
+	admin := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
 
 	t.Run("MajorityWon", func(t *testing.T) {
 		// Two nodes blackholed, three answer fast: the grant does not wait
 		// for the two, and the write-back goes to the three granting nodes.
-		c := newProxied(t, addrs, prefix, o)
-		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+		c := redlocktest.NewProxied(t, addrs, prefix, o)
+		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
-		c.blackhole(t, 3, 4)
+		c.Blackhole(t, 3, 4)
 		before := c.Stats()
 		start := time.Now()
-		l, err := mutex(t, c.Client, "early/won").TryLock(opCtx(t, 5*time.Second))
+		l, err := redlocktest.Mutex(t, c.Client, "early/won").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("TryLock with 3 of 5 nodes = %v, want a lease", err)
@@ -143,27 +144,27 @@ func TestEarlyStop(t *testing.T) {
 		if es := entries(t, admin, "early/won"); len(es) != 3 {
 			t.Errorf("entries while held = %q, want 3 (nodes 0–2)", es)
 		}
-		release(t, l)
+		redlocktest.Release(t, l)
 	})
 
 	t.Run("MajorityImpossibleFast", func(t *testing.T) {
 		// Another owner holds three nodes; the other two are blackholed
 		// for this client: three "held" answers make a majority impossible
 		// at once, without waiting NodeTimeout for the two.
-		holder := newProxied(t, addrs, prefix, o)
-		holder.blackhole(t, 3, 4)
-		hl, err := mutex(t, holder.Client, "early/impossible").TryLock(opCtx(t, 5*time.Second))
+		holder := redlocktest.NewProxied(t, addrs, prefix, o)
+		holder.Blackhole(t, 3, 4)
+		hl, err := redlocktest.Mutex(t, holder.Client, "early/impossible").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		if err != nil {
 			t.Fatalf("holder TryLock on 3 nodes = %v", err)
 		}
-		c := newProxied(t, addrs, prefix, o)
-		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+		c := redlocktest.NewProxied(t, addrs, prefix, o)
+		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
-		c.blackhole(t, 3, 4)
+		c.Blackhole(t, 3, 4)
 		before := c.Stats()
 		start := time.Now()
-		_, err = mutex(t, c.Client, "early/impossible").TryLock(opCtx(t, 5*time.Second))
+		_, err = redlocktest.Mutex(t, c.Client, "early/impossible").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
 		if !errors.Is(err, baton.ErrNotAcquired) {
 			t.Errorf("TryLock against 3 held nodes = %v, want %v", err, baton.ErrNotAcquired)
@@ -175,20 +176,20 @@ func TestEarlyStop(t *testing.T) {
 			t.Errorf("write-back requests after a failed round = %d, want 0", n)
 		}
 		t.Logf("refused in %v", took.Round(time.Millisecond))
-		release(t, hl)
+		redlocktest.Release(t, hl)
 	})
 
 	t.Run("MajorityDown", func(t *testing.T) {
 		// Three nodes blackholed: the round fails once their NodeTimeout
 		// passed — not at the 0.8·TTL deadline — and leaves nothing behind.
-		c := newProxied(t, addrs, prefix, o)
-		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+		c := redlocktest.NewProxied(t, addrs, prefix, o)
+		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
-		c.blackhole(t, 0, 1, 2)
+		c.Blackhole(t, 0, 1, 2)
 		before := c.Stats()
 		start := time.Now()
-		_, err := mutex(t, c.Client, "early/down").TryLock(opCtx(t, 5*time.Second))
+		_, err := redlocktest.Mutex(t, c.Client, "early/down").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
 		if !errors.Is(err, baton.ErrUnavailable) {
 			t.Errorf("TryLock with 3 of 5 nodes down = %v, want %v", err, baton.ErrUnavailable)
@@ -208,14 +209,14 @@ func TestEarlyStop(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		start = time.Now()
-		_, err = mutex(t, c.Client, "early/down").Lock(ctx)
+		_, err = redlocktest.Mutex(t, c.Client, "early/down").Lock(ctx)
 		if took := time.Since(start); took > time.Second+250*time.Millisecond {
 			t.Errorf("Lock(1s) with 3 of 5 nodes down returned after %v, want ≤ 1.25s", took)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Lock(1s) with 3 of 5 nodes down = %v, want %v", err, context.DeadlineExceeded)
 		}
-		c.heal()
+		c.Heal()
 		if es := awaitNoEntries(t, admin, "early/down", 2*time.Second); len(es) != 0 {
 			t.Errorf("entries after the failed Lock and the heal = %q, want none", es)
 		}
@@ -226,29 +227,29 @@ func TestEarlyStop(t *testing.T) {
 // with two of five nodes unreachable for the whole lease.
 func TestMinorityDown(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
-	c := newProxied(t, addrs, prefix, redlock.Options{})
-	c.blackhole(t, 1, 3)
+	prefix := redlocktest.Prefix(t, addrs)
+	c := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{})
+	c.Blackhole(t, 1, 3)
 	name := "minority/down"
-	l := lock(t, c.Client, name)
+	l := redlocktest.Lock(t, c.Client, name)
 	// Past several renewal rounds (TTL/3) and the key's own TTL.
-	time.Sleep(testTTL + testTTL/2)
+	time.Sleep(redlocktest.TTL + redlocktest.TTL/2)
 	if st := l.State(); st != baton.Held {
-		t.Errorf("State() after %v with 2 of 5 nodes down = %v, want %v", testTTL+testTTL/2, st, baton.Held)
+		t.Errorf("State() after %v with 2 of 5 nodes down = %v, want %v", redlocktest.TTL+redlocktest.TTL/2, st, baton.Held)
 	}
-	other := newClient(t, addrs, prefix, redlock.Options{})
-	if l2, err := mutex(t, other, name).TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+	other := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	if l2, err := redlocktest.Mutex(t, other, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Errorf("another client's TryLock while held on 3 nodes = %v, %v, want %v", l2, err, baton.ErrNotAcquired)
 	}
-	release(t, l)
-	l2, err := mutex(t, other, name).TryLock(opCtx(t, 5*time.Second))
+	redlocktest.Release(t, l)
+	l2, err := redlocktest.Mutex(t, other, name).TryLock(redlocktest.OpCtx(t, 5*time.Second))
 	if err != nil {
 		t.Fatalf("TryLock after release = %v, want a lease", err)
 	}
 	if l2.Token() <= l.Token() {
 		t.Errorf("token after handoff = %d, want > %d", l2.Token(), l.Token())
 	}
-	release(t, l2)
+	redlocktest.Release(t, l2)
 }
 
 // TestNodeIndex checks that a client refuses nodes listed in another order
@@ -257,18 +258,18 @@ func TestMinorityDown(t *testing.T) {
 func TestNodeIndex(t *testing.T) {
 	addrs := testenv.Redlock(t)
 	t.Run("Reordered", func(t *testing.T) {
-		prefix := newPrefix(t, addrs)
-		first := newClient(t, addrs, prefix, redlock.Options{})
-		if err := first.Verify(opCtx(t, 5*time.Second)); err != nil {
+		prefix := redlocktest.Prefix(t, addrs)
+		first := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+		if err := first.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("first Verify() = %v, want nil", err)
 		}
 		swapped := append([]string{addrs[1], addrs[0]}, addrs[2:]...)
-		c := newClient(t, swapped, prefix, redlock.Options{})
-		err := c.Verify(opCtx(t, 5*time.Second))
+		c := redlocktest.NewClient(t, swapped, prefix, redlock.Options{})
+		err := c.Verify(redlocktest.OpCtx(t, 5*time.Second))
 		if !errors.Is(err, baton.ErrInvalidOption) || !errors.Is(err, redlock.ErrNodeIndex) {
 			t.Errorf("Verify() with nodes 0 and 1 swapped = %v, want %v and %v", err, baton.ErrInvalidOption, redlock.ErrNodeIndex)
 		}
-		if _, err := mutex(t, c, "index/x").TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, redlock.ErrNodeIndex) {
+		if _, err := redlocktest.Mutex(t, c, "index/x").TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, redlock.ErrNodeIndex) {
 			t.Errorf("TryLock on a refused client = %v, want %v", err, redlock.ErrNodeIndex)
 		}
 		if es := entries(t, first, "index/x"); len(es) != 0 {
@@ -277,14 +278,14 @@ func TestNodeIndex(t *testing.T) {
 	})
 	t.Run("WrongIndexFirstUse", func(t *testing.T) {
 		// Verification at the first acquire, without Verify.
-		prefix := newPrefix(t, addrs)
+		prefix := redlocktest.Prefix(t, addrs)
 		rdb := redis.NewClient(&redis.Options{Addr: addrs[2]})
 		defer rdb.Close()
 		if err := rdb.Set(t.Context(), prefix+"index", "4", 0).Err(); err != nil {
 			t.Fatalf("SET index = %v", err)
 		}
-		c := newClient(t, addrs, prefix, redlock.Options{})
-		_, err := mutex(t, c, "index/y").Lock(opCtx(t, 5*time.Second))
+		c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+		_, err := redlocktest.Mutex(t, c, "index/y").Lock(redlocktest.OpCtx(t, 5*time.Second))
 		if !errors.Is(err, baton.ErrInvalidOption) || !errors.Is(err, redlock.ErrNodeIndex) {
 			t.Errorf("Lock with node 2 storing index 4 = %v, want %v and %v", err, baton.ErrInvalidOption, redlock.ErrNodeIndex)
 		}
@@ -293,10 +294,10 @@ func TestNodeIndex(t *testing.T) {
 		// A node this client verified loses its index (as a restart
 		// without persistence would): the client refuses that node and
 		// keeps working on the other four.
-		prefix := newPrefix(t, addrs)
-		c := newClient(t, addrs, prefix, redlock.Options{})
-		l := lock(t, c, "index/z")
-		release(t, l)
+		prefix := redlocktest.Prefix(t, addrs)
+		c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+		l := redlocktest.Lock(t, c, "index/z")
+		redlocktest.Release(t, l)
 		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
 		defer rdb.Close()
 		if err := rdb.Del(t.Context(), prefix+"index", prefix+"counter").Err(); err != nil {
@@ -307,9 +308,9 @@ func TestNodeIndex(t *testing.T) {
 		var l2 *baton.Lease
 		for i := 0; i < 20 && c.Stats().WipedNodes == 0; i++ {
 			if l2 != nil {
-				release(t, l2)
+				redlocktest.Release(t, l2)
 			}
-			l2 = lock(t, c, "index/z")
+			l2 = redlocktest.Lock(t, c, "index/z")
 		}
 		if l2.Token() <= l.Token() {
 			t.Errorf("token after node 0 was wiped = %d, want > %d", l2.Token(), l.Token())
@@ -317,25 +318,25 @@ func TestNodeIndex(t *testing.T) {
 		if n := c.Stats().WipedNodes; n != 1 {
 			t.Fatalf("Stats().WipedNodes = %d after 20 grants, want 1", n)
 		}
-		release(t, l2)
-		l2 = lock(t, c, "index/z")
+		redlocktest.Release(t, l2)
+		l2 = redlocktest.Lock(t, c, "index/z")
 		if es := entries(t, c, "index/z"); len(es) != 4 {
 			t.Errorf("entries with node 0 refused = %q, want 4 (nodes 1–4)", es)
 		}
 		if idx, _ := rdb.Get(t.Context(), prefix+"index").Result(); idx != "" {
 			t.Errorf("node 0's index after the known client used it = %q, want still missing (never re-set silently)", idx)
 		}
-		release(t, l2)
+		redlocktest.Release(t, l2)
 	})
 }
 
 // TestInspect checks the per-node view of a held lock.
 func TestInspect(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
-	c := newClient(t, addrs, prefix, redlock.Options{})
-	l := lock(t, c, "inspect/me")
-	es, err := c.Inspect(opCtx(t, 5*time.Second), "inspect/me")
+	prefix := redlocktest.Prefix(t, addrs)
+	c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	l := redlocktest.Lock(t, c, "inspect/me")
+	es, err := c.Inspect(redlocktest.OpCtx(t, 5*time.Second), "inspect/me")
 	if err != nil {
 		t.Fatalf("Inspect() = %v", err)
 	}
@@ -352,8 +353,8 @@ func TestInspect(t *testing.T) {
 		case e.Grant != 0 && (e.Grant != l.Token() || e.Token > e.Grant):
 			// Nodes that granted after the round stopped have no grant.
 			t.Errorf("node %d: token %d grant %d, want grant %d ≥ token", e.Node, e.Token, e.Grant, l.Token())
-		case e.TTLLeft <= 0 || e.TTLLeft > testTTL:
-			t.Errorf("node %d: TTL left %v, want in (0, %v]", e.Node, e.TTLLeft, testTTL)
+		case e.TTLLeft <= 0 || e.TTLLeft > redlocktest.TTL:
+			t.Errorf("node %d: TTL left %v, want in (0, %v]", e.Node, e.TTLLeft, redlocktest.TTL)
 		case e.Index != fmt.Sprint(e.Node) || e.Counter < e.Grant:
 			t.Errorf("node %d: index %q counter %d, want %d and ≥ %d", e.Node, e.Index, e.Counter, e.Node, e.Grant)
 		}
@@ -361,5 +362,5 @@ func TestInspect(t *testing.T) {
 	if written < c.Majority() {
 		t.Errorf("%d nodes record the grant's token %d, want ≥ %d (the write-back's majority)", written, l.Token(), c.Majority())
 	}
-	release(t, l)
+	redlocktest.Release(t, l)
 }

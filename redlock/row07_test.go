@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/redlocktest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redlock"
 )
@@ -23,14 +24,14 @@ import (
 func tokenRun(t *testing.T, mutate func(*redlock.Client)) (tokA, tokB uint64) {
 	t.Helper()
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
+	prefix := redlocktest.Prefix(t, addrs)
 	name := "row07/tokens"
 	grantOn := func(who string, reach []int, mutate func(*redlock.Client)) *baton.Lease {
-		c := newProxied(t, addrs, prefix, redlock.Options{})
+		c := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{})
 		if mutate != nil {
 			mutate(c.Client)
 		}
-		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("%s: Verify() = %v", who, err)
 		}
 		var cut []int
@@ -39,19 +40,19 @@ func tokenRun(t *testing.T, mutate func(*redlock.Client)) (tokA, tokB uint64) {
 				cut = append(cut, i)
 			}
 		}
-		c.blackhole(t, cut...)
-		return lock(t, c.Client, name)
+		c.Blackhole(t, cut...)
+		return redlocktest.Lock(t, c.Client, name)
 	}
 	for _, p := range []struct {
 		who   string
 		reach []int
 	}{{"P1", []int{0, 1, 3}}, {"P2", []int{0, 1, 4}}} {
-		release(t, grantOn(p.who, p.reach, nil))
+		redlocktest.Release(t, grantOn(p.who, p.reach, nil))
 	}
 	la := grantOn("A", []int{0, 1, 2}, mutate)
-	release(t, la)
+	redlocktest.Release(t, la)
 	lb := grantOn("B", []int{2, 3, 4}, nil)
-	release(t, lb)
+	redlocktest.Release(t, lb)
 	return la.Token(), lb.Token()
 }
 

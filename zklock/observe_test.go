@@ -4,17 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/zklock"
-
-	_ "modernc.org/sqlite"
 )
 
 // TestObserverPausedHolder is the paused-holder story on a real server:
@@ -29,7 +26,7 @@ func TestObserverPausedHolder(t *testing.T) {
 	a := dial(t, p.Addr, zklock.Options{SessionTimeout: timeout, Observer: rec})
 	b := dial(t, "", zklock.Options{SessionTimeout: timeout, Observer: rec})
 	name := lockName(t)
-	tbl, db := fencedTable(t, rec)
+	tbl, db := leasetest.FencedTable(t, rec)
 
 	la := lock(t, mutex(t, a, name))
 	sessA := "0x" + strconv.FormatInt(a.SessionID(), 16)
@@ -148,20 +145,4 @@ func waitFor(t *testing.T, rec *recorder.Recorder, match func(baton.Event) bool)
 		t.Fatalf("event not reported; events: %v", recorder.Kinds(rec.Events()))
 	}
 	return e
-}
-
-// fencedTable returns a fence table in a fresh SQLite file, reporting to o.
-func fencedTable(t *testing.T, o baton.Observer) (fence.Table, *sql.DB) {
-	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "fence.db") + "?_pragma=busy_timeout(5000)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatalf("sql.Open(sqlite) = %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	tbl := fence.Table{Dialect: fence.SQLite, Observer: o}
-	if err := tbl.Migrate(t.Context(), db); err != nil {
-		t.Fatalf("Migrate = %v", err)
-	}
-	return tbl, db
 }

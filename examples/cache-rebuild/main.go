@@ -8,37 +8,19 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/baton-go/baton/examples/internal/embedded"
 	"github.com/baton-go/baton/examples/internal/story"
-	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/sqllock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-cache-rebuild-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cache-rebuild:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("cache-rebuild", run) }
 
 const (
 	lockName       = "cache/price-list"
@@ -64,39 +46,23 @@ type Result struct {
 // node is one application server: its own connections to the lock
 // database (through a Link, so the story can cut them) and lock client.
 type node struct {
-	db    *sql.DB
-	link  *embedded.Link
-	locks *sqllock.Client
-	mu    *sqllock.Mutex
+	*embedded.Process
+	mu *sqllock.Mutex
 }
 
 func newNode(ctx context.Context, dir string) (*node, error) {
-	db, link, err := embedded.OpenLink(dir, "locks.db")
-	if err != nil {
-		return nil, err
-	}
-	n := &node{db: db, link: link}
 	// The default TTL: nothing here waits for a lease to expire, and each
 	// acquire attempt may take TTL/3, which a herd on one SQLite file
 	// needs under load.
-	if n.locks, err = sqllock.New(db, sqllock.Options{Dialect: fence.SQLite}); err == nil {
-		if err = n.locks.Migrate(ctx); err == nil { // now, not at the herd's first use
-			n.mu, err = n.locks.Mutex(lockName)
-		}
-	}
+	p, err := embedded.OpenProcess(ctx, dir, "locks.db", sqllock.Options{})
 	if err != nil {
-		return nil, errors.Join(err, n.close())
+		return nil, err
+	}
+	n := &node{Process: p}
+	if n.mu, err = n.Locks.Mutex(lockName); err != nil {
+		return nil, errors.Join(err, n.Close())
 	}
 	return n, nil
-}
-
-func (n *node) close() error {
-	n.link.Restore()
-	var err error
-	if n.locks != nil {
-		err = n.locks.Close()
-	}
-	return errors.Join(err, n.db.Close())
 }
 
 func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
@@ -104,7 +70,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	var all []*node
 	defer func() {
 		for _, n := range all {
-			err = errors.Join(err, n.close())
+			err = errors.Join(err, n.Close())
 		}
 	}()
 	for range nodes {
@@ -126,7 +92,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	t.Title("it expires again, and the lock database is unreachable from every node")
 	c.expire()
 	for _, n := range all {
-		n.link.Cut()
+		n.Link.Cut()
 	}
 	if res.Down, err = herd(ctx, t, c, o, all, false); err != nil {
 		return res, err

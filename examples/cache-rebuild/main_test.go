@@ -2,17 +2,14 @@ package main
 
 import (
 	"errors"
-	"io"
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/examples/internal/storytest"
 )
 
 func TestStory(t *testing.T) {
-	res, err := run(t.Context(), io.Discard, t.TempDir())
-	if err != nil {
-		t.Fatalf("run = %v", err)
-	}
+	res := storytest.Play(t, run)
 	const readers = nodes * readersPerNode
 	if res.Healthy.Rebuilds != 1 || res.Healthy.Served[rebuilt] != 1 {
 		t.Errorf("healthy herd: %d rebuilds, %d readers rebuilt; want 1 and 1", res.Healthy.Rebuilds, res.Healthy.Served[rebuilt])

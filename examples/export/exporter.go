@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -49,11 +48,9 @@ type shared struct {
 // exporter is one exporter process: its own connections (through a Link,
 // so the story can kill it), lock client, semaphore and task store.
 type exporter struct {
-	name  string
-	sh    *shared
-	db    *sql.DB
-	link  *embedded.Link
-	locks *sqllock.Client
+	name string
+	sh   *shared
+	*embedded.Process
 	sem   *sqllock.Semaphore
 	tasks *tasks.Store
 	pub   fence.Publisher
@@ -63,33 +60,19 @@ type exporter struct {
 var errKilled = errors.New("exporter killed")
 
 func newExporter(ctx context.Context, dir, name string, sh *shared) (*exporter, error) {
-	db, link, err := embedded.OpenLink(dir, dbFile)
+	p, err := embedded.OpenProcess(ctx, dir, dbFile, sqllock.Options{TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
-	e := &exporter{name: name, sh: sh, db: db, link: link,
+	e := &exporter{name: name, sh: sh, Process: p,
 		pub: fence.Publisher{Store: sh.objects, Dialect: fence.SQLite}}
-	if e.locks, err = sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl}); err == nil {
-		err = e.locks.Migrate(ctx) // now, not at the first Acquire, where all five race
-	}
-	if err == nil {
-		if e.sem, err = e.locks.Semaphore(semName, permits); err == nil {
-			e.tasks, err = tasks.New(db, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
-		}
+	if e.sem, err = e.Locks.Semaphore(semName, permits); err == nil {
+		e.tasks, err = tasks.New(p.DB, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
 	}
 	if err != nil {
-		return nil, errors.Join(err, e.close())
+		return nil, errors.Join(err, e.Close())
 	}
 	return e, nil
-}
-
-func (e *exporter) close() error {
-	e.link.Thaw()
-	var err error
-	if e.locks != nil {
-		err = e.locks.Close()
-	}
-	return errors.Join(err, e.db.Close())
 }
 
 func (e *exporter) say(format string, args ...any) {

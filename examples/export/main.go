@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
 	"time"
@@ -25,21 +23,7 @@ import (
 	"github.com/baton-go/baton/tasks"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-export-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "export:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("export", run) }
 
 // Result is what the story left behind, for the test to check.
 type Result struct {
@@ -78,7 +62,7 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	var all []*exporter
 	defer func() {
 		for _, e := range all {
-			err = errors.Join(err, e.close())
+			err = errors.Join(err, e.Close())
 		}
 	}()
 	for i := range exporters {

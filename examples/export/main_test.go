@@ -1,18 +1,15 @@
 package main
 
 import (
-	"io"
 	"slices"
 	"testing"
 
+	"github.com/baton-go/baton/examples/internal/storytest"
 	"github.com/baton-go/baton/tasks"
 )
 
 func TestStory(t *testing.T) {
-	res, err := run(t.Context(), io.Discard, t.TempDir())
-	if err != nil {
-		t.Fatalf("run = %v", err)
-	}
+	res := storytest.Play(t, run)
 	if res.MostRunning < 1 || res.MostRunning > permits {
 		t.Errorf("at most %d exports ran at once, want 1..%d", res.MostRunning, permits)
 	}

@@ -38,7 +38,7 @@ func (e *exporter) export(ctx context.Context, cl *tasks.Claim, permit *baton.Le
 			return err
 		}
 		if e.sh.kill != nil && e.sh.kill(cl.Key(), shard) {
-			e.link.Freeze() // for good: the process is gone
+			e.Link.Freeze() // for good: the process is gone
 			e.sh.killedObject, e.sh.killedToken = object, permit.Token()
 			e.say("is killed (OOM) in %s after uploading %s, before publishing it", cl.Key(), object)
 			return errKilled
@@ -66,7 +66,7 @@ func (e *exporter) export(ctx context.Context, cl *tasks.Claim, permit *baton.Le
 // publish points name at this permit's object, in a transaction of its
 // own; a stale permit's pointer would be refused (baton.ErrStaleToken).
 func (e *exporter) publish(ctx context.Context, name string, permit *baton.Lease) error {
-	tx, err := e.db.BeginTx(ctx, nil)
+	tx, err := e.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

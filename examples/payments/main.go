@@ -7,10 +7,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/baton-go/baton/examples/internal/embedded"
@@ -19,21 +16,7 @@ import (
 	"github.com/baton-go/baton/idem"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-payments-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "payments:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("payments", run) }
 
 // unknownBudget is how long an unsettled outcome may stay Unknown before
 // it goes to the manual list: an hour in production, short here.

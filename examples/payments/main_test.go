@@ -2,18 +2,15 @@ package main
 
 import (
 	"errors"
-	"io"
 	"slices"
 	"testing"
 
+	"github.com/baton-go/baton/examples/internal/storytest"
 	"github.com/baton-go/baton/idem"
 )
 
 func TestStory(t *testing.T) {
-	res, err := run(t.Context(), io.Discard, t.TempDir())
-	if err != nil {
-		t.Fatalf("run = %v", err)
-	}
+	res := storytest.Play(t, run)
 	for _, order := range []string{"A-1001", "A-1002", "A-1003", "A-1004"} {
 		if got := res.Charges[order]; got != 1 {
 			t.Errorf("charges of %s = %d, want 1", order, got)

@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -25,21 +23,7 @@ import (
 	"github.com/baton-go/baton/tasks"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-wave-release-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wave-release:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("wave-release", run) }
 
 // Result is what the story left behind, for the test to check.
 type Result struct {
@@ -67,12 +51,12 @@ func run(ctx context.Context, w io.Writer, dir string) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r1.close()) }()
+	defer func() { err = errors.Join(err, r1.Close()) }()
 	r2, err := newRunner(ctx, dir, "runner-2", t)
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r2.close()) }()
+	defer func() { err = errors.Join(err, r2.Close()) }()
 	t.Say("election %q (lease %v), task leases of %v; waves W-1 (3 pick lists) and W-2 (6)", electionName, ttl, taskLease)
 
 	ld1, err := r1.elect.CampaignAs(ctx, r1.name)
@@ -146,10 +130,10 @@ type pause struct {
 func pauseAt(r *runner, wave string, pick int) *pause {
 	p := &pause{paused: make(chan struct{})}
 	resume := make(chan struct{})
-	p.wake = sync.OnceFunc(func() { r.link.Thaw(); close(resume) })
+	p.wake = sync.OnceFunc(func() { r.Link.Thaw(); close(resume) })
 	r.beforePick = func(w string, n int) {
 		if w == wave && n == pick {
-			r.link.Freeze()
+			r.Link.Freeze()
 			p.at = time.Now()
 			r.say("freezes just before it sends pick list %d of %s: no renewal, no heartbeat gets out", pick, wave)
 			close(p.paused)

@@ -3,18 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/examples/internal/storytest"
 	"github.com/baton-go/baton/tasks"
 )
 
 func TestStory(t *testing.T) {
-	res, err := run(t.Context(), io.Discard, t.TempDir())
-	if err != nil {
-		t.Fatalf("run = %v", err)
-	}
+	res := storytest.Play(t, run)
 	if res.Epoch2 <= res.Epoch1 {
 		t.Errorf("runner-2's epoch %d, want above runner-1's %d", res.Epoch2, res.Epoch1)
 	}

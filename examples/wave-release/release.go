@@ -51,7 +51,7 @@ func (r *runner) release(ctx context.Context, cl *tasks.Claim) error {
 // send puts one pick list on the floor, fenced by the wave's fence with
 // the claimant's epoch, in one transaction with the message.
 func (r *runner) send(ctx context.Context, wave string, pick int, c tasks.Claimant) error {
-	return floorFence.Write(ctx, r.db, "wave/"+wave, c.Epoch, c.Owner, func(tx *sql.Tx) error {
+	return floorFence.Write(ctx, r.DB, "wave/"+wave, c.Epoch, c.Owner, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO floor_messages (wave, pick, runner, epoch) VALUES (?, ?, ?, ?)`,
 			wave, pick, r.name, c.Epoch)
 		return err

@@ -54,11 +54,9 @@ func migrate(ctx context.Context, db *sql.DB, ts *tasks.Store) error {
 // runner is one wave-release process: its own connections (through a
 // Link, so the story can pause it), lock client and task store.
 type runner struct {
-	name  string
-	t     *story.Teller
-	db    *sql.DB
-	link  *embedded.Link
-	locks *sqllock.Client
+	name string
+	t    *story.Teller
+	*embedded.Process
 	elect *sqllock.Election
 	tasks *tasks.Store
 	// beforePick, if set, runs before each pick list is released.
@@ -66,32 +64,18 @@ type runner struct {
 }
 
 func newRunner(ctx context.Context, dir, name string, t *story.Teller) (*runner, error) {
-	db, link, err := embedded.OpenLink(dir, dbFile)
+	p, err := embedded.OpenProcess(ctx, dir, dbFile, sqllock.Options{TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: name, t: t, db: db, link: link}
-	if r.locks, err = sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl}); err == nil {
-		err = r.locks.Migrate(ctx) // now, not at the first campaign
-	}
-	if err == nil {
-		if r.elect, err = r.locks.Election(electionName); err == nil {
-			r.tasks, err = tasks.New(db, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
-		}
+	r := &runner{name: name, t: t, Process: p}
+	if r.elect, err = r.Locks.Election(electionName); err == nil {
+		r.tasks, err = tasks.New(p.DB, tasks.Options{Dialect: fence.SQLite, Lease: taskLease})
 	}
 	if err != nil {
-		return nil, errors.Join(err, r.close())
+		return nil, errors.Join(err, r.Close())
 	}
 	return r, nil
-}
-
-func (r *runner) close() error {
-	r.link.Thaw()
-	var err error
-	if r.locks != nil {
-		err = r.locks.Close()
-	}
-	return errors.Join(err, r.db.Close())
 }
 
 func (r *runner) say(format string, args ...any) {

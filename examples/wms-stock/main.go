@@ -10,25 +10,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+
+	"github.com/baton-go/baton/examples/internal/story"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir, err := os.MkdirTemp("", "baton-wms-stock-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, err = run(ctx, os.Stdout, dir)
-	os.RemoveAll(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wms-stock:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("wms-stock", run) }
 
 // Result is what happened in both rounds of the story.
 type Result struct {

@@ -2,17 +2,14 @@ package main
 
 import (
 	"errors"
-	"io"
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/examples/internal/storytest"
 )
 
 func TestStory(t *testing.T) {
-	res, err := run(t.Context(), io.Discard, t.TempDir())
-	if err != nil {
-		t.Fatalf("run = %v", err)
-	}
+	res := storytest.Play(t, run)
 	for _, tc := range []struct {
 		name  string
 		round Round

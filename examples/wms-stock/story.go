@@ -47,7 +47,7 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 	if err != nil {
 		return r, err
 	}
-	defer func() { err = errors.Join(err, east.close(), west.close()) }()
+	defer func() { err = errors.Join(err, east.Close(), west.Close()) }()
 	t.Say("%d units of %s on the shelf; lock %q, lease TTL %v", startStock, sku, lockName, ttl)
 
 	eastLease, err := east.stock.Lock(ctx)
@@ -55,13 +55,13 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 		return r, err
 	}
 	r.TokenEast = eastLease.Token()
-	qty, err := stock(ctx, east.db)
+	qty, err := stock(ctx, east.DB)
 	if err != nil {
 		return r, err
 	}
 	t.Say("%v locks with token %d, reads stock %d: enough for O-1's 3 units", east, r.TokenEast, qty)
 
-	east.link.Freeze()
+	east.Link.Freeze()
 	paused := time.Now()
 	t.Say("%v freezes before its write (a long GC, a VM stall): nothing it sends arrives, lease renewals included", east)
 
@@ -69,10 +69,10 @@ func play(ctx context.Context, w io.Writer, dir string, fenced bool) (r Round, e
 		return r, err
 	}
 
-	east.link.Thaw()
+	east.Link.Thaw()
 	t.Say("%v wakes up after %v, still sure of its lock: it sends O-1's reservation with token %d",
 		east, time.Since(paused).Round(100*time.Millisecond), r.TokenEast)
-	r.LateReservation = sh.reserve(ctx, east.db, r.TokenEast, eastLease.Owner(), "O-1", 3)
+	r.LateReservation = sh.reserve(ctx, east.DB, r.TokenEast, eastLease.Owner(), "O-1", 3)
 	r.EastLost = errors.Is(eastLease.Err(), baton.ErrLost)
 	var stale *fence.StaleError
 	switch {
@@ -106,7 +106,7 @@ func newServices(ctx context.Context, dir, file string) (east, west *service, er
 		return nil, nil, err
 	}
 	if west, err = newService(ctx, dir, file, "pick-west"); err != nil {
-		return nil, nil, errors.Join(err, east.close())
+		return nil, nil, errors.Join(err, east.Close())
 	}
 	return east, west, nil
 }
@@ -123,13 +123,13 @@ func reserveAsWest(ctx context.Context, t *story.Teller, sh shelf, west *service
 	}
 	defer l.Release(context.WithoutCancel(ctx))
 	r.TokenWest = l.Token()
-	qty, err := stock(ctx, west.db)
+	qty, err := stock(ctx, west.DB)
 	if err != nil {
 		return err
 	}
 	t.Say("%v is granted the lock %v later with token %d (pick-east's lease expired), reads stock %d",
 		west, time.Since(paused).Round(100*time.Millisecond), r.TokenWest, qty)
-	if err := sh.reserve(ctx, west.db, r.TokenWest, l.Owner(), "O-2", 4); err != nil {
+	if err := sh.reserve(ctx, west.DB, r.TokenWest, l.Owner(), "O-2", 4); err != nil {
 		return fmt.Errorf("pick-west's reservation: %w", err)
 	}
 	t.Say("%v reserves O-2's 4 units: stock 1", west)
@@ -145,7 +145,7 @@ func retryAsEast(ctx context.Context, t *story.Teller, east *service, r *Round) 
 		return fmt.Errorf("pick-east's second lock: %w", err)
 	}
 	defer l.Release(context.WithoutCancel(ctx))
-	qty, err := stock(ctx, east.db)
+	qty, err := stock(ctx, east.DB)
 	if err != nil {
 		return err
 	}

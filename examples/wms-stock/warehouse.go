@@ -96,42 +96,21 @@ func reservations(ctx context.Context, db *sql.DB) (map[string]int, error) {
 // connection pool (through a Link, so the story can freeze it) and its own
 // lock client.
 type service struct {
+	*embedded.Process
 	name  string
-	db    *sql.DB
-	link  *embedded.Link
-	locks *sqllock.Client
 	stock *sqllock.Mutex
 }
 
 func newService(ctx context.Context, dir, file, name string) (*service, error) {
-	db, link, err := embedded.OpenLink(dir, file)
+	p, err := embedded.OpenProcess(ctx, dir, file, sqllock.Options{TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
-	locks, err := sqllock.New(db, sqllock.Options{Dialect: fence.SQLite, TTL: ttl})
+	m, err := p.Locks.Mutex(lockName)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, p.Close())
 	}
-	if err := locks.Migrate(ctx); err != nil { // now, not at the first Lock
-		locks.Close()
-		db.Close()
-		return nil, err
-	}
-	m, err := locks.Mutex(lockName)
-	if err != nil {
-		locks.Close()
-		db.Close()
-		return nil, err
-	}
-	return &service{name: name, db: db, link: link, locks: locks, stock: m}, nil
-}
-
-// close ends the simulated process: thawed first, so nothing it started
-// stays blocked.
-func (s *service) close() error {
-	s.link.Thaw()
-	return errors.Join(s.locks.Close(), s.db.Close())
+	return &service{Process: p, name: name, stock: m}, nil
 }
 
 func (s *service) String() string { return fmt.Sprintf("%-9s", s.name) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/internal/redlocktest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redlock"
 )
@@ -37,23 +38,23 @@ func recordRelease(rec *drill.Recorder, client string, l *baton.Lease) {
 // A's, so a fenced resource rejects A from B's first write on.
 func TestRow07EarlyExpiry(t *testing.T) {
 	addrs := testenv.Redlock(t)
-	prefix := newPrefix(t, addrs)
+	prefix := redlocktest.Prefix(t, addrs)
 	name := "row07/early"
 	// A reaches nodes 0–2 only, B nodes 2–4 only: they share node 2.
-	a := newProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
-	b := newProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
-	for _, c := range []*proxied{a, b} {
-		if err := c.Verify(opCtx(t, 5*time.Second)); err != nil {
+	a := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
+	b := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
+	for _, c := range []*redlocktest.Proxied{a, b} {
+		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
 	}
-	a.blackhole(t, 3, 4)
-	b.blackhole(t, 0, 1)
+	a.Blackhole(t, 3, 4)
+	b.Blackhole(t, 0, 1)
 	rec := drill.NewRecorder(nil)
 
-	la := lock(t, a.Client, name)
+	la := redlocktest.Lock(t, a.Client, name)
 	recordGrant(rec, "A", name, la)
-	if _, err := mutex(t, b.Client, name).TryLock(opCtx(t, 5*time.Second)); err == nil {
+	if _, err := redlocktest.Mutex(t, b.Client, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); err == nil {
 		t.Fatalf("B's TryLock while A holds node 2 succeeded before any fault")
 	}
 	// The fault: node 2 expires A's key now.
@@ -63,7 +64,7 @@ func TestRow07EarlyExpiry(t *testing.T) {
 		t.Fatalf("PEXPIRE on node 2 = %v", err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	lb, err := mutex(t, b.Client, name).TryLock(opCtx(t, 5*time.Second))
+	lb, err := redlocktest.Mutex(t, b.Client, name).TryLock(redlocktest.OpCtx(t, 5*time.Second))
 	if err != nil {
 		t.Fatalf("B's TryLock after node 2 expired A's key early = %v, want a lease (the double grant Redlock allows)", err)
 	}
@@ -81,8 +82,8 @@ func TestRow07EarlyExpiry(t *testing.T) {
 	if lb.Token() <= la.Token() {
 		t.Errorf("B's token %d ≤ A's %d: the fence could not tell the later grant", lb.Token(), la.Token())
 	}
-	release(t, lb)
-	if err := la.Release(opCtx(t, 5*time.Second)); err != nil {
+	redlocktest.Release(t, lb)
+	if err := la.Release(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 		t.Logf("A's release after its node 2 key was taken: %v", err)
 	}
 }
@@ -182,27 +183,27 @@ func TestRow07WipedNode(t *testing.T) {
 	const prefix = "row07:wiped:"
 	name := "row07/wiped"
 	o := redlock.Options{TTL: 10 * time.Second}
-	a := newProxied(t, addrs, prefix, o)
-	c := newClient(t, addrs, prefix, o)
+	a := redlocktest.NewProxied(t, addrs, prefix, o)
+	c := redlocktest.NewClient(t, addrs, prefix, o)
 	for who, cl := range map[string]*redlock.Client{"A": a.Client, "C": c} {
-		if err := cl.Verify(opCtx(t, 5*time.Second)); err != nil {
+		if err := cl.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("%s: Verify() = %v", who, err)
 		}
 	}
-	a.blackhole(t, 2)
+	a.Blackhole(t, 2)
 	rec := drill.NewRecorder(nil)
 	for range 2 {
-		l := lock(t, a.Client, name)
+		l := redlocktest.Lock(t, a.Client, name)
 		recordGrant(rec, "A", name, l)
 		recordRelease(rec, "A", l)
-		release(t, l)
+		redlocktest.Release(t, l)
 	}
-	la := lock(t, a.Client, name)
+	la := redlocktest.Lock(t, a.Client, name)
 	recordGrant(rec, "A", name, la)
 	t.Logf("A holds %q with token %d (its third grant)", name, la.Token())
 
 	// Control: before the wipe nobody else gets a majority.
-	if _, err := mutex(t, c, name).TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+	if _, err := redlocktest.Mutex(t, c, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Fatalf("C's TryLock while A holds, before any fault = %v, want ErrNotAcquired", err)
 	}
 
@@ -222,7 +223,7 @@ func TestRow07WipedNode(t *testing.T) {
 	// server's dead connection; the next reaches the new server.
 	var cerr error
 	for range 3 {
-		_, cerr = mutex(t, c, name).TryLock(opCtx(t, 5*time.Second))
+		_, cerr = redlocktest.Mutex(t, c, name).TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		if errors.Is(cerr, redlock.ErrNodeWiped) {
 			break
 		}
@@ -236,8 +237,8 @@ func TestRow07WipedNode(t *testing.T) {
 	}
 
 	// B never saw node 0: to B it is a new node.
-	b := newClient(t, addrs, prefix, o)
-	lb, err := mutex(t, b, name).Lock(opCtx(t, 8*time.Second))
+	b := redlocktest.NewClient(t, addrs, prefix, o)
+	lb, err := redlocktest.Mutex(t, b, name).Lock(redlocktest.OpCtx(t, 8*time.Second))
 	if err != nil {
 		t.Fatalf("B's Lock after node 0 came back empty = %v, want a lease (the violation of the persistence assumption)", err)
 	}
@@ -273,7 +274,7 @@ func TestRow07WipedNode(t *testing.T) {
 	// (and, counting node 0 as failed, reports the lock unavailable
 	// rather than merely taken).
 	before := c.Stats().NodeRequests
-	if l, err := mutex(t, c, name).TryLock(opCtx(t, 5*time.Second)); err == nil {
+	if l, err := redlocktest.Mutex(t, c, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); err == nil {
 		t.Errorf("C's TryLock while A and B hold granted token %d, want an error", l.Token())
 	} else {
 		t.Logf("C's TryLock while A and B hold: %v", err)
@@ -281,8 +282,8 @@ func TestRow07WipedNode(t *testing.T) {
 	if d := c.Stats().NodeRequests - before; d != 2 {
 		t.Errorf("C's attempt sent %d acquire requests, want 2 (node 0 refused)", d)
 	}
-	release(t, lb)
-	if err := la.Release(opCtx(t, 5*time.Second)); err != nil {
+	redlocktest.Release(t, lb)
+	if err := la.Release(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 		t.Logf("A's release after node 0 was wiped: %v", err)
 	}
 }

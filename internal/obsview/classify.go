@@ -1,4 +1,4 @@
-package batonprom
+package obsview
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"github.com/baton-go/baton/keeper"
 )
 
-// result classifies how an acquire ended, for the result label. The order
+// Result classifies how an acquire ended, for the result label. The order
 // matters: an unavailable backend is reported beside the context error, and
 // authentication failures beside unavailability, so the specific sentinel
 // is tested first.
-func result(err error) string {
+func Result(err error) string {
 	switch {
 	case err == nil:
 		return "granted"
@@ -40,8 +40,8 @@ func result(err error) string {
 	return "error"
 }
 
-// cause classifies why a lease was lost, for the cause label.
-func cause(err error) string {
+// Cause classifies why a lease was lost, for the cause label.
+func Cause(err error) string {
 	switch {
 	case errors.Is(err, keeper.ErrDeadline):
 		return "deadline" // no renewal confirmed in time
@@ -57,8 +57,8 @@ func cause(err error) string {
 	return "other"
 }
 
-// renewal classifies one keeper round.
-func renewal(e baton.Event) string {
+// Renewal classifies one keeper round.
+func Renewal(e baton.Event) string {
 	switch {
 	case e.Err != nil:
 		return "error"
@@ -68,9 +68,14 @@ func renewal(e baton.Event) string {
 	return "ok"
 }
 
-// outcome keeps an Outcome label within the values baton documents, so a
-// future value cannot grow the series without bound.
-func outcome(s string, known ...string) string {
+// IdemOutcome keeps an idempotency event's Outcome label within the values
+// baton documents, so a future value cannot grow the series without bound.
+func IdemOutcome(s string) string { return outcome(s, idemOutcomes) }
+
+// TaskOutcome is IdemOutcome for durable task events.
+func TaskOutcome(s string) string { return outcome(s, taskOutcomes) }
+
+func outcome(s string, known []string) string {
 	for _, k := range known {
 		if s == k {
 			return s

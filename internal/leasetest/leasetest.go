@@ -1,0 +1,51 @@
+// Package leasetest holds test helpers about what a lease holder sees and
+// does, shared by the engines' tests: waiting for a lease's state, and a
+// fenced SQLite table to write through under a lease's token.
+package leasetest
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
+)
+
+// AwaitState waits until l is in state want, or stops the test once
+// within has passed. It wakes on each state change, never polls.
+func AwaitState(t testing.TB, l *baton.Lease, want baton.State, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		st, changed := l.Observe()
+		if st == want {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("lease of %q: State() = %v, want %v", l.Name(), st, want)
+		}
+	}
+}
+
+// FencedTable returns a fence table, reporting to o, in a fresh SQLite
+// file of the test, and the database it lives in.
+func FencedTable(t testing.TB, o baton.Observer) (fence.Table, *sql.DB) {
+	t.Helper()
+	dsn := "file:" + filepath.Join(t.TempDir(), "fence.db") + "?_pragma=busy_timeout(5000)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatalf("sql.Open(sqlite) = %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	tbl := fence.Table{Dialect: fence.SQLite, Observer: o}
+	if err := tbl.Migrate(t.Context(), db); err != nil {
+		t.Fatalf("Migrate = %v", err)
+	}
+	return tbl, db
+}

@@ -1,0 +1,11 @@
+// Package obsview is what baton's metrics adapters (the prom and otel
+// modules) share about the event stream: the tracker that turns events
+// into live counts of waiting acquires and held and suspended leases, and
+// the classifiers that turn errors and outcomes into bounded label values.
+//
+// Both adapters must read the stream the same way, or a dashboard built on
+// one would disagree with the other on the same run; keeping the logic
+// here makes that so by construction. The package imports only the
+// standard library and baton's own packages, so the root module gains no
+// dependency from it.
+package obsview
