@@ -368,7 +368,7 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 	}
 	if raised < c.maj {
 		return attemptResult{outcome: unreached, start: r.start, majorityAnswered: true,
-			err: fmt.Errorf("write-back raised %d of %d granting nodes, want %d: %w", raised, len(granting), c.maj, errors.Join(errs...))}
+			err: writeBackErr(raised, len(granting), c.maj, errs)}
 	}
 	r.token = t
 	return r
@@ -400,4 +400,15 @@ func (c *Client) unlock(ctx context.Context, name, owner string, idx []int) {
 	if f.pending() > 0 {
 		c.k.Abandon(ref)
 	}
+}
+
+// writeBackErr is the error of a write-back that raised fewer than a
+// majority of nodes. Nodes that did not answer before the attempt's bound
+// leave no error of their own, so errs may be empty.
+func writeBackErr(raised, granting, majority int, errs []error) error {
+	err := fmt.Errorf("write-back raised %d of %d granting nodes, want %d", raised, granting, majority)
+	if len(errs) == 0 {
+		return fmt.Errorf("%w (the others did not answer in time)", err)
+	}
+	return fmt.Errorf("%w: %w", err, errors.Join(errs...))
 }
