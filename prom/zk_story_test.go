@@ -363,7 +363,7 @@ func TestPausedHolderZK(t *testing.T) {
 	}
 	defer f.Close()
 	child := parseText(t, f)
-	const zkLock = "engine=zk,recipe=mutex"
+	zkLock := zkMutex
 	wantValue(t, "holder: baton_suspensions_total", child.value(t, "baton_suspensions_total", zkLock), 1)
 	causes := child["baton_losses_total"]
 	if causes == nil || len(causes.GetMetric()) != 1 {
