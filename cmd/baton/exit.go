@@ -43,6 +43,11 @@ const (
 	exitLost = 76
 	// exitNoPerm (EX_NOPERM): the backend refused authentication or TLS.
 	exitNoPerm = 77
+	// exitMaxHold: COMMAND held the lock for --max-hold and was ended
+	// (SIGTERM, SIGKILL after --grace), whatever status it then returned.
+	// 124 is what timeout(1) exits with when its command timed out, so
+	// scripts that know timeout read it alike.
+	exitMaxHold = 124
 	// exitNotExecutable: COMMAND exists but cannot be executed (as sh does).
 	exitNotExecutable = 126
 	// exitNotFound: COMMAND was not found (as sh does).

@@ -334,15 +334,24 @@ func buildVersion() string {
 
 // fail prints err and returns its exit code. Usage errors point at help.
 func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 	code := classify(noSignal, err, false)
+	if jsonNotes != nil {
+		jsonNotes.Error(err.Error(), "exit", code)
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 	if code == exitUsage {
 		fmt.Fprintln(os.Stderr, "Run 'baton help' or 'baton help run' for usage.")
 	}
 	return code
 }
 
-// note prints one short state line on stderr.
+// note prints one short state line on stderr (a warning record with
+// --log-format json).
 func note(format string, args ...any) {
+	if jsonNotes != nil {
+		jsonNotes.Warn(fmt.Sprintf(format, args...))
+		return
+	}
 	fmt.Fprintf(os.Stderr, "baton: "+format+"\n", args...)
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batonslog"
+)
+
+// Log formats of run and elect (--log-format).
+const (
+	logText = "text" // log/slog's key=value lines; notes stay "baton: …" lines
+	logJSON = "json" // one JSON object per stderr line, notes included
+)
+
+// parseLogLevel reads --log-level: only the four names slog prints, so
+// that a typo is a usage error rather than an odd offset ("info+2").
+func parseLogLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+}
+
+// jsonNotes, when set, receives note and fail messages as records: with
+// --log-format json every line baton writes on stderr must decode as JSON,
+// so the short human notes cannot stay plain text. Set once by holdMain
+// before anything else runs, and read only after.
+var jsonNotes *slog.Logger
+
+// newHoldLog returns run's and elect's logger on w for cfg's --log-format
+// and --log-level, with the lock name on every record, and its handler
+// without that attribute, for the engine's events (they carry the lock
+// name themselves). In JSON mode the logger also takes over the notes.
+func newHoldLog(w io.Writer, cfg *runConfig) (*slog.Logger, slog.Handler) {
+	hopts := &slog.HandlerOptions{Level: cfg.logLevel}
+	var h slog.Handler = slog.NewTextHandler(w, hopts)
+	if cfg.logFormat == logJSON {
+		h = slog.NewJSONHandler(w, hopts)
+	}
+	lg := slog.New(h).With("lock", cfg.name)
+	if cfg.logFormat == logJSON {
+		jsonNotes = lg
+	}
+	return lg, h
+}
+
+// holdObserver is the Observer run and elect pass to the engine: the
+// engine's events as records of h, at the levels of eventLevels.
+func holdObserver(h slog.Handler) baton.Observer {
+	lv := &eventLevels{waited: map[uint64]bool{}}
+	return batonslog.New(h, batonslog.Options{Level: lv.level})
+}
+
+// eventLevels chooses the level of an engine event for the CLI. The
+// default (warn) shows only what needs someone: losses, stale writes,
+// failed releases, failed or late renewals. Info adds suspensions and
+// recoveries, a grant that had to wait and leadership changes; debug
+// every acquire event. A busy lock or a --wait that ran out is not an
+// event worth a record: the exit code (75) says it, and --quiet-busy
+// must be able to keep stderr empty.
+type eventLevels struct {
+	mu     sync.Mutex
+	waited map[uint64]bool // acquires that saw a retry, until they end
+}
+
+func (lv *eventLevels) level(e baton.Event) slog.Level {
+	switch e.Kind {
+	case baton.EventAcquireRetry:
+		lv.mu.Lock()
+		lv.waited[e.Acquire] = true
+		lv.mu.Unlock()
+	case baton.EventGranted, baton.EventAcquireFailed:
+		lv.mu.Lock()
+		waited := lv.waited[e.Acquire]
+		delete(lv.waited, e.Acquire)
+		lv.mu.Unlock()
+		switch {
+		case e.Kind == baton.EventGranted && (waited || e.Recipe == "election"):
+			return slog.LevelInfo
+		case e.Kind == baton.EventGranted, busy(e.Err):
+			return slog.LevelDebug
+		}
+	case baton.EventReleased:
+		if e.Recipe == "election" {
+			return slog.LevelInfo // a leader resigned: leadership changes
+		}
+	}
+	return batonslog.Level(e)
+}
+
+// busy reports whether an acquire failed only because the lock was
+// taken (a TryLock) or the wait ran out.
+func busy(err error) bool {
+	return errors.Is(err, baton.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded)
+}
