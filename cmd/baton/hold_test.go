@@ -240,3 +240,57 @@ func TestMaxHold(t *testing.T) {
 		t.Errorf("run after --max-hold ended the holder: exit %d, want 0; stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestLogLevelInfoZK: at --log-level info a leadership change is news (the
+// election's grant and resignation are INFO records) while a mutex grant
+// that did not wait is not; no DEBUG record appears.
+func TestLogLevelInfoZK(t *testing.T) {
+	t.Parallel()
+	url := "zk://" + testenv.ZK(t) + "/baton-cli-test"
+	name := lockName(t)
+	r := runBaton(t, nil, "elect", "--backend", url, "--log-format", "json", "--log-level", "info", name, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("elect exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	recs := records(t, r.stderr)
+	checkLifecycle(t, recs, name)
+	for _, ev := range []string{"granted", "released"} {
+		if rec := find(t, recs, "baton "+ev); rec["level"] != "INFO" || rec["recipe"] != "election" {
+			t.Errorf("election %s record %v: want INFO, recipe election", ev, rec)
+		}
+	}
+	r = runBaton(t, nil, "run", "--backend", url, "--log-format", "json", "--log-level", "info", name+"-m", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("run exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	recs = records(t, r.stderr)
+	checkLifecycle(t, recs, name+"-m")
+	for _, rec := range recs {
+		if rec["level"] == "DEBUG" || rec["msg"] == "baton granted" {
+			t.Errorf("record %v at --log-level info: a grant without a wait is debug", rec)
+		}
+	}
+}
+
+// TestLogGrantAfterWaitZK: a grant that had to wait for a holder (here
+// one kept by --min-hold) is an INFO record, with its wait.
+func TestLogGrantAfterWaitZK(t *testing.T) {
+	t.Parallel()
+	url := "zk://" + testenv.ZK(t) + "/baton-cli-test"
+	name, mark := lockName(t), filepath.Join(t.TempDir(), "holding")
+	holder := startBaton(t, nil, "run", "--backend", url, "--min-hold", "1500ms", name, "--", "touch", mark)
+	waitFile(t, mark, 15*time.Second)
+	r := runBaton(t, nil, "run", "--backend", url, "--wait", "20s", "--log-format", "json", "--log-level", "info", name, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("waiting run exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	recs := records(t, r.stderr)
+	checkLifecycle(t, recs, name)
+	g := find(t, recs, "baton granted")
+	if w, _ := g["wait_ms"].(float64); g["level"] != "INFO" || w <= 0 {
+		t.Errorf("grant after a wait %v: want INFO with wait_ms", g)
+	}
+	if r := holder.wait(t, 15*time.Second); r.code != 0 {
+		t.Errorf("holder exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+}
