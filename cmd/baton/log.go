@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/baton-go/baton"
@@ -45,6 +50,7 @@ var jsonNotes *slog.Logger
 // without that attribute, for the engine's events (they carry the lock
 // name themselves). In JSON mode the logger also takes over the notes.
 func newHoldLog(w io.Writer, cfg *runConfig) (*slog.Logger, slog.Handler) {
+	w = newRedactor(w, cfg.backend, os.Getenv)
 	hopts := &slog.HandlerOptions{Level: cfg.logLevel}
 	var h slog.Handler = slog.NewTextHandler(w, hopts)
 	if cfg.logFormat == logJSON {
@@ -105,4 +111,60 @@ func (lv *eventLevels) level(e baton.Event) slog.Level {
 // taken (a TryLock) or the wait ran out.
 func busy(err error) bool {
 	return errors.Is(err, baton.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// secretEnv are the variables baton reads passwords from.
+var secretEnv = []string{"BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD", "BATON_ZK_PASSWORD"}
+
+// minSecret is the shortest secret the redactor replaces: a shorter one
+// would blank out parts of ordinary words, and is no secret anyway.
+const minSecret = 4
+
+// redactor writes records with every password baton knows of replaced by
+// "***". The CLI's own records show only the redacted URL, but an
+// engine's event carries the driver's error as it came, and a driver may
+// quote its connection string; a record is one Write, so replacing in it
+// catches every field at once.
+type redactor struct {
+	w io.Writer
+	r *strings.Replacer
+}
+
+// newRedactor wraps w for the password of backend and those of the
+// environment (getenv), in the forms they may be printed in: as given,
+// unescaped from the URL, URL-escaped, and escaped inside quotes as the
+// JSON and text handlers write strings. Without any, it returns w.
+func newRedactor(w io.Writer, backend string, getenv func(string) string) io.Writer {
+	var secrets []string
+	if u, err := splitURL(backend); err == nil {
+		secrets = append(secrets, u.password)
+		if raw, err := url.PathUnescape(u.password); err == nil {
+			secrets = append(secrets, raw) // what the driver is given
+		}
+	}
+	for _, k := range secretEnv {
+		secrets = append(secrets, getenv(k))
+	}
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) < minSecret {
+			continue
+		}
+		js, _ := json.Marshal(s)
+		q := strconv.Quote(s)
+		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s), string(js[1 : len(js)-1]), q[1 : len(q)-1]} {
+			pairs = append(pairs, form, "***")
+		}
+	}
+	if len(pairs) == 0 {
+		return w
+	}
+	return redactor{w: w, r: strings.NewReplacer(pairs...)}
+}
+
+func (r redactor) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, r.r.Replace(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
