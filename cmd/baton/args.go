@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-go/baton"
 )
 
 // Defaults of `baton run`.
@@ -25,24 +28,34 @@ const (
 	// minSQLTTL is sqllock's smallest TTL: below it the renewal and
 	// drift margins stop making sense.
 	minSQLTTL = 300 * time.Millisecond
+	// maxMinHold caps --min-hold: it spaces out runs of a scheduled job,
+	// and a lock kept idle for more than a day after its command ended
+	// is a typo (60h for 60m), not a schedule.
+	maxMinHold = 24 * time.Hour
 )
 
 // runConfig is a parsed `baton run` command line.
 type runConfig struct {
-	backend        string        // --backend, else $BATON_BACKEND, else the embedded default
-	embedded       bool          // backend is the embedded default (its directory is created)
-	readOnly       bool          // inspect: do not create the SQL schema
-	ttl            time.Duration // --ttl
-	wait           time.Duration // --wait; meaningful only when waitSet
-	waitSet        bool          // --wait given: absent means forever
-	connectTimeout time.Duration // --connect-timeout
-	grace          time.Duration // --grace
-	stopOnSuspend  bool          // --on-suspend=stop
-	mode           lockMode      // which side of which recipe (run only)
-	permits        int           // N of --shared N
-	name           string        // NAME as given
-	command        []string      // COMMAND and its arguments
-	help           bool          // -h/--help: print usage, exit 0
+	backend        string         // --backend, else $BATON_BACKEND, else the embedded default
+	embedded       bool           // backend is the embedded default (its directory is created)
+	readOnly       bool           // inspect: do not create the SQL schema
+	ttl            time.Duration  // --ttl
+	wait           time.Duration  // --wait; meaningful only when waitSet
+	waitSet        bool           // --wait given: absent means forever
+	connectTimeout time.Duration  // --connect-timeout
+	grace          time.Duration  // --grace
+	stopOnSuspend  bool           // --on-suspend=stop
+	minHold        time.Duration  // --min-hold: keep the lock this long after COMMAND started; 0 none
+	maxHold        time.Duration  // --max-hold: end COMMAND once it held this long; 0 none
+	quietBusy      bool           // --quiet-busy: exit 75 without a word
+	logFormat      string         // --log-format: logText or logJSON
+	logLevel       slog.Level     // --log-level
+	observer       baton.Observer // run, elect: the engine's events as log records; nil elsewhere
+	mode           lockMode       // which side of which recipe (run only)
+	permits        int            // N of --shared N
+	name           string         // NAME as given
+	command        []string       // COMMAND and its arguments
+	help           bool           // -h/--help: print usage, exit 0
 }
 
 // lockMode is the coordination object `run` takes: a mutex by default, a
@@ -117,6 +130,8 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 		ttl:            defaultTTL,
 		connectTimeout: defaultConnectTimeout,
 		grace:          defaultGrace,
+		logFormat:      logText,
+		logLevel:       slog.LevelWarn,
 	}
 	hf := holdFlags{onSuspend: "none"}
 	fs := hf.flagSet(cmd, cfg)
@@ -144,6 +159,9 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	case cfg.grace < 0:
 		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
 	}
+	if err := hf.checkHoldTimes(cmd, cfg); err != nil {
+		return nil, err
+	}
 	if err := resolveBackend(cmd, cfg, hf.backendGiven, getenv); err != nil {
 		return nil, err
 	}
@@ -161,6 +179,8 @@ type holdFlags struct {
 	shared       int
 	sharedSet    bool
 	backendGiven bool
+	minHoldSet   bool
+	maxHoldSet   bool
 }
 
 // flagSet declares run's and elect's flags, storing into cfg and hf.
@@ -173,6 +193,20 @@ func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
 	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
 	fs.Var(durationValue{d: &cfg.grace}, "grace", "")
 	fs.StringVar(&hf.onSuspend, "on-suspend", hf.onSuspend, "")
+	fs.Var(durationValue{d: &cfg.minHold, set: &hf.minHoldSet}, "min-hold", "")
+	fs.Var(durationValue{d: &cfg.maxHold, set: &hf.maxHoldSet}, "max-hold", "")
+	fs.BoolVar(&cfg.quietBusy, "quiet-busy", false, "")
+	fs.Func("log-format", "", func(s string) error {
+		if s != logText && s != logJSON {
+			return fmt.Errorf("--log-format %q: want text or json", s)
+		}
+		cfg.logFormat = s
+		return nil
+	})
+	fs.Func("log-level", "", func(s string) (err error) {
+		cfg.logLevel, err = parseLogLevel(s)
+		return err
+	})
 	fs.BoolVar(&hf.read, "read", false, "")
 	fs.BoolVar(&hf.write, "write", false, "")
 	fs.Func("shared", "", func(v string) error {
@@ -260,6 +294,23 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 		cfg.stopOnSuspend = true
 	default:
 		return usagef("%s: --on-suspend=%q: want none or stop", cmd, hf.onSuspend)
+	}
+	return nil
+}
+
+// checkHoldTimes validates --min-hold and --max-hold: each positive when
+// given, the floor no later than the ceiling, and the floor within
+// maxMinHold.
+func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
+	switch {
+	case hf.minHoldSet && cfg.minHold <= 0:
+		return usagef("%s: --min-hold must be positive, got %v", cmd, cfg.minHold)
+	case hf.maxHoldSet && cfg.maxHold <= 0:
+		return usagef("%s: --max-hold must be positive, got %v", cmd, cfg.maxHold)
+	case cfg.minHold > maxMinHold:
+		return usagef("%s: --min-hold %v is over the %v cap", cmd, cfg.minHold, maxMinHold)
+	case hf.maxHoldSet && cfg.minHold > cfg.maxHold:
+		return usagef("%s: --min-hold %v exceeds --max-hold %v", cmd, cfg.minHold, cfg.maxHold)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 	}
 	dctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
-	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot}
+	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot, Observer: cfg.observer}
 	user, pass := u.user, u.password
 	if !u.hasUser {
 		user, pass = os.Getenv("BATON_ZK_USER"), os.Getenv("BATON_ZK_PASSWORD")

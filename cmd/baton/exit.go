@@ -21,7 +21,9 @@ const (
 	exitDemoFailed = 1
 	// exitUsage (EX_USAGE): bad flag, bad duration, a --ttl of zero or less,
 	// a bad or unsupported backend URL, an invalid lock name, a missing
-	// COMMAND, or a subcommand this release does not implement yet.
+	// COMMAND, a --min-hold or --max-hold that is not positive or a
+	// --min-hold over --max-hold or maxMinHold, a bad --log-format or
+	// --log-level, or a subcommand this release does not implement yet.
 	exitUsage = 64
 	// exitNoEntry (EX_NOINPUT): `clean --force-release ENTRY` names no
 	// entry of the queue (it may have gone meanwhile).
@@ -33,6 +35,8 @@ const (
 	exitSoftware = 70
 	// exitTempFail (EX_TEMPFAIL): the backend answered but the lock stayed
 	// taken until --wait ran out (or the single --wait 0 attempt failed).
+	// --quiet-busy makes this exit silent: on a fleet running one
+	// scheduled job, every host but one exits 75 each period.
 	exitTempFail = 75
 	// exitCantCreate (EX_CANTCREAT): `clean --force-release --apply` could
 	// not save its evidence, so it removed nothing.
@@ -43,6 +47,11 @@ const (
 	exitLost = 76
 	// exitNoPerm (EX_NOPERM): the backend refused authentication or TLS.
 	exitNoPerm = 77
+	// exitMaxHold: COMMAND held the lock for --max-hold and was ended
+	// (SIGTERM, SIGKILL after --grace), whatever status it then returned.
+	// 124 is what timeout(1) exits with when its command timed out, so
+	// scripts that know timeout read it alike.
+	exitMaxHold = 124
 	// exitNotExecutable: COMMAND exists but cannot be executed (as sh does).
 	exitNotExecutable = 126
 	// exitNotFound: COMMAND was not found (as sh does).

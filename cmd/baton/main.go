@@ -93,6 +93,22 @@ Flags:
                          --read, --write and --shared exclude each other. A mutex,
                          a read/write lock and a semaphore are different objects:
                          give them different NAMEs.
+  --min-hold D           keep the lock at least D after COMMAND started, even
+                         if it ends sooner, so a job scheduled on many hosts
+                         runs once per period (D <= 24h, <= --max-hold). A
+                         loss or a signal to baton ends the wait early.
+  --max-hold D           once COMMAND has run D: SIGTERM, SIGKILL after
+                         --grace, exit 124.
+  --quiet-busy           exit 75 silently when the lock is taken.
+  --log-format text|json records on stderr as log/slog text, or one JSON
+                         object a line (then notes and errors too).
+                         Default text.
+  --log-level L          debug, info, warn or error. warn (default): losses,
+                         stale writes, failed releases; info adds acquired
+                         (token, wait), command started (pid), command exited,
+                         released, suspensions, grants after a wait and
+                         leadership changes; debug every acquire event.
+                         The backend URL is logged redacted.
 Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
@@ -123,12 +139,14 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
-      missing COMMAND, --read/--write/--shared combined, --shared < 1
+      missing COMMAND, --read/--write/--shared combined, --shared < 1,
+      --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h
   69  backend unreachable (at start, or the session died while waiting)
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
   77  authentication or TLS refused (PostgreSQL SQLSTATE 28000/28P01,
       MySQL error 1045…)
+  124 COMMAND was ended by --max-hold (as timeout(1))
   126 COMMAND not executable; 127 COMMAND not found
   128+n COMMAND (or baton, while acquiring) killed by signal n
   otherwise COMMAND's own status
@@ -341,15 +359,24 @@ func buildVersion() string {
 
 // fail prints err and returns its exit code. Usage errors point at help.
 func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 	code := classify(noSignal, err, false)
+	if jsonNotes != nil {
+		jsonNotes.Error(err.Error(), "exit", code)
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 	if code == exitUsage {
 		fmt.Fprintln(os.Stderr, "Run 'baton help' or 'baton help run' for usage.")
 	}
 	return code
 }
 
-// note prints one short state line on stderr.
+// note prints one short state line on stderr (a warning record with
+// --log-format json).
 func note(format string, args ...any) {
+	if jsonNotes != nil {
+		jsonNotes.Warn(fmt.Sprintf(format, args...))
+		return
+	}
 	fmt.Fprintf(os.Stderr, "baton: "+format+"\n", args...)
 }

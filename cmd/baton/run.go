@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -51,6 +52,8 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 		fmt.Fprint(os.Stderr, usage)
 		return exitOK
 	}
+	lg, events := newHoldLog(os.Stderr, cfg)
+	cfg.observer = holdObserver(events)
 	name, path, code := preflight(cfg)
 	if code >= 0 {
 		return code
@@ -62,6 +65,7 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 		return failAcquire(ctx, cfg, name, err, false)
 	}
 	defer b.close()
+	start := time.Now()
 	h, err := take(ctx, cfg, b, name)
 	if err != nil {
 		return failAcquire(ctx, cfg, name, err, cfg.waitSet && cfg.wait > 0)
@@ -69,6 +73,9 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	if b.granted != nil {
 		b.granted()
 	}
+	u, _ := splitURL(cfg.backend) // preflight parsed it
+	lg.Info("acquired", "token", h.lease.Token(), "engine", h.lease.Engine(),
+		"backend", u.redacted, "wait_ms", millis(time.Since(start)))
 
 	// From here on signals are forwarded to COMMAND, not acted on: catch
 	// them on sigc before the acquire's handler goes away, so none is
@@ -84,10 +91,46 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 		note("interrupted by %v before COMMAND started", s)
 		code = exitSignalBase + int(s)
 	} else {
-		code = supervise(h, cfg, path, sigc)
+		var started time.Time
+		code, started = supervise(h, cfg, path, sigc, lg)
+		holdFloor(h, cfg, lg, started, sigc)
 	}
-	releaseHolding(h, cfg, name, code)
+	releaseHolding(h, cfg, name, code, lg)
 	return code
+}
+
+// millis is d in milliseconds, as the records carry durations.
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// holdFloor keeps h until --min-hold has passed since COMMAND started
+// (started is zero when it never did), so that a job scheduled on many
+// hosts runs once per period even when it ends at once: the other hosts
+// find the lock taken. A loss or a signal ends the wait early.
+func holdFloor(h *holding, cfg *runConfig, lg *slog.Logger, started time.Time, sigc <-chan os.Signal) {
+	if cfg.minHold == 0 || started.IsZero() {
+		return
+	}
+	left := cfg.minHold - time.Since(started)
+	if left <= 0 {
+		return
+	}
+	lg.Info("holding for --min-hold", "left_ms", millis(left))
+	t := time.NewTimer(left)
+	defer t.Stop()
+	for {
+		st, changed := h.lease.Observe()
+		if st == baton.Lost {
+			return // releaseHolding says so
+		}
+		select {
+		case <-t.C:
+			return
+		case s := <-sigc:
+			lg.Info("--min-hold cut short by a signal", "signal", s.String())
+			return
+		case <-changed:
+		}
+	}
 }
 
 // preflight checks what can be checked before connecting: the name, the
@@ -111,12 +154,13 @@ func preflight(cfg *runConfig) (name, path string, code int) {
 
 // releaseHolding releases h once COMMAND is over (code is baton's exit
 // code so far). A failure is only noted: the entry goes with the session.
-func releaseHolding(h *holding, cfg *runConfig, name string, code int) {
+func releaseHolding(h *holding, cfg *runConfig, name string, code int, lg *slog.Logger) {
 	rctx, cancel := context.WithTimeout(context.Background(), cfg.connectTimeout)
 	defer cancel()
 	err := h.release(rctx)
 	switch {
 	case err == nil:
+		lg.Info("released", "token", h.lease.Token())
 	case errors.Is(err, baton.ErrLost):
 		if code != exitLost {
 			note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
@@ -215,6 +259,8 @@ func failAcquire(sigCtx context.Context, cfg *runConfig, name string, err error,
 	switch {
 	case code == exitUsage:
 		return fail(err)
+	case code == exitTempFail && cfg.quietBusy:
+		// A scheduled job on many hosts: a busy lock is the normal case.
 	case code == exitTempFail && errors.Is(err, baton.ErrNotAcquired):
 		note("%q is held by another owner: %v", name, err)
 	case code == exitTempFail:
@@ -275,9 +321,10 @@ func childEnv(env []string, l *baton.Lease, extra []string) []string {
 	return append(out, extra...)
 }
 
-// supervise runs COMMAND under the lease and returns baton's exit code. It
-// owns the child: every path out of it has reaped the child.
-func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal) int {
+// supervise runs COMMAND under the lease and returns baton's exit code
+// and when COMMAND started (zero if it did not). It owns the child: every
+// path out of it has reaped the child.
+func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal, lg *slog.Logger) (int, time.Time) {
 	cmd, tty := childCommand(h, cfg, path)
 	// Pdeathsig fires when the thread that forked the child exits, not the
 	// process; keep this goroutine on its thread so the thread lives as
@@ -295,14 +342,23 @@ func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal) i
 		defer takeTerminal()
 	}
 	if err != nil {
-		return failExec(cfg.command[0], err)
+		return failExec(cfg.command[0], err), time.Time{}
 	}
+	started := time.Now()
+	// Only COMMAND's name: its arguments may carry secrets.
+	lg.Info("command started", "pid", cmd.Process.Pid, "command", cfg.command[0])
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }() // ends when the child does
 	w := &childWatch{h: h, cfg: cfg, pgid: cmd.Process.Pid, last: baton.Held}
-	defer w.stopGrace()
+	if cfg.maxHold > 0 {
+		w.limitTimer = time.NewTimer(cfg.maxHold)
+		w.limit = w.limitTimer.C
+	}
+	defer w.stopTimers()
 	status := w.run(cmd, waitc, sigc)
-	return w.verdict(status)
+	code := w.verdict(status)
+	lg.Info("command exited", "status", status, "exit", code, "ran_ms", millis(time.Since(started)))
+	return code, started
 }
 
 // childCommand prepares COMMAND in a process group of its own, and in the
@@ -334,8 +390,12 @@ type childWatch struct {
 	last    baton.State
 	lost    bool
 	stopped bool // SIGSTOPped by us
+	expired bool // ended by --max-hold
 	timer   *time.Timer
-	grace   <-chan time.Time // fires --grace after the SIGTERM of a loss
+	grace   <-chan time.Time // fires --grace after the SIGTERM of a loss or --max-hold
+
+	limitTimer *time.Timer
+	limit      <-chan time.Time // fires --max-hold after COMMAND started
 }
 
 // run forwards signals and follows the lease until COMMAND exits, and
@@ -357,6 +417,9 @@ func (w *childWatch) run(cmd *exec.Cmd, waitc <-chan error, sigc <-chan os.Signa
 			note("COMMAND still running %v after SIGTERM: SIGKILL", w.cfg.grace)
 			signalGroup(w.pgid, syscall.SIGKILL)
 			w.grace = nil
+		case <-w.limit:
+			w.limit = nil
+			w.expire()
 		}
 	}
 }
@@ -384,22 +447,42 @@ func (w *childWatch) onState(st baton.State) {
 	case baton.Lost:
 		w.lost = true
 		note("%s %q lost (token %d): SIGTERM to COMMAND, SIGKILL after %v", noun, l.Name(), l.Token(), w.cfg.grace)
-		signalGroup(w.pgid, syscall.SIGTERM)
-		if w.stopped {
-			// Continue it after the SIGTERM is pending, so the first
-			// thing it does is handle it.
-			signalGroup(w.pgid, syscall.SIGCONT)
-			w.stopped = false
-		}
+		w.terminate()
+	}
+}
+
+// expire ends COMMAND because it held for --max-hold.
+func (w *childWatch) expire() {
+	if w.lost {
+		return // already being ended, for a graver reason
+	}
+	w.expired = true
+	note("%s %q held for --max-hold %v: SIGTERM to COMMAND, SIGKILL after %v", w.h.noun, w.h.lease.Name(), w.cfg.maxHold, w.cfg.grace)
+	w.terminate()
+}
+
+// terminate sends COMMAND's group SIGTERM and arms the SIGKILL of
+// --grace, once: a loss after --max-hold ran out does not restart it.
+func (w *childWatch) terminate() {
+	signalGroup(w.pgid, syscall.SIGTERM)
+	if w.stopped {
+		// Continue it after the SIGTERM is pending, so the first
+		// thing it does is handle it.
+		signalGroup(w.pgid, syscall.SIGCONT)
+		w.stopped = false
+	}
+	if w.timer == nil {
 		w.timer = time.NewTimer(w.cfg.grace)
 		w.grace = w.timer.C
 	}
 }
 
-// stopGrace stops the grace timer of a loss, if one was started.
-func (w *childWatch) stopGrace() {
-	if w.timer != nil {
-		w.timer.Stop()
+// stopTimers stops the grace and --max-hold timers that were started.
+func (w *childWatch) stopTimers() {
+	for _, t := range []*time.Timer{w.timer, w.limitTimer} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 }
 
@@ -409,6 +492,12 @@ func (w *childWatch) verdict(status int) int {
 	l := w.h.lease
 	if l.State() == baton.Lost {
 		w.lost = true
+	}
+	if !w.lost && w.expired {
+		// What COMMAND left behind in its group would run on unlocked.
+		signalGroup(w.pgid, syscall.SIGKILL)
+		note("exit %d: COMMAND ended by --max-hold %v (its status was %d)", exitMaxHold, w.cfg.maxHold, status)
+		return exitMaxHold
 	}
 	if !w.lost {
 		return status
