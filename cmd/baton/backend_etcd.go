@@ -76,8 +76,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		cli.Close()
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
 	}
-	// observer-pending: set Observer: cfg.observer here once etcdlock.Options has it.
-	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl})
+	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Observer: cfg.observer})
 	if err != nil {
 		cli.Close()
 		return nil, err

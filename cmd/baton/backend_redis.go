@@ -111,8 +111,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		return nil, err
 	}
 	rdb := redis.NewClient(o)
-	// observer-pending: set Observer: cfg.observer here once redislock.Options has it.
-	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl.Truncate(time.Millisecond)})
+	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl.Truncate(time.Millisecond), Observer: cfg.observer})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err

@@ -237,8 +237,7 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 			_ = n.Close()
 		}
 	}
-	// observer-pending: set Observer: cfg.observer here once redlock.Options has it.
-	c, err := redlock.New(nodes, redlock.Options{TTL: cfg.ttl.Truncate(time.Millisecond), Prefix: t.prefix})
+	c, err := redlock.New(nodes, redlock.Options{TTL: cfg.ttl.Truncate(time.Millisecond), Prefix: t.prefix, Observer: cfg.observer})
 	if err != nil {
 		closeNodes()
 		return nil, err

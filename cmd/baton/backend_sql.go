@@ -281,8 +281,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	}
 	// The schema is created below (not by a read-only command): the
 	// client itself only checks it, at its first use.
-	// observer-pending: set Observer: cfg.observer here once sqllock.Options has it.
-	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl, NoMigrate: true})
+	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl, NoMigrate: true, Observer: cfg.observer})
 	if err != nil {
 		_ = db.Close()
 		return nil, err

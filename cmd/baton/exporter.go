@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -211,27 +210,14 @@ func newPoller(cfg *exporterConfig, u engineURL, b *backend) (*poller, prometheu
 	return p, up, errs
 }
 
-// secretEnv are the variables whose values are passwords: the page,
-// /api/locks and the logs never show them, whatever a driver echoes.
-var secretEnv = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD",
-	"PGPASSWORD", "MYSQL_PWD"}
-
 // secretScrubber returns a function that replaces the URL's password and
-// the secret variables' values (and their URL escapings) by "***".
+// the secret variables' values, in every form a driver may quote them in,
+// by "***", and redacts secret query parameters.
 func secretScrubber(u engineURL, getenv func(string) string) func(string) string {
-	var secrets []string
-	add := func(s string) {
-		if len(s) >= 3 { // shorter would hide ordinary words; such a password is no secret anyway
-			secrets = append(secrets, s, url.QueryEscape(s), url.PathEscape(s))
-		}
-	}
-	add(u.password)
-	for _, k := range secretEnv {
-		add(getenv(k))
-	}
+	r := secretReplacer(u.password, getenv)
 	return func(msg string) string {
-		for _, s := range secrets {
-			msg = strings.ReplaceAll(msg, s, "***")
+		if r != nil {
+			msg = r.Replace(msg)
 		}
 		return redactQuery(msg)
 	}

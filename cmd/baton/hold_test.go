@@ -118,9 +118,14 @@ func TestLogJSONSQLite(t *testing.T) {
 // TestLogJSONZK: on ZooKeeper with a password in the URL, the records
 // carry the engine's own events too (the grant, the release), and the
 // password appears nowhere; the backend is logged redacted.
+//
+// It has a chroot of its own: its digest identity owns the ACL of every
+// container it creates, and the other tests, unauthenticated, could not
+// create entries under a container it made in their chroot (they failed
+// with exit 77 when this test ran first).
 func TestLogJSONZK(t *testing.T) {
 	t.Parallel()
-	url := "zk://baton-log:s3cr3t-pw@" + testenv.ZK(t) + "/baton-cli-test"
+	url := "zk://baton-log:s3cr3t-pw@" + testenv.ZK(t) + "/baton-cli-test-auth"
 	name := lockName(t)
 	r := runBaton(t, nil, "run", "--backend", url, "--log-format", "json", "--log-level", "debug", name, "--", "true")
 	if r.code != 0 {
@@ -191,7 +196,7 @@ func TestMinHoldQuietBusy(t *testing.T) {
 	// Without --quiet-busy the busy run says why it exits 75.
 	mark := filepath.Join(dir, "holding")
 	holder := startBaton(t, env, "run", "--min-hold", "5s", name, "--", "touch", mark)
-	waitFile(t, mark, 15*time.Second)
+	holder.waitFile(t, mark, 15*time.Second)
 	if r := runBaton(t, env, "run", "--wait", "0", name, "--", "true"); r.code != 75 || r.stderr == "" {
 		t.Errorf("busy run without --quiet-busy = exit %d, stderr %q; want 75 and a message", r.code, r.stderr)
 	}
@@ -279,7 +284,7 @@ func TestLogGrantAfterWaitZK(t *testing.T) {
 	url := "zk://" + testenv.ZK(t) + "/baton-cli-test"
 	name, mark := lockName(t), filepath.Join(t.TempDir(), "holding")
 	holder := startBaton(t, nil, "run", "--backend", url, "--min-hold", "1500ms", name, "--", "touch", mark)
-	waitFile(t, mark, 15*time.Second)
+	holder.waitFile(t, mark, 15*time.Second)
 	r := runBaton(t, nil, "run", "--backend", url, "--wait", "20s", "--log-format", "json", "--log-level", "info", name, "--", "true")
 	if r.code != 0 {
 		t.Fatalf("waiting run exit = %d, want 0; stderr:\n%s", r.code, r.stderr)

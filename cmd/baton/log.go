@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -113,13 +110,6 @@ func busy(err error) bool {
 	return errors.Is(err, baton.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// secretEnv are the variables baton reads passwords from.
-var secretEnv = []string{"BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD", "BATON_ZK_PASSWORD"}
-
-// minSecret is the shortest secret the redactor replaces: a shorter one
-// would blank out parts of ordinary words, and is no secret anyway.
-const minSecret = 4
-
 // redactor writes records with every password baton knows of replaced by
 // "***". The CLI's own records show only the redacted URL, but an
 // engine's event carries the driver's error as it came, and a driver may
@@ -135,31 +125,15 @@ type redactor struct {
 // unescaped from the URL, URL-escaped, and escaped inside quotes as the
 // JSON and text handlers write strings. Without any, it returns w.
 func newRedactor(w io.Writer, backend string, getenv func(string) string) io.Writer {
-	var secrets []string
+	password := ""
 	if u, err := splitURL(backend); err == nil {
-		secrets = append(secrets, u.password)
-		if raw, err := url.PathUnescape(u.password); err == nil {
-			secrets = append(secrets, raw) // what the driver is given
-		}
+		password = u.password
 	}
-	for _, k := range secretEnv {
-		secrets = append(secrets, getenv(k))
-	}
-	var pairs []string
-	for _, s := range secrets {
-		if len(s) < minSecret {
-			continue
-		}
-		js, _ := json.Marshal(s)
-		q := strconv.Quote(s)
-		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s), string(js[1 : len(js)-1]), q[1 : len(q)-1]} {
-			pairs = append(pairs, form, "***")
-		}
-	}
-	if len(pairs) == 0 {
+	r := secretReplacer(password, getenv)
+	if r == nil {
 		return w
 	}
-	return redactor{w: w, r: strings.NewReplacer(pairs...)}
+	return redactor{w: w, r: r}
 }
 
 func (r redactor) Write(p []byte) (int, error) {

@@ -159,6 +159,30 @@ func (p *proc) wait(t *testing.T, limit time.Duration) result {
 	return p.res
 }
 
+// waitFile waits for path, which p's COMMAND creates once baton holds the
+// lock, and fails at once, with p's stderr, if p ends first.
+func (p *proc) waitFile(t *testing.T, path string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case <-p.done:
+			if _, err := os.Stat(path); err == nil {
+				return
+			}
+			t.Fatalf("baton %v exited %d before %s appeared; stderr:\n%s", p.cmd.Args[1:], p.res.code, path, p.res.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within %v; baton %v is still running", path, limit, p.cmd.Args[1:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func runBaton(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	return startBaton(t, env, args...).wait(t, 30*time.Second)
