@@ -21,8 +21,9 @@ import (
 //
 // It implements baton.Elector; the store must implement Leaders.
 type Election struct {
-	e    *Engine
-	name string
+	e     *Engine
+	name  string
+	bound any // the store's per-lock state (Binder)
 }
 
 var _ baton.Elector = (*Election)(nil)
@@ -34,7 +35,7 @@ func (e *Engine) Election(name string) (*Election, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: Election: %w", e.Pkg, err)
 	}
-	return &Election{e: e, name: n}, nil
+	return &Election{e: e, name: n, bound: e.bind(n, KindLeader)}, nil
 }
 
 // Name returns the normalised election name.
@@ -57,7 +58,7 @@ func (el *Election) Campaign(ctx context.Context) (*baton.Leader, error) {
 // CampaignAs is Campaign with the candidate ID id, stored with the
 // leadership for Leader and Observe.
 func (el *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, error) {
-	l, err := el.e.Acquire(ctx, nil, Request{Name: el.name, Kind: KindLeader, Wait: true, ID: id})
+	l, err := el.e.Acquire(ctx, nil, Request{Name: el.name, Kind: KindLeader, Wait: true, ID: id, Bound: el.bound})
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,9 @@ import (
 // again with a context derived from one of its own leases re-enters (see
 // the baton package doc).
 type Mutex struct {
-	e    *Engine
-	name string
+	e     *Engine
+	name  string
+	bound any // the store's per-lock state (Binder)
 }
 
 var _ baton.Locker = (*Mutex)(nil)
@@ -25,7 +26,7 @@ func (e *Engine) Mutex(name string) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: Mutex: %w", e.Pkg, err)
 	}
-	return &Mutex{e: e, name: n}, nil
+	return &Mutex{e: e, name: n, bound: e.bind(n, KindMutex)}, nil
 }
 
 // Name returns the normalised lock name.
@@ -59,5 +60,5 @@ func (m *Mutex) TryLockFor(ctx context.Context, leaseTime time.Duration) (*baton
 }
 
 func (m *Mutex) lock(ctx context.Context, wait bool, fixed time.Duration) (*baton.Lease, error) {
-	return m.e.Acquire(ctx, m, Request{Name: m.name, Kind: KindMutex, Wait: wait, Fixed: fixed})
+	return m.e.Acquire(ctx, m, Request{Name: m.name, Kind: KindMutex, Wait: wait, Fixed: fixed, Bound: m.bound})
 }

@@ -22,8 +22,9 @@ import (
 // the read side, then acquire the write side, and re-validate what you
 // read.
 type RWMutex struct {
-	e    *Engine
-	name string
+	e           *Engine
+	name        string
+	read, write any // the store's per-lock state of each side (Binder)
 }
 
 var _ baton.Locker = (*RWMutex)(nil)
@@ -41,7 +42,7 @@ func (e *Engine) RWMutex(name string) (*RWMutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: RWMutex: %w", e.Pkg, err)
 	}
-	return &RWMutex{e: e, name: n}, nil
+	return &RWMutex{e: e, name: n, read: e.bind(n, KindRead), write: e.bind(n, KindWrite)}, nil
 }
 
 // Name returns the normalised lock name.
@@ -74,12 +75,12 @@ func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*baton.Lease, error) {
 	if l, err := baton.Reenter(ctx, rwKey{rw, true}); l != nil || err != nil {
 		return l, err
 	}
-	return rw.e.Acquire(ctx, rwKey{rw, false}, Request{Name: rw.name, Kind: KindRead, Wait: wait})
+	return rw.e.Acquire(ctx, rwKey{rw, false}, Request{Name: rw.name, Kind: KindRead, Wait: wait, Bound: rw.read})
 }
 
 func (rw *RWMutex) lock(ctx context.Context, wait bool) (*baton.Lease, error) {
 	if _, ok := baton.Holding(ctx, rwKey{rw, false}); ok {
 		return nil, fmt.Errorf("%s: %s %q: %w", rw.e.Pkg, KindWrite, rw.name, baton.ErrUpgradeRefused)
 	}
-	return rw.e.Acquire(ctx, rwKey{rw, true}, Request{Name: rw.name, Kind: KindWrite, Wait: wait})
+	return rw.e.Acquire(ctx, rwKey{rw, true}, Request{Name: rw.name, Kind: KindWrite, Wait: wait, Bound: rw.write})
 }

@@ -221,9 +221,24 @@ type attempts struct {
 	lastDone <-chan struct{}
 }
 
+// Bind builds the spec of a mutex or of one side of a read/write lock
+// once, when the lock object is made (leasing.Binder); a semaphore's and
+// an election's depend on each acquire's N or candidate ID.
+func (s *store) Bind(name string, kind leasing.Kind) any {
+	switch kind {
+	case leasing.KindMutex, leasing.KindRead, leasing.KindWrite:
+		return s.c.specFor(&leasing.Request{Name: name, Kind: kind})
+	}
+	return nil
+}
+
 // Begin starts one acquire for package leasing.
 func (s *store) Begin(req *leasing.Request) leasing.Attempts {
-	return &attempts{c: s.c, req: req, s: s.c.specFor(req), waiter: baton.NewOwnerID(), lastDone: closedDone}
+	sp, _ := req.Bound.(*spec)
+	if sp == nil {
+		sp = s.c.specFor(req)
+	}
+	return &attempts{c: s.c, req: req, s: sp, waiter: baton.NewOwnerID(), lastDone: closedDone}
 }
 
 // Watch watches the name's channel from the second attempt of a waiting
