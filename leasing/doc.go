@@ -20,6 +20,8 @@
 //     PostgreSQL LISTEN/NOTIFY, releases in this process); without one,
 //     waiters wake by backoff only (Redlock);
 //   - Leaders: reading an election's leader;
+//   - Binder: per-lock state built once when a lock object is made
+//     (Redis' keys and script spec), handed back in Request.Bound;
 //   - Result.Hint: the holder's expiry as the server reports it (Redis'
 //     PTTL), so a waiter tries again right after it;
 //   - Result.Reached: an attempt that failed although the server answered
