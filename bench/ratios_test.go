@@ -65,6 +65,9 @@ func TestRatios(t *testing.T) {
 	t.Run("redlock", func(t *testing.T) {
 		misses = append(misses, redlockReport(t, rounds)...)
 	})
+	t.Run("observer", func(t *testing.T) {
+		misses = append(misses, observerReport(t, rounds)...)
+	})
 	if len(misses) > 0 {
 		msg := "targets missed: " + strings.Join(misses, "; ")
 		if os.Getenv("BATON_BENCH_STRICT") == "1" {
