@@ -1,21 +1,11 @@
 package batonotel_test
 
 import (
-	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -24,37 +14,43 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/internal/storytest"
 	batonotel "github.com/baton-go/baton/otel"
-	"github.com/baton-go/baton/zklock"
-
-	_ "modernc.org/sqlite"
-)
-
-// The paused holder: the test binary re-executed with holderEnv set. It
-// takes the lock on ZooKeeper inside a span of its own ("holder.job"),
-// with an Observer on in-memory SDK providers, prints "granted <token>"
-// and every state of its lease, waits for the lease to end (the parent
-// SIGSTOPs it past the session timeout meanwhile), makes its late write
-// at the fenced SQLite table in the job's context, and writes its spans
-// and its counters as JSON to the file holderOut names.
-const (
-	holderEnv  = "BATON_OTEL_HOLDER" // the ZooKeeper address (a fault proxy)
-	holderName = "BATON_OTEL_HOLDER_NAME"
-	holderDB   = "BATON_OTEL_HOLDER_DB"  // the SQLite file of the fence
-	holderOut  = "BATON_OTEL_HOLDER_OUT" // where the JSON goes
-
-	// pausedTimeout is the ZooKeeper session timeout of the story.
-	pausedTimeout = 3 * time.Second
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(holderEnv) != "" {
-		os.Exit(holderMain())
+	if storytest.IsHolder() {
+		os.Exit(storytest.HolderMain(newChild))
 	}
 	os.Exit(m.Run())
+}
+
+// newChild gives the paused holder an Observer on in-memory SDK
+// providers, and a span of its own ("holder.job") to take the lock and
+// make its late write in; it dumps its spans and its counters as JSON.
+func newChild() (storytest.Child, error) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	o, err := batonotel.New(batonotel.Options{TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		return storytest.Child{}, err
+	}
+	return storytest.Child{
+		Observer: o,
+		Job: func(ctx context.Context) (context.Context, func()) {
+			ctx, job := tp.Tracer("holder").Start(ctx, "holder.job")
+			return ctx, func() { job.End() }
+		},
+		Dump: func(ctx context.Context, path string) error {
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				return err
+			}
+			return writeDump(path, exp.GetSpans(), rm)
+		},
+	}, nil
 }
 
 // dump is what the child hands the parent.
@@ -89,78 +85,6 @@ func attrMap(kvs []attribute.KeyValue) map[string]string {
 	return m
 }
 
-func holderMain() int {
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "holder: %s: %v\n", what, err)
-		fmt.Println("error", what)
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	o, err := batonotel.New(batonotel.Options{TracerProvider: tp, MeterProvider: mp})
-	if err != nil {
-		return fail("observer", err)
-	}
-
-	client, err := zklock.Dial(ctx, []string{os.Getenv(holderEnv)}, zklock.Options{SessionTimeout: pausedTimeout, Observer: o})
-	if err != nil {
-		return fail("dial", err)
-	}
-	defer client.Close()
-	name := os.Getenv(holderName)
-	tbl, db, err := openFence(ctx, os.Getenv(holderDB), o)
-	if err != nil {
-		return fail("fence", err)
-	}
-	defer db.Close()
-	m, err := client.Mutex(name)
-	if err != nil {
-		return fail("mutex", err)
-	}
-	jobCtx, job := tp.Tracer("holder").Start(ctx, "holder.job")
-	l, err := m.Lock(jobCtx)
-	if err != nil {
-		return fail("lock", err)
-	}
-	fmt.Println("granted", l.Token())
-	states := make(chan struct{})
-	go func() { // owner: the lease; ends with it
-		defer close(states)
-		st, ch := l.Observe()
-		for !st.Ended() {
-			<-ch
-			st, ch = l.Observe()
-			fmt.Println("state", st)
-		}
-	}()
-	select {
-	case <-states: // the lease ended and its last state is printed
-	case <-ctx.Done():
-		return fail("lease", errors.New("never ended"))
-	}
-	// The write this holder had decided on before it was paused, made
-	// without looking at its lease again, in the job's context.
-	werr := tbl.Write(context.WithoutCancel(l.Context()), db, name, l.Token(), l.Owner(), func(*sql.Tx) error { return nil })
-	if !errors.Is(werr, baton.ErrStaleToken) {
-		return fail("late write", fmt.Errorf("%v, want %v", werr, baton.ErrStaleToken))
-	}
-	job.End()
-	fmt.Println("lost", l.Err())
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		return fail("collect", err)
-	}
-	if err := writeDump(os.Getenv(holderOut), exp.GetSpans(), rm); err != nil {
-		return fail("dump", err)
-	}
-	fmt.Println("done")
-	return 0
-}
-
 func writeDump(path string, spans tracetest.SpanStubs, rm metricdata.ResourceMetrics) error {
 	var d dump
 	for _, s := range spans {
@@ -187,96 +111,6 @@ func writeDump(path string, spans tracetest.SpanStubs, rm metricdata.ResourceMet
 	return os.WriteFile(path, b, 0o600)
 }
 
-// openFence opens the fence table in the SQLite file at path, reporting
-// refusals to o. Both processes of the story open the same file.
-func openFence(ctx context.Context, path string, o baton.Observer) (fence.Table, *sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_txlock=immediate")
-	if err != nil {
-		return fence.Table{}, nil, err
-	}
-	tbl := fence.Table{Dialect: fence.SQLite, Observer: o}
-	if err := tbl.Migrate(ctx, db); err != nil {
-		db.Close()
-		return fence.Table{}, nil, err
-	}
-	return tbl, db, nil
-}
-
-// holder is the running child process.
-type holder struct {
-	cmd   *exec.Cmd
-	lines chan string // its stdout, line by line; closed at EOF
-}
-
-func startHolder(t *testing.T, zk, name, dbPath, out string) *holder {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+zk, holderName+"="+name, holderDB+"="+dbPath, holderOut+"="+out)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start holder: %v", err)
-	}
-	h := &holder{cmd: cmd, lines: make(chan string, 16)}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // owner: the child; ends at its stdout's EOF
-		defer wg.Done()
-		defer close(h.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		for range h.lines {
-		}
-		wg.Wait()
-		_ = cmd.Wait()
-	})
-	return h
-}
-
-// await returns the rest of the child's next line starting with word,
-// skipping others.
-func (h *holder) await(t *testing.T, d time.Duration, word string) string {
-	t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case line, ok := <-h.lines:
-			if !ok {
-				t.Fatalf("holder exited before %q", word)
-			}
-			if strings.HasPrefix(line, "error ") {
-				t.Fatalf("holder: %s", line)
-			}
-			if rest, found := strings.CutPrefix(line, word); found {
-				return strings.TrimSpace(rest)
-			}
-		case <-timer.C:
-			t.Fatalf("holder: no %q after %v", word, d)
-		}
-	}
-}
-
-func (h *holder) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
 // TestPausedHolderZK is the paused-holder story on a real ZooKeeper, in
 // two processes, as its spans tell it: the child holder is cut off (a
 // blackhole at a fault proxy), reports Suspended, and is SIGSTOPped past
@@ -288,81 +122,12 @@ func (h *holder) signal(t *testing.T, sig syscall.Signal) {
 // ended in error with the child's token and a baton.suspended event, and
 // the job span must carry the stale rejection with the parent's token.
 func TestPausedHolderZK(t *testing.T) {
-	zk := testenv.ZK(t)
-	proxy, err := faultproxy.Start(zk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
 	name := "baton-test/otel-paused/" + baton.NewOwnerID()[:8]
-	dir := t.TempDir()
-	dbPath, out := filepath.Join(dir, "fence.db"), filepath.Join(dir, "holder.json")
 	r := newRig(t, batonotel.Options{})
-	tbl, db, err := openFence(t.Context(), dbPath, r.o)
-	if err != nil {
-		t.Fatalf("fence: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	story := storytest.PausedHolder(t, name, "holder.json", r.o)
+	lb, childToken := story.Lease, story.ChildToken
 
-	h := startHolder(t, proxy.Addr, name, dbPath, out)
-	childToken, err := strconv.ParseUint(h.await(t, 30*time.Second, "granted"), 10, 64)
-	if err != nil {
-		t.Fatalf("holder's token: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	client, err := zklock.Dial(ctx, []string{zk}, zklock.Options{SessionTimeout: pausedTimeout, Observer: r.o})
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { client.Close() })
-	m, err := client.Mutex(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		l   *baton.Lease
-		err error
-	}
-	got := make(chan result, 1)
-	go func() { // owner: this test; ends with ctx at the latest
-		l, err := m.Lock(ctx)
-		got <- result{l, err}
-	}()
-
-	if err := proxy.Blackhole(""); err != nil {
-		t.Fatalf("Blackhole: %v", err)
-	}
-	if st := h.await(t, 30*time.Second, "state"); st != baton.Suspended.String() {
-		t.Fatalf("holder's first state after the blackhole: %s, want %s", st, baton.Suspended)
-	}
-	h.signal(t, syscall.SIGSTOP)
-	var res result
-	select {
-	case res = <-got:
-	case <-time.After(30 * time.Second):
-		h.signal(t, syscall.SIGCONT)
-		t.Fatal("the second client was not granted while the holder was stopped")
-	}
-	if res.err != nil {
-		h.signal(t, syscall.SIGCONT)
-		t.Fatalf("second Lock = %v", res.err)
-	}
-	lb := res.l
-	if lb.Token() <= childToken {
-		t.Errorf("second token %d, want more than the holder's %d", lb.Token(), childToken)
-	}
-	if err := tbl.Write(lb.Context(), db, name, lb.Token(), lb.Owner(), func(*sql.Tx) error { return nil }); err != nil {
-		t.Fatalf("second client's fenced write = %v", err)
-	}
-	h.signal(t, syscall.SIGCONT)
-	if st := h.await(t, 30*time.Second, "state"); st != baton.Lost.String() {
-		t.Errorf("holder's state after the SIGCONT: %s, want %s", st, baton.Lost)
-	}
-	t.Logf("holder's lease ended: %s", h.await(t, 30*time.Second, "lost"))
-	h.await(t, 30*time.Second, "done")
-
-	b, err := os.ReadFile(out)
+	b, err := os.ReadFile(story.Out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,6 +181,35 @@ func herd(t *testing.T, n int, newLocker func() (baton.Locker, error)) <-chan *b
 	return got
 }
 
+// holdLock takes name with the locker newLocker returns, and releases it
+// when the test ends (a lease the test released itself only refuses the
+// second release).
+func holdLock(t *testing.T, name string, newLocker func() (baton.Locker, error)) *baton.Lease {
+	t.Helper()
+	m, err := newLocker()
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	lease, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v", name, err)
+	}
+	t.Cleanup(func() { _ = lease.Release(context.Background()) })
+	return lease
+}
+
+// stopExporter sends the exporter SIGTERM and wants it to exit 0 within
+// 10s; when says what else was going on.
+func stopExporter(t *testing.T, p *proc, when string) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(t, 10*time.Second); r.code != 0 {
+		t.Errorf("exporter after SIGTERM%s: exit %d, want 0", when, r.code)
+	}
+}
+
 // TestExporterZK: a holder and a 100-waiter herd on ZooKeeper, named by a
 // PREFIX, show as 101 entries of which 100 wait; ZooKeeper keeps creation
 // times (holder age) but no token readable from outside, so the page gets
@@ -196,15 +225,7 @@ func TestExporterZK(t *testing.T) {
 	dir := lockName(t)
 	name, other := dir+"/herd", dir+"/quiet"
 	for _, n := range []string{name, other} {
-		m, err := c.Mutex(n)
-		if err != nil {
-			t.Fatalf("Mutex(%q) = %v", n, err)
-		}
-		lease, err := m.Lock(ctx)
-		if err != nil {
-			t.Fatalf("Lock(%q) = %v", n, err)
-		}
-		t.Cleanup(func() { _ = lease.Release(context.Background()) })
+		holdLock(t, n, func() (baton.Locker, error) { return c.Mutex(n) })
 	}
 	herd(t, 100, func() (baton.Locker, error) { return c.Mutex(name) })
 
@@ -305,14 +326,7 @@ func redisLocks(t *testing.T) (*redislock.Client, string) {
 func TestExporterRedis(t *testing.T) {
 	c, url := redisLocks(t)
 	name := lockName(t)
-	m, err := c.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex(%q) = %v", name, err)
-	}
-	first, err := m.Lock(t.Context())
-	if err != nil {
-		t.Fatalf("Lock(%q) = %v", name, err)
-	}
+	first := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
 	next := herd(t, 2, func() (baton.Locker, error) { return c.Mutex(name) })
 	base, _, _ := startExporter(t, url, name)
 	waitMetrics(t, base, name, map[string]float64{
@@ -352,15 +366,7 @@ func TestExporterPostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	name := lockName(t)
-	m, err := c.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex(%q) = %v", name, err)
-	}
-	held, err := m.Lock(t.Context())
-	if err != nil {
-		t.Fatalf("Lock(%q) = %v", name, err)
-	}
-	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	held := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
 	herd(t, 1, func() (baton.Locker, error) { return c.Mutex(name) })
 	base, _, _ := startExporter(t, url, name)
 	waitMetrics(t, base, name, map[string]float64{
@@ -445,15 +451,7 @@ func TestExporterEtcd(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	name := lockName(t)
-	m, err := c.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex(%q) = %v", name, err)
-	}
-	held, err := m.Lock(t.Context())
-	if err != nil {
-		t.Fatalf("Lock(%q) = %v", name, err)
-	}
-	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	held := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
 	herd(t, 3, func() (baton.Locker, error) { return c.Mutex(name) })
 	base, p, _ := startExporter(t, url, name)
 	waitMetrics(t, base, name, map[string]float64{
@@ -461,12 +459,7 @@ func TestExporterEtcd(t *testing.T) {
 		"baton_lock_holder_token": float64(held.Token()), "baton_lock_dead_entries": 0, "baton_lock_duplicates": 0,
 	})
 	// SIGTERM stops the exporter cleanly: exit 0, promptly.
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if r := p.wait(t, 10*time.Second); r.code != 0 {
-		t.Errorf("exporter after SIGTERM exit = %d, want 0", r.code)
-	}
+	stopExporter(t, p, "")
 }
 
 // TestExporterRedlock: the holder's token is the grant's quorum token
@@ -485,15 +478,7 @@ func TestExporterRedlock(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	name := lockName(t)
-	m, err := c.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex(%q) = %v", name, err)
-	}
-	held, err := m.Lock(t.Context())
-	if err != nil {
-		t.Fatalf("Lock(%q) = %v", name, err)
-	}
-	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	held := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
 	base, _, _ := startExporter(t, "redlock://"+strings.Join(addrs, ","), name)
 	waitMetrics(t, base, name, map[string]float64{
 		"baton_lock_entries": 1, "baton_lock_holders": 1, "baton_lock_waiters": 0,
@@ -513,15 +498,7 @@ func TestExporterBackendDown(t *testing.T) {
 	}
 	t.Cleanup(px.Close)
 	name := lockName(t)
-	m, err := c.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex(%q) = %v", name, err)
-	}
-	held, err := m.Lock(t.Context())
-	if err != nil {
-		t.Fatalf("Lock(%q) = %v", name, err)
-	}
-	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	held := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
 	base, p, _ := startExporter(t, "redis://"+px.Addr, "--connect-timeout", "1s", name)
 	live := map[string]float64{"baton_lock_holder_token": float64(held.Token())}
 	waitMetrics(t, base, name, live)
@@ -560,10 +537,5 @@ func TestExporterBackendDown(t *testing.T) {
 	waitMetrics(t, base, "", map[string]float64{"baton_exporter_up": 1})
 	waitMetrics(t, base, name, live)
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if r := p.wait(t, 10*time.Second); r.code != 0 {
-		t.Errorf("exporter after SIGTERM with an open event stream: exit %d, want 0", r.code)
-	}
+	stopExporter(t, p, " with an open event stream")
 }
