@@ -16,6 +16,16 @@ func interleaved(t *testing.T, label string, pairs []*pair, rounds int) map[stri
 	for _, p := range pairs {
 		res[p.impl] = &uncontended{}
 	}
+	eachRound(t, label, pairs, rounds, func(p *pair, br testing.BenchmarkResult) {
+		res[p.impl].nsPerOp = append(res[p.impl].nsPerOp, float64(br.NsPerOp()))
+	})
+	return res
+}
+
+// eachRound runs each pair's lock+unlock with testing.Benchmark in rounds,
+// rotating the order every round, and hands every result to record.
+func eachRound(t *testing.T, label string, pairs []*pair, rounds int, record func(*pair, testing.BenchmarkResult)) {
+	t.Helper()
 	for round := range rounds {
 		for k := range pairs {
 			p := pairs[(k+round)%len(pairs)]
@@ -24,10 +34,9 @@ func interleaved(t *testing.T, label string, pairs []*pair, rounds int) map[stri
 			if err != nil || br.N == 0 {
 				t.Fatalf("%s %s: lock+unlock = %v (N=%d)", label, p.what, err, br.N)
 			}
-			res[p.impl].nsPerOp = append(res[p.impl].nsPerOp, float64(br.NsPerOp()))
+			record(p, br)
 		}
 	}
-	return res
 }
 
 // countFlights fills in reqOp for each pair from its counted twin (same

@@ -125,19 +125,11 @@ func interleavedAllocs(t *testing.T, pairs []*pair, rounds int) map[string]*obse
 	for _, p := range pairs {
 		res[p.impl] = &observed{}
 	}
-	for round := range rounds {
-		for k := range pairs {
-			p := pairs[(k+round)%len(pairs)]
-			var err error
-			br := testing.Benchmark(func(b *testing.B) { err = loop(b, p) })
-			if err != nil || br.N == 0 {
-				t.Fatalf("observer %s: lock+unlock = %v (N=%d)", p.what, err, br.N)
-			}
-			o := res[p.impl]
-			o.u.nsPerOp = append(o.u.nsPerOp, float64(br.NsPerOp()))
-			o.allocs = append(o.allocs, float64(br.MemAllocs)/float64(br.N))
-		}
-	}
+	eachRound(t, "observer", pairs, rounds, func(p *pair, br testing.BenchmarkResult) {
+		o := res[p.impl]
+		o.u.nsPerOp = append(o.u.nsPerOp, float64(br.NsPerOp()))
+		o.allocs = append(o.allocs, float64(br.MemAllocs)/float64(br.N))
+	})
 	return res
 }
 
