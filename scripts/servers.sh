@@ -145,6 +145,14 @@ start_mariadb() {
   wait_port 13306
 }
 
+# Extra deployments (clusters, TLS servers) live in scripts/servers.d/*.sh:
+# each file defines its functions and appends them to EXTRA_START (each
+# prints its export lines on stdout) and EXTRA_STOP.
+EXTRA_START=() EXTRA_STOP=()
+for f in "$(dirname "$0")"/servers.d/*.sh; do
+  [ -f "$f" ] && . "$f"
+done
+
 case "${1:-start}" in
 start)
   mkdir -p "$STATE"; chmod 755 "$STATE"
@@ -166,8 +174,10 @@ start)
   echo "export BATON_TEST_REDIS_CLUSTER=127.0.0.1:16392"
   echo "export BATON_TEST_POSTGRES='postgres://postgres@127.0.0.1:$PG_PORT/baton?sslmode=disable'"
   echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
+  for fn in "${EXTRA_START[@]}"; do "$fn"; done
   ;;
 stop)
+  for fn in "${EXTRA_STOP[@]}"; do "$fn" || true; done
   for p in "$STATE"/zk/pid "$STATE"/etcd/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
     [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
     rm -f "$p"
