@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,7 +178,7 @@ func etcdLeaderFault(t *testing.T, mode string, base int, seed uint64) {
 		t.Fatalf("pinned holder's reads = %v, %v", ferr, uerr)
 	}
 
-	ws := startWaiters(t, run, e, c, name, res)
+	ws := startWaiters(t, run, e, c, name, res, failoverWaiters)
 	waitEntries(t, e, name, failoverWaiters+1)
 	accepts0 := c.Accepts()
 	heal := run.Rec.Fault(c.Members[leader].Name, mode+" leader")
@@ -294,7 +295,7 @@ func checkSuspensions(t *testing.T, events []drill.Event, since int64, bound tim
 	}
 }
 
-// waiters are failoverWaiters queued lock clients on
+// waiters are n queued lock clients on
 // failoverWaiterClients clientv3 clients spread over the members; each,
 // once granted, increments the counters and releases. A waiter whose
 // session is lost queues again until its deadline.
@@ -309,14 +310,14 @@ type waiters struct {
 	errs    []error
 }
 
-func startWaiters(t *testing.T, run *drill.Run, e *engine, c *cluster.Etcd, name string, res *counters) *waiters {
+func startWaiters(t *testing.T, run *drill.Run, e *engine, c *cluster.Etcd, name string, res *counters, n int) *waiters {
 	t.Helper()
 	ws := &waiters{first: make(chan struct{})}
 	var clis []*clientv3.Client
 	for k := range failoverWaiterClients {
 		clis = append(clis, etcdCli(t, c.Endpoints(k+1)))
 	}
-	for i := range failoverWaiters {
+	for i := range n {
 		w := newHolder(t, run, e, fmt.Sprintf("w%02d", i), name, clientOpts{etcdCli: clis[i%len(clis)]})
 		ws.wg.Go(func() { ws.serve(run, w, res) }) // owner: ws; ends by its deadline
 		// One at a time, so that the queue order is the start order.
@@ -386,4 +387,233 @@ func mkdirShm(pattern string) (string, error) {
 		parent = "/dev/shm"
 	}
 	return os.MkdirTemp(parent, pattern)
+}
+
+// TestFailoverEtcdQuorumLost: two of the three members are killed for
+// 3×TTL, longer than the lease, under three holders (clients spread over
+// the members) and five waiters, then restarted. No keepalive can be
+// answered without a quorum: every holder must be told Lost, and every
+// one before any grant after the quorum returns (the new leader extends
+// the leases it finds, so the server frees them later still). An acquire
+// with a 1 s deadline made while there is no quorum returns by its
+// deadline. A holder's late write, decided before the fault, is refused by
+// the fenced resource and lands on the unfenced twin.
+func TestFailoverEtcdQuorumLost(t *testing.T) {
+	seed := drill.BaseSeed()
+	for i := range drill.Trials(1) {
+		t.Run("", func(t *testing.T) { etcdQuorumLost(t, seed+uint64(i)) })
+	}
+}
+
+func etcdQuorumLost(t *testing.T, seed uint64) {
+	c := startEtcdCluster(t, etcdQuorumBase)
+	e := clusterEtcdEngine(t, c)
+	run := drill.Start(t, seed)
+	res := newCounters(t, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := lockName("failover-quorum", e, seed)
+	var hs []*holder
+	var ls []*baton.Lease
+	for k := range 3 {
+		h := newHolder(t, run, e, fmt.Sprintf("h%d", k), fmt.Sprintf("%s-%d", name, k), clientOpts{etcdCli: etcdCli(t, c.Endpoints(k))})
+		l, err := h.lock(ctx)
+		if err != nil {
+			t.Fatalf("%s Lock = %v", h.id, err)
+		}
+		hs, ls = append(hs, h), append(ls, l)
+	}
+	// h0 holds the counters' lock: the write it decides on before the fault.
+	name0, l0 := name+"-0", ls[0]
+	fv, ferr := res.fenced.RecordedRead(ctx, run.Rec, "h0", l0.Token(), l0.Owner())
+	uv, uerr := res.unfenced.RecordedRead(ctx, run.Rec, "h0", l0.Token(), l0.Owner())
+	if ferr != nil || uerr != nil {
+		t.Fatalf("h0's reads = %v, %v", ferr, uerr)
+	}
+	ws := startWaiters(t, run, e, c, name0, res, 5)
+	waitEntries(t, e, name0, 6)
+
+	survivor := run.Rand.IntN(3)
+	accepts0 := c.Accepts()
+	heal := run.Rec.Fault("cluster", fmt.Sprintf("sigkill 2 of 3 members (%s survives)", c.Members[survivor].Name))
+	faultAt := drill.Now()
+	for i, m := range c.Members {
+		if i != survivor {
+			m.Kill()
+		}
+	}
+	etcdDeadlineHonoured(t, e, c, name+"-deadline", time.Second)
+	for i, l := range ls {
+		select {
+		case <-l.Context().Done():
+		case <-time.After(3 * e.ttl):
+			t.Fatalf("h%d not told Lost within 3×TTL without a quorum", i)
+		}
+	}
+	if rest := 3*e.ttl - time.Duration(drill.Now()-faultAt); rest > 0 {
+		time.Sleep(rest)
+	}
+	for i, m := range c.Members {
+		if i != survivor {
+			if err := m.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	heal()
+	backAt := drill.Now()
+	if _, err := c.WaitLeader(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("quorum back: leader %v after the restart", time.Duration(drill.Now()-backAt).Round(time.Millisecond))
+	select {
+	case <-ws.first:
+	case <-time.After(waiterDeadline):
+		t.Fatalf("no waiter served within %v of the quorum's return", waiterDeadline)
+	}
+	accepts := c.Accepts() - accepts0
+	window := time.Duration(drill.Now() - faultAt)
+	fwErr := res.fenced.RecordedWrite(ctx, run.Rec, "h0", l0.Token(), l0.Owner(), fv+1)
+	uwErr := res.unfenced.RecordedWrite(ctx, run.Rec, "h0", l0.Token(), l0.Owner(), uv+1)
+	if !drill.IsStale(fwErr) {
+		t.Errorf("h0's late fenced write = %v, want refused as stale (I3)", fwErr)
+	}
+	if uwErr != nil {
+		t.Errorf("h0's late unfenced write = %v, want accepted (the negative control)", uwErr)
+	}
+	ws.wait(t)
+
+	events := run.Rec.Events()
+	lastLost := int64(0)
+	for _, ev := range events {
+		if ev.Op == drill.OpState && ev.Detail == "lost" && ev.Client[0] == 'h' {
+			lastLost = max(lastLost, ev.T)
+		}
+	}
+	for _, g := range drill.Grants(events, "") {
+		if g.At > faultAt && g.At < lastLost {
+			t.Errorf("%s granted %q %v before the last holder was told Lost", g.Client, g.Name, time.Duration(lastLost-g.At))
+		}
+	}
+	clients := 3 + failoverWaiterClients
+	rate := float64(accepts) / float64(clients) / window.Seconds()
+	t.Logf("quorum lost: holders told Lost by %v after the fault; next grant %v after the quorum's return; %d waiter sessions lost and %d acquires failed (re-queued); %d connections by %d clients in %v: %.2f/s per client",
+		time.Duration(lastLost-faultAt).Round(time.Millisecond), time.Duration(ws.firstAt-backAt).Round(time.Millisecond),
+		ws.lost.Load(), ws.retried.Load(), accepts, clients, window.Round(time.Millisecond), rate)
+	if rate > storm {
+		t.Errorf("reconnects: %.2f connections/s per client without a quorum, want ≤ %v (a storm)", rate, storm)
+	}
+	checkSuspensions(t, events, faultAt, e.ttl)
+	run.Report(drill.CheckExclusive(events))
+	run.Report(drill.CheckTokens(events))
+	run.Report(drill.CheckFIFO(events))
+	res.check(t, run, true)
+	run.Report(drill.Orphans(ctx, name0, 2*e.ttl, e.scan))
+}
+
+// etcdDeadlineHonoured checks I6 while the cluster cannot answer: a fresh
+// client's acquire with deadline d returns an error wrapping
+// context.DeadlineExceeded within d + deadlineSlack.
+func etcdDeadlineHonoured(t *testing.T, e *engine, c *cluster.Etcd, name string, d time.Duration) {
+	t.Helper()
+	lc := e.open(t, clientOpts{etcdCli: etcdCli(t, c.Endpoints(0))})
+	m, err := lc.mutex(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	l, err := m.Lock(ctx)
+	took := time.Since(start)
+	switch {
+	case err == nil:
+		_ = l.Release(context.Background())
+		t.Errorf("Lock of %q without a quorum = granted, want its %v deadline to run out", name, d)
+	case !errors.Is(err, context.DeadlineExceeded):
+		t.Errorf("Lock of %q without a quorum = %v, want context.DeadlineExceeded", name, err)
+	case took > d+deadlineSlack:
+		t.Errorf("Lock of %q with a %v deadline returned after %v, want ≤ %v (I6)", name, d, took, d+deadlineSlack)
+	default:
+		t.Logf("Lock with a %v deadline without a quorum returned after %v", d, took.Round(time.Millisecond))
+	}
+}
+
+// TestFailoverEtcdSlowMember: one follower is frozen (SIGSTOP) for 2×TTL
+// while a holder whose client starts on it holds, then releases to ten
+// waiters (clients spread over the members, some starting on it). The
+// two other members keep a quorum, so nothing but latency should change:
+// exclusion holds (the unfenced control stays green), tokens increase,
+// every waiter is served in order before its deadline.
+//
+// Known gap, logged rather than failed: a session whose keepalive stream
+// gRPC's round robin put on the frozen member waits for that answer until
+// the lease's deadline (an attempt may run that long, see etcdlock's
+// "Lease states and their timing"), so the session is lost although two
+// members answer. The losses are safe (Lost comes before the server's
+// expiry, and a lost waiter queues again) but observable.
+func TestFailoverEtcdSlowMember(t *testing.T) {
+	seed := drill.BaseSeed()
+	for i := range drill.Trials(1) {
+		t.Run("", func(t *testing.T) { etcdSlowMember(t, seed+uint64(i)) })
+	}
+}
+
+func etcdSlowMember(t *testing.T, seed uint64) {
+	c := startEtcdCluster(t, etcdSlowBase)
+	e := clusterEtcdEngine(t, c)
+	run := drill.Start(t, seed)
+	res := newCounters(t, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := lockName("failover-slow", e, seed)
+	leader, err := c.WaitLeader(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := (leader + 1 + run.Rand.IntN(2)) % 3
+	h := newHolder(t, run, e, "holder", name, clientOpts{etcdCli: etcdCli(t, c.Endpoints(slow))})
+	l, err := h.lock(ctx)
+	if err != nil {
+		t.Fatalf("holder's Lock = %v", err)
+	}
+	ws := startWaiters(t, run, e, c, name, res, 10)
+	waitEntries(t, e, name, 11)
+	heal := run.Rec.Fault(c.Members[slow].Name, "sigstop follower")
+	faultAt := drill.Now()
+	if err := c.Members[slow].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(e.ttl)
+	if ferr, uerr := res.increment(ctx, run, h.id, l.Token(), l.Owner()); ferr != nil || uerr != nil {
+		t.Errorf("holder's increment = %v, %v", ferr, uerr)
+	}
+	if err := h.release(ctx, l); err != nil {
+		t.Errorf("holder's Release with a follower frozen = %v, want nil", err)
+	}
+	time.Sleep(e.ttl)
+	if err := c.Members[slow].Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	heal()
+	ws.wait(t)
+
+	events := run.Rec.Events()
+	var lost int
+	for _, ev := range events {
+		if ev.Op == drill.OpState && ev.Detail == "lost" {
+			lost++
+		}
+	}
+	t.Logf("slow member: first grant after the release %v after the fault; %d granted leases lost, %d waiter sessions lost, %d acquires failed",
+		time.Duration(ws.firstAt-faultAt).Round(time.Millisecond), lost, ws.lost.Load(), ws.retried.Load())
+	if lost > 0 || ws.lost.Load() > 0 {
+		t.Logf("known gap: sessions lost with a quorum up (a keepalive stuck on the frozen member until the lease's deadline)")
+	}
+	checkSuspensions(t, events, faultAt, e.ttl)
+	run.Report(drill.CheckExclusive(events))
+	run.Report(drill.CheckTokens(events))
+	run.Report(drill.CheckFIFO(events))
+	res.check(t, run, false)
+	run.Report(drill.Orphans(ctx, name, 2*e.ttl, e.scan))
 }
