@@ -585,11 +585,17 @@ func etcdSlowMember(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	time.Sleep(e.ttl)
-	if ferr, uerr := res.increment(ctx, run, h.id, l.Token(), l.Owner()); ferr != nil || uerr != nil {
-		t.Errorf("holder's increment = %v, %v", ferr, uerr)
+	// The holder commits while it holds, as an application must: a lease
+	// lost to the gap below commits nothing.
+	if st := l.State(); st == baton.Held {
+		if ferr, uerr := res.increment(ctx, run, h.id, l.Token(), l.Owner()); ferr != nil || uerr != nil {
+			t.Errorf("holder's increment = %v, %v", ferr, uerr)
+		}
+	} else {
+		t.Logf("holder %v before its commit, TTL after the follower froze: no commit", st)
 	}
-	if err := h.release(ctx, l); err != nil {
-		t.Errorf("holder's Release with a follower frozen = %v, want nil", err)
+	if err := h.release(ctx, l); err != nil && !errors.Is(err, baton.ErrLost) {
+		t.Errorf("holder's Release with a follower frozen = %v, want nil (or ErrLost: the gap below)", err)
 	}
 	time.Sleep(e.ttl)
 	if err := c.Members[slow].Signal(syscall.SIGCONT); err != nil {
