@@ -613,8 +613,10 @@ func etcdSlowMember(t *testing.T, seed uint64) {
 	}
 	t.Logf("slow member: first grant after the release %v after the fault; %d granted leases lost, %d waiter sessions lost, %d acquires failed",
 		time.Duration(ws.firstAt-faultAt).Round(time.Millisecond), lost, ws.lost.Load(), ws.retried.Load())
+	// A keepalive routed to the frozen member waits until the lease's
+	// deadline; the session's hedged second attempt reaches another member.
 	if lost > 0 || ws.lost.Load() > 0 {
-		t.Logf("known gap: sessions lost with a quorum up (a keepalive stuck on the frozen member until the lease's deadline)")
+		t.Errorf("%d leases and %d waiter sessions lost with two of three members answering, want none", lost, ws.lost.Load())
 	}
 	checkSuspensions(t, events, faultAt, e.ttl)
 	run.Report(drill.CheckExclusive(events))
