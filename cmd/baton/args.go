@@ -37,6 +37,7 @@ const (
 // runConfig is a parsed `baton run` command line.
 type runConfig struct {
 	backend        string         // --backend, else $BATON_BACKEND, else the embedded default
+	backendArgv    bool           // backend came from --backend (the command line)
 	embedded       bool           // backend is the embedded default (its directory is created)
 	readOnly       bool           // inspect: do not create the SQL schema
 	ttl            time.Duration  // --ttl
@@ -335,6 +336,7 @@ func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) 
 		cfg.backend = getenv("BATON_BACKEND")
 	}
 	if strings.TrimSpace(cfg.backend) != "" {
+		cfg.backendArgv = given
 		return nil
 	}
 	if given {

@@ -112,14 +112,15 @@ func (u engineURL) scrub(err error) error {
 	if err == nil || u.password == "" {
 		return err
 	}
-	msg := err.Error()
-	for _, p := range []string{u.password, url.QueryEscape(u.password), url.PathEscape(u.password)} {
-		msg = strings.ReplaceAll(msg, p, "***")
+	r := secretReplacer(u.password, func(string) string { return "" })
+	if r == nil {
+		return err
 	}
+	msg := r.Replace(err.Error())
 	if msg == err.Error() {
 		return err
 	}
-	return errors.New(msg)
+	return scrubbedError{msg: msg, err: err} // keeps the chain: sqlErr classifies it
 }
 
 // parseSQL checks a postgres://, mysql:// or sqlite:// URL offline and

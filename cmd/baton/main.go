@@ -127,7 +127,12 @@ BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:
 BATON_REDIS_CACERT, BATON_REDIS_CERT, BATON_REDIS_KEY. Redlock uses the same
 credentials and TLS files on every node; --read, --write, --shared and
 baton elect exit 64 on it (Redlock has only the mutex).
-Credentials are never printed.
+Credentials are never printed. user:pass@ is percent-decoded for every
+engine (%2F is '/'; a '%' that starts no escape is itself); '/', '?', '#'
+and '@' may stand unescaped in it, as the userinfo ends at the last '@' (an
+'@' in a path or query must then be written %40). A password in --backend
+is readable by every user of the host (ps) and stays in shell history:
+baton warns, once; prefer the variables above.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
 one) and dies with baton. SIGINT, SIGTERM and SIGHUP sent to baton go to
