@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -329,8 +330,9 @@ func checkCommon(cmd string, cfg *runConfig) error {
 
 // resolveBackend falls back to $BATON_BACKEND when --backend was not
 // given, and to the embedded default (a SQLite file in the user's state
-// directory) when neither names one. An explicitly empty --backend is a
-// mistake, not a request for the default.
+// directory) when neither names one. An explicitly empty --backend, or a
+// BATON_BACKEND that is set but empty or blank, is a mistake (an
+// unexpanded variable in a unit file, say), not a request for the default.
 func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) string) error {
 	if !given {
 		cfg.backend = getenv("BATON_BACKEND")
@@ -342,10 +344,27 @@ func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) 
 	if given {
 		return usagef("%s: --backend is empty", cmd)
 	}
+	if _, set := lookupEnv("BATON_BACKEND"); set || cfg.backend != "" {
+		return usagef("%s: BATON_BACKEND is set but empty: name a backend, or unset it for the embedded default", cmd)
+	}
 	def, err := embeddedBackend()
 	if err != nil {
 		return usagef("%s: no --backend, no BATON_BACKEND, and no state directory for the embedded default: %v", cmd, err)
 	}
 	cfg.backend, cfg.embedded = def, true
 	return nil
+}
+
+// lookupEnv tells an empty variable from an unset one.
+var lookupEnv = os.LookupEnv
+
+// noteEmbedded says, in one line, that the embedded default is in use,
+// but only to a person: when stderr is a terminal. A cron job or a unit
+// (stderr a pipe or the journal) stays quiet, as a run that went well
+// must be; with --log-level info the "acquired" record names the backend
+// anyway.
+func noteEmbedded(cfg *runConfig) {
+	if cfg.embedded && isTerminal(os.Stderr) {
+		note("no --backend or BATON_BACKEND: using the embedded default %s (it excludes runs of this host only)", cfg.backend)
+	}
 }

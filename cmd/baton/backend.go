@@ -175,6 +175,40 @@ func unhex(c byte) byte {
 	return c - 'a' + 10
 }
 
+// childBackend is the backend as COMMAND's BATON_BACKEND gets it, so that
+// a nested baton run finds the backend its parent used: without a
+// password, in the userinfo or as a query parameter (a user alone is no
+// secret and stays). dropped reports that a password was left out:
+// credentials the parent took from the environment are inherited with it,
+// but one written in the URL is not handed on.
+func childBackend(raw string) (backend string, dropped bool) {
+	u, err := splitURL(raw)
+	if err != nil {
+		return "", false
+	}
+	backend = u.raw
+	if u.hasUser && u.password == "" {
+		backend = u.orig // the user alone
+	}
+	dropped = u.password != ""
+	base, query, ok := strings.Cut(backend, "?")
+	if !ok {
+		return backend, dropped
+	}
+	var keep []string
+	for _, kv := range strings.Split(query, "&") {
+		if secretParam.MatchString("?" + kv) {
+			dropped = true
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	if len(keep) == 0 {
+		return base, dropped
+	}
+	return base + "?" + strings.Join(keep, "&"), dropped
+}
+
 // redactNoScheme hides what may be credentials in a backend that is not
 // a URL at all ("user:pass@host"): everything up to its last '@'.
 func redactNoScheme(raw string) string {

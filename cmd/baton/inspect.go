@@ -108,6 +108,7 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 	if err := parseBackend(cfg.backend); err != nil {
 		return nil, fail(err)
 	}
+	noteEmbedded(&cfg.runConfig)
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	b, err := openBackend(ctx, &cfg.runConfig, name)
 	if err != nil {

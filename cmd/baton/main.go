@@ -113,8 +113,13 @@ Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
 (the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql,
-sqlite, redis or redlock); BATON_BACKEND is inherited, so a nested baton run
-works. etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
+sqlite, redis or redlock), and sets BATON_BACKEND to the backend baton used
+(the embedded default too), so a nested baton run finds it; a user and
+password written in the URL are left out of it (--log-level info says so):
+the nested run takes them from the variables below, which COMMAND inherits.
+A BATON_BACKEND that is set but empty or blank exits 64. The embedded
+default is named in one line on stderr when stderr is a terminal.
+etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
 BATON_ETCD_PASSWORD;
 TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
 credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,

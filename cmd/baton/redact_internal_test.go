@@ -113,3 +113,26 @@ func TestRedactSplitURLForms(t *testing.T) {
 		t.Errorf("splitURL without a scheme = %v, want a usage error without the password", err)
 	}
 }
+
+// TestSafeChildBackend: COMMAND's BATON_BACKEND is the parent's backend
+// without its password, wherever the URL held it.
+func TestSafeChildBackend(t *testing.T) {
+	tests := []struct {
+		in, want string
+		dropped  bool
+	}{
+		{"etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379", false},
+		{"zk://bob@h:2181/c", "zk://bob@h:2181/c", false},
+		{"zk://bob:S3/cr#t@h:2181/c", "zk://h:2181/c", true},
+		{"postgres://h/db?sslmode=verify-full&password=Secr3t&x=1", "postgres://h/db?sslmode=verify-full&x=1", true},
+		{"postgres://h/db?password=Secr3t", "postgres://h/db", true},
+		{"postgres://h/db?sslpassword=Secr3t&sslmode=require", "postgres://h/db?sslmode=require", true},
+		{"sqlite:///var/a@b/locks.db", "sqlite:///var/a@b/locks.db", false},
+	}
+	for _, tt := range tests {
+		got, dropped := childBackend(tt.in)
+		if got != tt.want || dropped != tt.dropped {
+			t.Errorf("childBackend(%q) = %q, %v; want %q, %v", tt.in, got, dropped, tt.want, tt.dropped)
+		}
+	}
+}

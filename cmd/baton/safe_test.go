@@ -1,8 +1,15 @@
 package main_test
 
 import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/baton-go/baton/internal/testenv"
 )
 
 // secretCases are passwords as typed in a backend URL (unescaped '/',
@@ -74,5 +81,71 @@ func noSecret(t *testing.T, out string, forms ...string) {
 				t.Errorf("output shows %q (of a password):\n%s", frag, out)
 			}
 		}
+	}
+}
+
+// TestSafeNestedRun: a baton run inside COMMAND finds its parent's
+// backend through BATON_BACKEND (so the same NAME is busy there: 75),
+// which holds no password; the user and password come from the
+// environment, which COMMAND inherits.
+func TestSafeNestedRun(t *testing.T) {
+	pg := testenv.Postgres(t) // postgres://postgres@127.0.0.1:15432/baton?sslmode=disable
+	const secret = "Nest3dSecr3t"
+	withPass := strings.Replace(pg, "postgres@", "postgres:"+secret+"@", 1)
+	want := strings.Replace(pg, "postgres@", "", 1)
+	name := lockName(t)
+	script := `echo "backend=$BATON_BACKEND"; "$0" run --wait 0 "$1" -- true; echo "same=$?"; "$0" run --wait 0 "$1-other" -- true; echo "other=$?"`
+	r := runBaton(t, []string{"BATON_SQL_USER=postgres"}, "run", "--log-level", "info", "--backend", withPass, name, "--",
+		"sh", "-c", script, batonBin, name)
+	if r.code != 0 {
+		t.Fatalf("run exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	for _, line := range []string{"backend=" + want, "same=75", "other=0"} {
+		if !strings.Contains(r.stdout, line+"\n") {
+			t.Errorf("COMMAND printed %q, want the line %q", r.stdout, line)
+		}
+	}
+	noSecret(t, r.stdout+r.stderr, secret)
+	if !strings.Contains(r.stderr, "leaves out the URL's user and password") {
+		t.Errorf("no info record that the password was left out:\n%s", r.stderr)
+	}
+}
+
+// TestSafeBlankBackend: a BATON_BACKEND that is set but empty or blank is
+// a usage error; it does not fall back to the embedded default (no file
+// appears in the state directory).
+func TestSafeBlankBackend(t *testing.T) {
+	for _, v := range []string{"", "  \t"} {
+		state := t.TempDir()
+		env := []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + state, "BATON_BACKEND=" + v}
+		for _, args := range [][]string{{"run", "n", "--", "true"}, {"inspect", "n"}} {
+			r := runBaton(t, env, args...)
+			if r.code != 64 || !strings.Contains(r.stderr, "BATON_BACKEND is set but empty") {
+				t.Errorf("baton %q with BATON_BACKEND=%q: exit %d, stderr %q; want 64 naming BATON_BACKEND", args, v, r.code, r.stderr)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(state, "baton")); !os.IsNotExist(err) {
+			t.Errorf("BATON_BACKEND=%q: the embedded default's directory exists (%v)", v, err)
+		}
+	}
+}
+
+// TestSafeEmbeddedNote: the embedded default is named on stderr when it
+// is a terminal, and not otherwise (cron mail stays empty).
+func TestSafeEmbeddedNote(t *testing.T) {
+	env := []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}
+	r := runBaton(t, env, "run", lockName(t), "--", "true")
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("run on the embedded default, stderr a pipe: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+	m, s := openPTY(t)
+	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = s }, env, "run", lockName(t), "--", "true")
+	if res := p.wait(t, 30*time.Second); res.code != 0 {
+		t.Fatalf("run with stderr on a terminal: exit %d", res.code)
+	}
+	s.Close()
+	out, _ := io.ReadAll(m) // EIO once the slave side is closed
+	if !strings.Contains(string(out), "using the embedded default sqlite://") {
+		t.Errorf("stderr on a terminal: %q, want the embedded default named", out)
 	}
 }
