@@ -50,6 +50,7 @@ type runConfig struct {
 	minHold        time.Duration  // --min-hold: keep the lock this long after COMMAND started; 0 none
 	maxHold        time.Duration  // --max-hold: end COMMAND once it held this long; 0 none
 	quietBusy      bool           // --quiet-busy: exit 75 without a word
+	scrubEnv       bool           // --scrub-env: COMMAND gets no credential variables
 	logFormat      string         // --log-format: logText or logJSON
 	logLevel       slog.Level     // --log-level
 	observer       baton.Observer // run, elect: the engine's events as log records; nil elsewhere
@@ -198,6 +199,7 @@ func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
 	fs.Var(durationValue{d: &cfg.minHold, set: &hf.minHoldSet}, "min-hold", "")
 	fs.Var(durationValue{d: &cfg.maxHold, set: &hf.maxHoldSet}, "max-hold", "")
 	fs.BoolVar(&cfg.quietBusy, "quiet-busy", false, "")
+	fs.BoolVar(&cfg.scrubEnv, "scrub-env", false, "")
 	fs.Func("log-format", "", func(s string) error {
 		if s != logText && s != logJSON {
 			return fmt.Errorf("--log-format %q: want text or json", s)

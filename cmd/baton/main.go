@@ -100,6 +100,8 @@ Flags:
   --max-hold D           once COMMAND has run D: SIGTERM, SIGKILL after
                          --grace, exit 124.
   --quiet-busy           exit 75 silently when the lock is taken.
+  --scrub-env            remove the credential variables from COMMAND's
+                         environment (see below).
   --log-format text|json records on stderr as log/slog text, or one JSON
                          object a line (then notes and errors too).
                          Default text.
@@ -138,6 +140,17 @@ and '@' may stand unescaped in it, as the userinfo ends at the last '@' (an
 '@' in a path or query must then be written %40). A password in --backend
 is readable by every user of the host (ps) and stays in shell history:
 baton warns, once; prefer the variables above.
+
+COMMAND inherits baton's environment whole — the credential variables above
+included — with the BATON_* variables said above set, and baton's working
+directory, stdin, stdout and stderr. --scrub-env removes from it the
+variables whose value is a password (BATON_ZK_PASSWORD, BATON_ETCD_PASSWORD,
+BATON_REDIS_PASSWORD, BATON_SQL_PASSWORD, PGPASSWORD, MYSQL_PWD,
+REDISCLI_AUTH, ETCDCTL_PASSWORD, and ETCDCTL_USER, which may hold
+user:password) and those naming a password or private-key file
+(PGPASSFILE, PGSSLKEY, BATON_ETCD_KEY, BATON_REDIS_KEY, ETCDCTL_KEY). User
+names and certificates stay; a nested baton run then needs its password
+from elsewhere.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
 one) and dies with baton. SIGINT, SIGTERM and SIGHUP sent to baton go to

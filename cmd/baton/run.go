@@ -375,7 +375,11 @@ func childCommand(h *holding, cfg *runConfig, path string) (cmd *exec.Cmd, tty b
 	cmd = exec.Command(path, cfg.command[1:]...)
 	cmd.Args[0] = cfg.command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = childEnv(os.Environ(), h.lease, h.env)
+	env := os.Environ()
+	if cfg.scrubEnv {
+		env = scrubEnv(env)
+	}
+	cmd.Env = childEnv(env, h.lease, h.env)
 	// Own process group: signals reach COMMAND and everything it spawned,
 	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
 	// baton is SIGKILLed, so it never runs on without a lock holder.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,50 @@ func TestSafeEmbeddedNote(t *testing.T) {
 	out, _ := io.ReadAll(m) // EIO once the slave side is closed
 	if !strings.Contains(string(out), "using the embedded default sqlite://") {
 		t.Errorf("stderr on a terminal: %q, want the embedded default named", out)
+	}
+}
+
+// scrubbed are the variables --scrub-env must remove, kept those it must
+// leave.
+var (
+	scrubbed = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD",
+		"PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH", "ETCDCTL_PASSWORD", "ETCDCTL_USER",
+		"PGPASSFILE", "PGSSLKEY", "BATON_ETCD_KEY", "BATON_REDIS_KEY", "ETCDCTL_KEY"}
+	kept = []string{"BATON_SQL_USER", "BATON_ZK_USER", "PGUSER", "BATON_ETCD_CACERT", "BATON_ETCD_CERT", "SAFE_TEST_OTHER"}
+)
+
+// TestSafeScrubEnv: `baton run --scrub-env … -- env` shows none of the
+// credential variables and every other one; without the flag COMMAND
+// inherits them all.
+func TestSafeScrubEnv(t *testing.T) {
+	backend := "sqlite://" + filepath.Join(t.TempDir(), "locks.db")
+	var env []string
+	for _, k := range append(slices.Clone(scrubbed), kept...) {
+		env = append(env, k+"=value-of-"+k)
+	}
+	for _, scrub := range []bool{true, false} {
+		args := []string{"run", "--backend", backend}
+		if scrub {
+			args = append(args, "--scrub-env")
+		}
+		r := runBaton(t, env, append(args, lockName(t), "--", "env")...)
+		if r.code != 0 {
+			t.Fatalf("baton %q exit = %d; stderr:\n%s", args, r.code, r.stderr)
+		}
+		got := map[string]bool{}
+		for _, line := range strings.Split(r.stdout, "\n") {
+			k, _, _ := strings.Cut(line, "=")
+			got[k] = true
+		}
+		for _, k := range scrubbed {
+			if got[k] == scrub {
+				t.Errorf("--scrub-env %v: COMMAND has %s = %v", scrub, k, got[k])
+			}
+		}
+		for _, k := range append(kept, "BATON_TOKEN", "BATON_BACKEND", "PATH") {
+			if !got[k] {
+				t.Errorf("--scrub-env %v: COMMAND lacks %s", scrub, k)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +13,29 @@ import (
 // the drivers'. Logs, the exporter's page and its API never show them,
 // whatever a driver echoes.
 var secretEnv = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD",
-	"PGPASSWORD", "MYSQL_PWD"}
+	"PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH", "ETCDCTL_PASSWORD"}
+
+// scrubbedEnv are the variables --scrub-env removes from COMMAND's
+// environment: those whose value is a password (secretEnv), ETCDCTL_USER
+// (etcdctl takes "user:password" in it), and those naming a file that
+// holds a password or a private key. User names, CA and client
+// certificates stay: they are not secrets, and tools of COMMAND may need
+// them. Users' own variables are not guessed at.
+var scrubbedEnv = append(slices.Clone(secretEnv),
+	"ETCDCTL_USER",
+	"PGPASSFILE", "PGSSLKEY", "BATON_ETCD_KEY", "BATON_REDIS_KEY", "ETCDCTL_KEY")
+
+// scrubEnv returns env without the variables of scrubbedEnv.
+func scrubEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(scrubbedEnv, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
 
 // minSecret is the shortest secret replaced: a shorter one would blank
 // out parts of ordinary words, and is no secret anyway.
