@@ -104,6 +104,85 @@ type sqlTarget struct {
 	connect func() (*sql.DB, error)
 	// file is the SQLite database file.
 	file string
+	// warning, if set, is the one line openSQL prints before connecting:
+	// the connection to a host off this machine is not encrypted or does
+	// not verify the server. It names hosts and settings, never a secret.
+	warning string
+}
+
+// isLoopback reports whether host is this machine: a loopback name or
+// address, or a Unix socket directory (PostgreSQL's host=/path). Names are
+// not resolved: the check is made offline, before connecting.
+func isLoopback(host string) bool {
+	if strings.HasPrefix(host, "/") || strings.EqualFold(host, "localhost") ||
+		strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// remoteHost returns the first of hosts that is not loopback, else "".
+func remoteHost(hosts ...string) string {
+	for _, h := range hosts {
+		if !isLoopback(h) {
+			return h
+		}
+	}
+	return ""
+}
+
+// postgresWarning is the transport warning of a PostgreSQL target:
+// sslmode below verify-full towards a host off this machine. Absent, it
+// is PGSSLMODE, else pgx's default, prefer (TLS if offered, else plain).
+func postgresWarning(orig string, cc *pgx.ConnConfig) string {
+	hosts := []string{cc.Host}
+	for _, f := range cc.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	host := remoteHost(hosts...)
+	if host == "" {
+		return ""
+	}
+	mode, how := "", "sslmode="
+	if pu, err := url.Parse(orig); err == nil {
+		mode = pu.Query().Get("sslmode")
+	}
+	if mode == "" {
+		mode, how = os.Getenv("PGSSLMODE"), "PGSSLMODE="
+	}
+	if mode == "" {
+		mode, how = "prefer", "no sslmode, so "
+	}
+	switch mode {
+	case "verify-full":
+		return ""
+	case "require", "verify-ca":
+		return fmt.Sprintf("warning: PostgreSQL host %s with %s%s: TLS without checking the server's name, so a machine in the middle "+
+			"can pose as the server and read the credentials; use sslmode=verify-full", host, how, mode)
+	}
+	return fmt.Sprintf("warning: PostgreSQL host %s with %s%s: the credentials and the locks may cross the network unencrypted "+
+		"and the server is not verified; use sslmode=verify-full", host, how, mode)
+}
+
+// mysqlWarning is the transport warning of a MySQL target: no tls=true
+// towards a host off this machine.
+func mysqlWarning(host, tlsMode string) string {
+	if isLoopback(host) {
+		return ""
+	}
+	switch tlsMode {
+	case "true":
+		return ""
+	case "skip-verify":
+		return fmt.Sprintf("warning: MySQL host %s with tls=skip-verify: the server's certificate is not checked, so a machine "+
+			"in the middle can pose as the server and read the credentials; use tls=true", host)
+	}
+	if tlsMode == "" {
+		tlsMode = "false"
+	}
+	return fmt.Sprintf("warning: MySQL host %s with tls=%s: the credentials and the locks may cross the network unencrypted; "+
+		"use tls=true", host, tlsMode)
 }
 
 // scrub removes the URL's password from a driver's message: drivers are
@@ -165,7 +244,8 @@ func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error)
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = "baton"
 	}
-	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
+	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil },
+		warning: postgresWarning(u.orig, cc)}, nil
 }
 
 // parseMySQL turns mysql://user:pass@host:3306/db?tls=… into the driver's
@@ -209,11 +289,13 @@ func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
 	if err := mysqlParams(u, pu.Query(), mc); err != nil {
 		return sqlTarget{}, err
 	}
+	warning := mysqlWarning(pu.Hostname(), mc.TLSConfig) // before the driver normalises it
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
 	}
-	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
+	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil },
+		warning: warning}, nil
 }
 
 // mysqlParams applies a MySQL URL's parameters: only tls=, with the
@@ -256,6 +338,9 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	t, err := parseSQL(u, cfg.connectTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if t.warning != "" {
+		note("%s", t.warning)
 	}
 	switch {
 	case cfg.embedded:

@@ -127,7 +127,9 @@ TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
 credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
 else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
 MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
-preferred (MySQL). baton always sets parseTime and interpolateParams on
+preferred (MySQL). Towards a host that is not loopback (or a socket), baton
+warns in one line before connecting when PostgreSQL's sslmode (else
+PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true. baton always sets parseTime and interpolateParams on
 MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
 Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
 BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:

@@ -195,3 +195,51 @@ func TestSafeScrubEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeSQLTransportWarning: before connecting, a PostgreSQL host off
+// this machine without sslmode=verify-full, or a MySQL one without
+// tls=true, gets one warning line that names the host and never the
+// password; loopback hosts and verified TLS get none. (192.0.2.1 is a
+// documentation address: nothing answers, the run exits 69.)
+func TestSafeSQLTransportWarning(t *testing.T) {
+	const secret = "Tr4nsp0rtPw"
+	tests := []struct {
+		name, url, want string
+		env             []string
+	}{
+		{"pg no sslmode", "postgres://u:" + secret + "@192.0.2.1:5432/x", "no sslmode, so prefer: the credentials", nil},
+		{"pg disable", "postgres://u:" + secret + "@192.0.2.1:5432/x?sslmode=disable", "sslmode=disable: the credentials", nil},
+		{"pg require", "postgres://u:" + secret + "@192.0.2.1:5432/x?sslmode=require", "sslmode=require: TLS without checking", nil},
+		{"pg verify-ca second host", "postgres://u:" + secret + "@127.0.0.1:1,192.0.2.1:5432/x?sslmode=verify-ca", "host 192.0.2.1 with sslmode=verify-ca", nil},
+		{"pg PGSSLMODE", "postgres://u:" + secret + "@192.0.2.1:5432/x", "PGSSLMODE=allow", []string{"PGSSLMODE=allow"}},
+		{"pg verify-full", "postgres://u:" + secret + "@192.0.2.1:5432/x?sslmode=verify-full", "", nil},
+		{"pg PGSSLMODE verify-full", "postgres://u:" + secret + "@192.0.2.1:5432/x", "", []string{"PGSSLMODE=verify-full"}},
+		{"pg loopback", "postgres://u:" + secret + "@127.0.0.1:1/x?sslmode=disable", "", nil},
+		{"pg localhost", "postgres://u:" + secret + "@localhost:1/x", "", nil},
+		{"pg ipv6 loopback", "postgres://u:" + secret + "@[::1]:1/x", "", nil},
+		{"pg socket", "postgres://u:" + secret + "@/x?host=/nonexistent-socket-dir", "", nil},
+		{"mysql no tls", "mysql://u:" + secret + "@192.0.2.1:3306/x", "tls=false: the credentials", nil},
+		{"mysql preferred", "mysql://u:" + secret + "@192.0.2.1:3306/x?tls=preferred", "tls=preferred: the credentials", nil},
+		{"mysql skip-verify", "mysql://u:" + secret + "@192.0.2.1:3306/x?tls=skip-verify", "tls=skip-verify: the server's certificate", nil},
+		{"mysql tls", "mysql://u:" + secret + "@192.0.2.1:3306/x?tls=true", "", nil},
+		{"mysql loopback", "mysql://u:" + secret + "@127.0.0.1:1/x", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"BATON_BACKEND=" + tt.url}, tt.env...)
+			r := runBaton(t, env, "inspect", "--connect-timeout", "300ms", "n")
+			if r.code != 69 && r.code != 77 {
+				t.Errorf("inspect exit = %d, want 69 (or 77); stderr:\n%s", r.code, r.stderr)
+			}
+			noSecret(t, r.stderr, secret)
+			warnings := strings.Count(r.stderr, "baton: warning:")
+			switch {
+			case tt.want == "" && warnings != 0:
+				t.Errorf("warned on %s:\n%s", tt.url, r.stderr)
+			case tt.want != "" && (warnings != 1 || !strings.Contains(r.stderr, tt.want)):
+				t.Errorf("stderr has %d warnings, want one saying %q:\n%s", warnings, tt.want, r.stderr)
+			}
+		})
+	}
+}
