@@ -33,6 +33,18 @@ const (
 	// and a lock kept idle for more than a day after its command ended
 	// is a typo (60h for 60m), not a schedule.
 	maxMinHold = 24 * time.Hour
+	// maxTTL caps --ttl: a holder silent for a day still keeping the
+	// lock from every waiter is a typo (15h for 15s), and past 24.8 days
+	// ZooKeeper's client overflows its int32 milliseconds.
+	maxTTL = 24 * time.Hour
+	// maxWait caps --wait (absent waits forever, for whoever means it).
+	maxWait = 7 * 24 * time.Hour
+	// maxMaxHold caps --max-hold: a ceiling on a job's run time.
+	maxMaxHold = 30 * 24 * time.Hour
+	// maxGrace and maxConnectTimeout cap --grace and --connect-timeout: an
+	// hour of either is already far past any use.
+	maxGrace          = time.Hour
+	maxConnectTimeout = time.Hour
 )
 
 // runConfig is a parsed `baton run` command line.
@@ -159,8 +171,12 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	switch {
 	case cfg.waitSet && cfg.wait < 0:
 		return nil, usagef("%s: --wait must not be negative, got %v", cmd, cfg.wait)
+	case cfg.wait > maxWait:
+		return nil, usagef("%s: --wait %v is over the %v cap (leave --wait out to wait forever)", cmd, cfg.wait, maxWait)
 	case cfg.grace < 0:
 		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
+	case cfg.grace > maxGrace:
+		return nil, usagef("%s: --grace %v is over the %v cap", cmd, cfg.grace, maxGrace)
 	}
 	if err := hf.checkHoldTimes(cmd, cfg); err != nil {
 		return nil, err
@@ -303,8 +319,7 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 }
 
 // checkHoldTimes validates --min-hold and --max-hold: each positive when
-// given, the floor no later than the ceiling, and the floor within
-// maxMinHold.
+// given, the floor no later than the ceiling, each within its cap.
 func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 	switch {
 	case hf.minHoldSet && cfg.minHold <= 0:
@@ -313,6 +328,8 @@ func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 		return usagef("%s: --max-hold must be positive, got %v", cmd, cfg.maxHold)
 	case cfg.minHold > maxMinHold:
 		return usagef("%s: --min-hold %v is over the %v cap", cmd, cfg.minHold, maxMinHold)
+	case cfg.maxHold > maxMaxHold:
+		return usagef("%s: --max-hold %v is over the %v cap", cmd, cfg.maxHold, maxMaxHold)
 	case hf.maxHoldSet && cfg.minHold > cfg.maxHold:
 		return usagef("%s: --min-hold %v exceeds --max-hold %v", cmd, cfg.minHold, cfg.maxHold)
 	}
@@ -324,8 +341,12 @@ func checkCommon(cmd string, cfg *runConfig) error {
 	switch {
 	case cfg.ttl <= 0:
 		return usagef("%s: --ttl must be positive, got %v", cmd, cfg.ttl)
+	case cfg.ttl > maxTTL:
+		return usagef("%s: --ttl %v is over the %v cap: a silent holder would keep the lock that long", cmd, cfg.ttl, maxTTL)
 	case cfg.connectTimeout <= 0:
 		return usagef("%s: --connect-timeout must be positive, got %v", cmd, cfg.connectTimeout)
+	case cfg.connectTimeout > maxConnectTimeout:
+		return usagef("%s: --connect-timeout %v is over the %v cap", cmd, cfg.connectTimeout, maxConnectTimeout)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ Flags:
   --ttl D                session timeout (ZooKeeper; the server may clamp it),
                          lease TTL (etcd; rounded up to whole seconds) or the
                          renewed lease of the row or key (SQL, Redis, Redlock;
-                         >= 300ms).
+                         >= 300ms). At most 24h.
                          Default 15s.
   --wait D               give up after D if the lock stays taken (exit 75);
                          0 makes one attempt; absent waits forever.
@@ -165,7 +165,10 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
       missing COMMAND, --read/--write/--shared combined, --shared < 1,
-      --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h
+      --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h, a
+      duration over its cap (--ttl 24h, --wait 7 days, --max-hold 30
+      days, --grace and --connect-timeout 1h), a relative sqlite:// path,
+      a set but blank BATON_BACKEND
   69  backend unreachable (at start, or the session died while waiting)
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)

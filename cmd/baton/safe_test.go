@@ -243,3 +243,44 @@ func TestSafeSQLTransportWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestSafeCaps: durations past their caps are usage errors naming the
+// flag (a --ttl of 600h on ZooKeeper overflowed the client's int32
+// milliseconds and exited 69); at the cap they are accepted (the dead
+// endpoint then exits 69).
+func TestSafeCaps(t *testing.T) {
+	tests := []struct {
+		flag, over, at string
+	}{
+		{"--ttl", "24h0m1s", "24h"},
+		{"--ttl", "600h", "86400"},
+		{"--wait", "169h", "168h"},
+		{"--max-hold", "721h", "720h"},
+		{"--min-hold", "25h", "24h"},
+		{"--grace", "61m", "1h"},
+		{"--connect-timeout", "2h", ""},
+	}
+	for _, tt := range tests {
+		for _, engine := range []string{"zk://127.0.0.1:1", "etcd://127.0.0.1:1"} {
+			t.Run(tt.flag+"="+tt.over+" "+engine, func(t *testing.T) {
+				t.Parallel()
+				extra := []string{}
+				if tt.flag == "--min-hold" {
+					extra = []string{"--max-hold", "720h"}
+				}
+				args := append([]string{"run", "--backend", engine, "--connect-timeout", "300ms", tt.flag, tt.over}, extra...)
+				r := runBaton(t, nil, append(args, "n", "--", "true")...)
+				if r.code != 64 || !strings.Contains(r.stderr, tt.flag+" ") || !strings.Contains(r.stderr, "cap") {
+					t.Errorf("%s %s: exit %d, stderr %q; want 64 naming the flag and its cap", tt.flag, tt.over, r.code, r.stderr)
+				}
+				if tt.at == "" {
+					return
+				}
+				args = append([]string{"run", "--backend", engine, "--connect-timeout", "300ms", tt.flag, tt.at}, extra...)
+				if r := runBaton(t, nil, append(args, "n", "--", "true")...); r.code != 69 {
+					t.Errorf("%s %s (at the cap): exit %d, want 69 (dead endpoint); stderr:\n%s", tt.flag, tt.at, r.code, r.stderr)
+				}
+			})
+		}
+	}
+}
