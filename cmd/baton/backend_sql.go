@@ -323,6 +323,10 @@ func parseSQLite(u engineURL) (sqlTarget, error) {
 		return sqlTarget{}, badSQLURL(u, "SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
 	case path == "":
 		return sqlTarget{}, badSQLURL(u, "no file (sqlite:///path/to/locks.db)")
+	case !filepath.IsAbs(path):
+		// Relative to whatever directory each job starts in: two jobs
+		// would lock in two files and never exclude each other.
+		return sqlTarget{}, badSQLURL(u, "the file must be an absolute path (sqlite:///path/to/locks.db, three slashes)")
 	case u.hasUser:
 		return sqlTarget{}, badSQLURL(u, "SQLite has no users")
 	}
@@ -344,8 +348,9 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	}
 	switch {
 	case cfg.embedded:
-		// Private: lock names tell what the user runs.
-		if err := os.MkdirAll(filepath.Dir(t.file), 0o700); err != nil {
+		// Private: lock names tell what the user runs, and whoever can
+		// write the file can take or release any of the locks.
+		if err := secureEmbedded(t.file); err != nil {
 			return nil, fmt.Errorf("%w: embedded backend: %w", baton.ErrUnavailable, err)
 		}
 	case t.engine == "sqlite":

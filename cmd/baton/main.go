@@ -63,10 +63,12 @@ Flags:
   --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379,
                          etcds://… (TLS), postgres://user@h:5432/db?sslmode=…
                          (or postgresql://), mysql://user:pass@h:3306/db?tls=…,
-                         sqlite:///path/to/file.db. Default $BATON_BACKEND, else
-                         the embedded default: sqlite:// on the file locks.db in
-                         $XDG_STATE_HOME/baton (else ~/.local/state/baton,
-                         created 0700), so runs on one host exclude each other
+                         sqlite:///path/to/file.db (absolute). Default
+                         $BATON_BACKEND, else the embedded default: sqlite://
+                         on the file locks.db (0600) in $XDG_STATE_HOME/baton
+                         (else ~/.local/state/baton, created 0700; refused, exit
+                         69, if a symbolic link, not yours, or writable by group
+                         or others), so runs on one host exclude each other
                          with zero setup. redis://[user:pass@]h:6379[/db] and
                          rediss://… (TLS): a Redis primary.
                          redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?tls=true]:

@@ -284,3 +284,106 @@ func TestSafeCaps(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeEmbeddedState: the embedded default refuses a state directory
+// another user could write into or swap (0777, a symbolic link, another
+// owner), creates locks.db 0600 and narrows an existing 0644 one; a
+// relative sqlite:// path is a usage error.
+func TestSafeEmbeddedState(t *testing.T) {
+	run := func(t *testing.T, state string) result {
+		return runBaton(t, []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + state}, "run", lockName(t), "--", "true")
+	}
+	t.Run("fresh", func(t *testing.T) {
+		state := t.TempDir()
+		if r := run(t, state); r.code != 0 || r.stderr != "" {
+			t.Fatalf("run = exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+		}
+		for _, f := range []string{"baton", "baton/locks.db", "baton/locks.db-wal", "baton/locks.db-shm"} {
+			fi, err := os.Stat(filepath.Join(state, f))
+			if err == nil && fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("%s has mode %v, want no group or other access", f, fi.Mode().Perm())
+			}
+			if err != nil && f != "baton/locks.db-wal" && f != "baton/locks.db-shm" {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	})
+	t.Run("existing 0644 file", func(t *testing.T) {
+		state := t.TempDir()
+		db := filepath.Join(state, "baton", "locks.db")
+		if err := os.Mkdir(filepath.Dir(db), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(db, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(db, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, state)
+		if r.code != 0 || !strings.Contains(r.stderr, "narrowed to 0600") {
+			t.Errorf("run = exit %d, stderr %q; want 0 and a note that the file was narrowed", r.code, r.stderr)
+		}
+		if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("locks.db after the run: %v, %v; want 0600", fi.Mode().Perm(), err)
+		}
+	})
+	refused := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"0777 directory", func(t *testing.T, dir string) {
+			must(t, os.Mkdir(dir, 0o700))
+			must(t, os.Chmod(dir, 0o777))
+		}, "writable by group or others"},
+		{"group-writable directory", func(t *testing.T, dir string) {
+			must(t, os.Mkdir(dir, 0o700))
+			must(t, os.Chmod(dir, 0o770))
+		}, "writable by group or others"},
+		{"symlinked directory", func(t *testing.T, dir string) {
+			must(t, os.Symlink(t.TempDir(), dir))
+		}, "symbolic link"},
+		{"symlinked file", func(t *testing.T, dir string) {
+			must(t, os.Mkdir(dir, 0o700))
+			must(t, os.Symlink(filepath.Join(t.TempDir(), "elsewhere.db"), filepath.Join(dir, "locks.db")))
+		}, "not a regular file"},
+		{"directory of another user", func(t *testing.T, dir string) {
+			if os.Getuid() != 0 {
+				t.Skip("needs root to give a directory away")
+			}
+			must(t, os.Mkdir(dir, 0o700))
+			must(t, os.Chown(dir, 65534, 65534))
+		}, "owned by uid 65534"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			state := t.TempDir()
+			tt.setup(t, filepath.Join(state, "baton"))
+			r := run(t, state)
+			if r.code != 69 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("run = exit %d, stderr %q; want 69 saying %q", r.code, r.stderr, tt.want)
+			}
+			if _, err := os.Lstat(filepath.Join(state, "baton", "locks.db")); err == nil && tt.name != "symlinked file" {
+				t.Errorf("locks.db was created in a refused directory")
+			}
+		})
+	}
+	t.Run("relative sqlite path", func(t *testing.T) {
+		dir := t.TempDir()
+		p := startBatonWith(t, func(c *exec.Cmd) { c.Dir = dir }, nil, "run", "--backend", "sqlite://locks.db", "n", "--", "true")
+		if r := p.wait(t, 30*time.Second); r.code != 64 || !strings.Contains(r.stderr, "absolute path") {
+			t.Errorf("run on sqlite://locks.db = exit %d, stderr %q; want 64 asking for an absolute path", r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "locks.db")); err == nil {
+			t.Errorf("a relative sqlite:// path created %s", filepath.Join(dir, "locks.db"))
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
