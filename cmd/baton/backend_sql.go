@@ -513,7 +513,7 @@ func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "POS\tSLOT\tKIND\tOWNER\tTOKEN\tEXPIRES (DB CLOCK, UTC)\tLEFT\tSTATE")
 		for i, e := range out {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, e.Kind, e.Session,
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, termSafe(e.Kind), termSafe(e.Session),
 				tokenText(rows[i].Token), rows[i].ExpiresAt.Format("2006-01-02 15:04:05.000"),
 				rows[i].Left.Round(time.Millisecond), e.State)
 		}

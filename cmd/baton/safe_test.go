@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"database/sql"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/internal/testenv"
+	_ "modernc.org/sqlite"
 )
 
 // secretCases are passwords as typed in a backend URL (unescaped '/',
@@ -385,5 +388,68 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// crafted is an owner and a kind another client wrote into the locks
+// table: terminal escapes, a carriage return, NUL, C1 controls and a
+// right-to-left override.
+const (
+	craftedOwner = "own\x1b[2J\x1b]0;pwned\x07er\r\x00\u009b31m\u202eevil"
+	craftedKind  = "k\x1b[1A\u0085"
+)
+
+// TestSafeInspectEscapes: inspect on SQLite shows a crafted owner and
+// kind with every control and bidi character escaped in its table, and
+// its JSON holds none of them raw yet decodes to the same strings.
+func TestSafeInspectEscapes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "locks.db")
+	backend := "sqlite://" + file
+	name := lockName(t)
+	if r := runBaton(t, nil, "run", "--backend", backend, name, "--", "true"); r.code != 0 { // creates the schema
+		t.Fatalf("run exit = %d; stderr:\n%s", r.code, r.stderr)
+	}
+	db, err := sql.Open("sqlite", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	future := time.Now().Add(time.Hour).UnixMicro()
+	if _, err := db.Exec(`INSERT INTO baton_locks (name, slot, kind, owner, token, expires_at) VALUES (?, 5, ?, ?, 9, ?)`,
+		name, craftedKind, craftedOwner, future); err != nil {
+		t.Fatalf("insert the crafted row: %v", err)
+	}
+	r := runBaton(t, nil, "inspect", "--backend", backend, name)
+	if r.code != 0 {
+		t.Fatalf("inspect exit = %d; stderr:\n%s", r.code, r.stderr)
+	}
+	rawControls(t, "table", r.stdout)
+	if !strings.Contains(r.stdout, `own\x1b[2J\x1b]0;pwned\x07er\x0d\x00\u009b31m\u202eevil`) ||
+		!strings.Contains(r.stdout, `k\x1b[1A\u0085`) {
+		t.Errorf("table does not show the escaped owner and kind:\n%s", r.stdout)
+	}
+	r = runBaton(t, nil, "inspect", "--json", "--backend", backend, name)
+	if r.code != 0 {
+		t.Fatalf("inspect --json exit = %d; stderr:\n%s", r.code, r.stderr)
+	}
+	rawControls(t, "JSON", r.stdout)
+	var entries []struct{ Session, Kind string }
+	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
+		t.Fatalf("inspect --json is not JSON: %v\n%s", err, r.stdout)
+	}
+	if len(entries) != 1 || entries[0].Session != craftedOwner || entries[0].Kind != craftedKind {
+		t.Errorf("inspect --json decodes to %+v, want session %q and kind %q", entries, craftedOwner, craftedKind)
+	}
+}
+
+// rawControls fails when out holds a control character other than a
+// newline, a C1 control or a bidirectional override, raw.
+func rawControls(t *testing.T, what, out string) {
+	t.Helper()
+	for _, r := range out {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			t.Errorf("%s shows %U raw:\n%q", what, r, out)
+			return
+		}
 	}
 }
