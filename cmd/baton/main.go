@@ -171,7 +171,8 @@ Exit codes:
       duration over its cap (--ttl 24h, --wait 7 days, --max-hold 30
       days, --grace and --connect-timeout 1h), a relative sqlite:// path,
       a set but blank BATON_BACKEND
-  69  backend unreachable (at start, or the session died while waiting)
+  69  backend unreachable (at start, or the session died while waiting),
+      or the embedded default's directory or file refused
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
   77  authentication or TLS refused (PostgreSQL SQLSTATE 28000/28P01,

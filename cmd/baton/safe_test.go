@@ -453,3 +453,21 @@ func rawControls(t *testing.T, what, out string) {
 		}
 	}
 }
+
+// TestSafeNestedEmbedded: under the embedded default, COMMAND's
+// BATON_BACKEND names the same SQLite file, so a nested run of the same
+// NAME finds it busy even with another state directory of its own.
+func TestSafeNestedEmbedded(t *testing.T) {
+	state := t.TempDir()
+	name := lockName(t)
+	script := `echo "backend=$BATON_BACKEND"; XDG_STATE_HOME="$2" "$0" run --wait 0 "$1" -- true; echo "same=$?"`
+	r := runBaton(t, []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + state}, "run", name, "--",
+		"sh", "-c", script, batonBin, name, t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("run exit = %d; stderr:\n%s", r.code, r.stderr)
+	}
+	want := "backend=sqlite://" + filepath.Join(state, "baton", "locks.db") + "\n"
+	if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "same=75\n") {
+		t.Errorf("COMMAND printed %q, want %q and same=75", r.stdout, want)
+	}
+}
