@@ -9,9 +9,9 @@ import (
 	"sync"
 )
 
-// secretEnv are the variables whose values are passwords: baton's own and
-// the drivers'. Logs, the exporter's page and its API never show them,
-// whatever a driver echoes.
+// secretEnv are the variables whose values are passwords: baton's own, the
+// drivers' and their command-line tools'. Logs, the exporter's page and its
+// API never show them, whatever a driver echoes.
 var secretEnv = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD",
 	"PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH", "ETCDCTL_PASSWORD"}
 
