@@ -31,7 +31,7 @@ type Config struct {
 	// BasePort is the first of nine loopback ports: three client ports,
 	// then each member's quorum and election ports.
 	BasePort int
-	// Tick is ZooKeeper's tickTime. syncLimit is 5 ticks: a follower
+	// Tick is ZooKeeper's tickTime. syncLimit is 10 ticks: a follower
 	// that hears nothing from its leader for that long (and a leader
 	// that hears no quorum) gives up and elects again.
 	Tick time.Duration
@@ -127,7 +127,7 @@ func (e *Ensemble) configure(i int, m *Member) error {
 	}
 	tick := e.cfg.Tick.Milliseconds()
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n",
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=10\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n",
 		tick, filepath.Join(m.dir, "data"), e.cfg.BasePort+i)
 	fmt.Fprintf(&b, "maxClientCnxns=0\nminSessionTimeout=%d\nmaxSessionTimeout=60000\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", 2*tick)
 	for j := range 3 {
