@@ -227,6 +227,17 @@ func (e *Ensemble) Serving(timeout time.Duration) (*Member, error) {
 	}
 }
 
+// Leader returns the member that serves as leader now, or nil: it need
+// not have every member behind it.
+func (e *Ensemble) Leader() *Member {
+	for _, m := range e.members {
+		if m.Mode() == "leader" {
+			return m
+		}
+	}
+	return nil
+}
+
 // modes returns the leader when all three serve with exactly one leader,
 // and each member's mode.
 func (e *Ensemble) modes() (*Member, []string) {
