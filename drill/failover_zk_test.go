@@ -539,6 +539,8 @@ func quorumLost(t *testing.T, c *zkCluster, seed uint64) {
 		t.Errorf("late's Lock without a quorum = granted (%d), want an error by its deadline", ll.Token())
 	case took > lateDeadline+250*time.Millisecond:
 		t.Errorf("late's Lock without a quorum returned after %v, want ≤ %v + 250ms (I6): %v", took, lateDeadline, err)
+	case !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, baton.ErrUnavailable):
+		t.Errorf("late's Lock without a quorum = %v, want an error wrapping ErrUnavailable and context.DeadlineExceeded", err)
 	default:
 		t.Logf("quorum lost: Lock with a %v deadline returned after %v: %v", lateDeadline, took.Round(time.Millisecond), err)
 	}
