@@ -406,6 +406,9 @@ func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
 	defer stop()
 	waitEntries(t, c.e, name, len(ws)+1)
 
+	if st := lo.State(); st != baton.Held {
+		t.Fatalf("old holder is %v before the fault (%v): the setup cost its session", st, lo.Err())
+	}
 	heal := run.Rec.Fault("leader", fmt.Sprintf("%s member %d (the leader)", kind, leader.ID))
 	faultAt, faultWall := drill.Now(), time.Now()
 	switch kind {
@@ -513,6 +516,11 @@ func quorumLost(t *testing.T, c *zkCluster, seed uint64) {
 	defer stop()
 	waitEntries(t, c.e, name, 2)
 
+	for _, l := range []*baton.Lease{lo, l1} {
+		if st := l.State(); st != baton.Held {
+			t.Fatalf("holder %s is %v before the fault (%v): the setup cost its session", l.Owner(), st, l.Err())
+		}
+	}
 	ms := c.ens.Members()
 	survivor := ms[run.Rand.IntN(len(ms))]
 	heal := run.Rec.Fault("ensemble", fmt.Sprintf("kill every member but %d", survivor.ID))
