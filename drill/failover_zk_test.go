@@ -368,9 +368,9 @@ func collect(t *testing.T, results <-chan waiterResult, n int, deadline time.Tim
 // ("partition"). The holder "old" reaches the leader alone: when the
 // leader fails it cannot move, must be told Lost, and its decided write
 // is late — the fence rejects it, the unfenced control takes it and goes
-// red. h0 and h1 hold other names over all three members: each is
-// Suspended or not, and by the session timeout after the fault is Held
-// again or Lost. The 50 waiters, spread over the members, are each served
+// red. h0 and h1 hold other names over all three members: every
+// Suspended stretch of theirs ends, Held or Lost, within suspendedBound.
+// The 50 waiters, spread over the members, are each served
 // once, in queue order, none past its deadline; a waiter whose session
 // the failover cost queues again.
 func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
