@@ -24,9 +24,9 @@ import (
 // and election ports 21834-21839 (zkensemble.Config.BasePort), tickTime
 // 100 ms, so a follower gives up on a silent leader after syncLimit = 1 s.
 const (
-	failoverBasePort = 21831
-	failoverTick     = 100 * time.Millisecond
-	failoverWaiters  = 50
+	failoverBasePort  = 21831
+	failoverTick      = 100 * time.Millisecond
+	zkFailoverWaiters = 50
 	// serveTimeout bounds an ensemble (re)start on a loaded machine.
 	serveTimeout = 60 * time.Second
 )
@@ -352,10 +352,10 @@ func (d decided) commit(ctx context.Context, res *counters) (fenced, unfenced er
 	return fenced, unfenced
 }
 
-// startWaiters starts one waitInLine per holder; the results arrive on
+// zkStartWaiters starts one waitInLine per holder; the results arrive on
 // the returned channel. stop cancels them and waits (deferred by the
 // trial, so a failed trial does not leave them queued).
-func startWaiters(t *testing.T, ws []*holder, res *counters, deadline time.Time) (results <-chan waiterResult, stop func()) {
+func zkStartWaiters(t *testing.T, ws []*holder, res *counters, deadline time.Time) (results <-chan waiterResult, stop func()) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(5*time.Second))
 	ch := make(chan waiterResult, len(ws))
 	var wg sync.WaitGroup
@@ -418,12 +418,12 @@ func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
 			t.Fatalf("%s's Lock = %v", spread[i].id, err)
 		}
 	}
-	ws := make([]*holder, failoverWaiters)
+	ws := make([]*holder, zkFailoverWaiters)
 	for i := range ws {
 		ws[i] = c.holder(t, run, "w"+strconv.Itoa(i), name, nil)
 	}
 	deadline := time.Now().Add(45 * time.Second)
-	results, stop := startWaiters(t, ws, res, deadline)
+	results, stop := zkStartWaiters(t, ws, res, deadline)
 	defer stop()
 	waitEntries(t, c.e, name, len(ws)+1)
 
@@ -533,7 +533,7 @@ func quorumLost(t *testing.T, c *zkCluster, seed uint64) {
 	late := c.holder(t, run, "late", name+"/late", nil)
 	next := c.holder(t, run, "next", name, nil)
 	deadline := time.Now().Add(45 * time.Second)
-	results, stop := startWaiters(t, []*holder{next}, res, deadline)
+	results, stop := zkStartWaiters(t, []*holder{next}, res, deadline)
 	defer stop()
 	waitEntries(t, c.e, name, 2)
 
@@ -658,7 +658,7 @@ func slowFollower(t *testing.T, c *zkCluster, seed uint64) {
 		ws[i] = c.holder(t, run, "w"+strconv.Itoa(i), name, nil)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	results, stop := startWaiters(t, ws, res, deadline)
+	results, stop := zkStartWaiters(t, ws, res, deadline)
 	defer stop()
 	waitEntries(t, c.e, name, len(ws)+1)
 
