@@ -352,6 +352,19 @@ func (d decided) commit(ctx context.Context, res *counters) (fenced, unfenced er
 	return fenced, unfenced
 }
 
+// newLeaderAfter polls until a member other than old serves as leader and
+// returns how long after since that was (0 if not within d).
+func newLeaderAfter(ens *zkensemble.Ensemble, old *zkensemble.Member, since time.Time, d time.Duration) time.Duration {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range ens.Members() {
+			if m != old && m.Mode() == "leader" {
+				return time.Since(since)
+			}
+		}
+	}
+	return 0
+}
+
 // zkStartWaiters starts one waitInLine per holder; the results arrive on
 // the returned channel. stop cancels them and waits (deferred by the
 // trial, so a failed trial does not leave them queued).
@@ -443,14 +456,19 @@ func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
 			t.Fatal(err)
 		}
 	}
+	var elected time.Duration
+	var ewg sync.WaitGroup
+	defer ewg.Wait()
+	ewg.Go(func() { elected = newLeaderAfter(c.ens, leader, faultWall, 45*time.Second) }) // owner: this trial
 	if st := awaitState(lo, zkTimeout+time.Second, baton.Lost); st != baton.Lost {
 		t.Errorf("old holder (on the failed leader only) is %v %v after the fault, want lost (I4)", st, zkTimeout+time.Second)
 	}
 	requeued := collect(t, results, len(ws), deadline)
 	most, mean := c.reconnects(faultWall)
 	span := time.Since(faultWall)
+	ewg.Wait()
 	if nl := c.ens.Leader(); nl != nil {
-		t.Logf("%s: member %d led, member %d leads now", kind, leader.ID, nl.ID)
+		t.Logf("%s: member %d led, member %d leads now, elected %v after the fault", kind, leader.ID, nl.ID, elected.Round(time.Millisecond))
 	}
 
 	// The decided write goes out late, after 50 newer grants.
