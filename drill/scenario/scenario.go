@@ -1,0 +1,145 @@
+// Package scenario holds the fault scenarios of `baton drill`: the same
+// code runs against a user's deployment (cmd/baton builds a Target from a
+// backend URL) and against baton's own test servers (drill's tests build a
+// Target per engine). A scenario injects one fault — a holder paused past
+// its TTL, killed, cut off, blackholed, slowed; a lost release response;
+// waiters cancelled in bulk; a herd; a waiter's session expiring — while
+// holders write to a fenced resource and to its unfenced twin, records the
+// history and checks it with package drill's checkers.
+//
+// Every lock name a drill uses starts with Options.Prefix, so a drill
+// never touches a user's lock, and everything a drill created is removed
+// when it ends, also when its context is cancelled.
+package scenario
+
+import (
+	"context"
+	"os/exec"
+	"time"
+
+	"github.com/baton-go/baton"
+)
+
+// Family says how an engine grants: a queue engine (ZooKeeper, etcd)
+// enqueues every waiter on the server; a lease engine (SQL, Redis,
+// Redlock) keeps only the holder's lease there.
+type Family int
+
+const (
+	Queue Family = iota
+	Lease
+)
+
+// Target is the deployment under drill, as the caller connects to it.
+type Target struct {
+	Engine string // "zk", "etcd", "redis", "redlock", "postgres", "mysql", "sqlite"
+	Family Family
+	// Addrs are the host:port of every server a client dials, in the
+	// order Open's dial takes them; empty when the engine is embedded
+	// (SQLite), and then the transport scenarios are skipped.
+	Addrs []string
+	// TTL is the session timeout or lease TTL the drill's clients use.
+	TTL time.Duration
+	// Open connects a client of its own (own session, own pool) whose
+	// connection to Addrs[i] goes to dial[i] instead — a fault proxy's
+	// address — or to Addrs when dial is nil.
+	Open func(ctx context.Context, dial []string) (Client, error)
+	// Holder returns the command of a holder child process: a re-exec of
+	// the running binary with env set so that it calls HolderMain with
+	// this Target; dial as for Open.
+	Holder func(dial []string) *exec.Cmd
+	// Scan lists what is left on the servers under name: a queue's
+	// entries, a lease's row or key. Orphans are counted with it.
+	Scan func(ctx context.Context, name string) ([]string, error)
+}
+
+// Client is one lock client of a drill.
+type Client interface {
+	Mutex(name string) (baton.Locker, error)
+	Close() error
+}
+
+// Options says what Run runs.
+type Options struct {
+	Scenarios []string // names from Names(); nil runs all that apply
+	Trials    int      // per scenario; >= 1
+	Seed      uint64   // trial i of a scenario uses Seed+i
+	Prefix    string   // every lock name starts with it
+	Dir       string   // histories and the resource's database live here
+	// Progress, if set, is called as trials start and end.
+	Progress func(Progress)
+}
+
+// Progress is one step of a running drill.
+type Progress struct {
+	Scenario     string
+	Trial, Trials int
+	Done         bool  // the trial ended
+	Err          error // its violations, when it failed
+}
+
+// Report is what a drill found.
+type Report struct {
+	Engine    string
+	Seed      uint64
+	Prefix    string
+	Scenarios []Result
+}
+
+// Passed reports whether every scenario held its invariants.
+func (r Report) Passed() bool {
+	for _, s := range r.Scenarios {
+		if !s.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// Result is one scenario on one engine, over its trials.
+type Result struct {
+	Name    string
+	Engine  string
+	Trials  int
+	Skipped string // why the scenario does not apply; empty when it ran
+	// FencedStaleAccepted counts stale writes the fenced resource
+	// accepted (must be 0); UnfencedStaleAccepted those its unfenced twin
+	// accepted: the danger the fence removed.
+	FencedStaleAccepted   int
+	UnfencedStaleAccepted int
+	NextGrant             []time.Duration // per trial: fault to the next grant
+	// LostLead is, per trial where the holder kept running, how long
+	// before the server-side expiry the holder was told Lost.
+	LostLead   []time.Duration
+	Orphans    int      // entries left after the scenario (must be 0)
+	Violations []string // invariant violations, "I3: …"
+	History    string   // path of a failing trial's kept history
+	Passed     bool
+	Timelines  []Timeline // per trial, for reports
+}
+
+// Timeline is one trial as a report draws it; times are since its start.
+type Timeline struct {
+	Trial int
+	Seed  uint64
+	Spans []Span
+	Marks []Mark
+}
+
+// Span is an interval of one client: Kind "held", "waited" or
+// "suspended".
+type Span struct {
+	Client   string
+	Kind     string
+	From, To time.Duration
+}
+
+// Mark is a point event of one client: Kind "pause", "resume", "kill",
+// "cut", "heal", "lost", "write-ok", "write-refused" or
+// "stale-accepted".
+type Mark struct {
+	Client string
+	Kind   string
+	At     time.Duration
+	Detail string
+}
