@@ -72,10 +72,10 @@ type Options struct {
 
 // Progress is one step of a running drill.
 type Progress struct {
-	Scenario     string
+	Scenario      string
 	Trial, Trials int
-	Done         bool  // the trial ended
-	Err          error // its violations, when it failed
+	Done          bool  // the trial ended
+	Err           error // its violations, when it failed
 }
 
 // Report is what a drill found.
