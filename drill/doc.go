@@ -21,12 +21,14 @@
 // child process (frozen with SIGSTOP, killed with SIGKILL) writes its own
 // history to its parent, which merges it in true order (Recorder.Ingest).
 //
-// Run ties a trial to a test: it logs the seed (BATON_DRILL_SEED replays
-// it), writes history.jsonl into a directory kept when the test fails, and
-// puts porcupine's HTML visualisation next to it when a resource history is
-// not linearizable. Trials gives the number of seeded trials: a few by
-// default, BATON_DRILL_TRIALS for the long randomized drill
-// (scripts/drill.sh).
+// Package drilltest ties a trial to a Go test (drilltest.Run): it logs
+// the seed (BATON_DRILL_SEED replays it), writes history.jsonl into a
+// directory kept when the test fails, and puts porcupine's HTML
+// visualisation next to it when a resource history is not linearizable.
+// drilltest.Trials gives the number of seeded trials: a few by default,
+// BATON_DRILL_TRIALS for the long randomized drill (scripts/drill.sh).
+// Package drill itself does not import package testing, so a program (the
+// CLI's `baton drill`) links it without test code.
 //
 // # Checkers
 //
