@@ -68,6 +68,12 @@ type Options struct {
 	Dir       string   // histories and the resource's database live here
 	// Progress, if set, is called as trials start and end.
 	Progress func(Progress)
+	// Keep keeps every trial's history file; by default only a failing
+	// trial's is kept (Result.History), the rest are removed.
+	Keep bool
+	// Herd is the number of waiters of the herd and cancel-bulk
+	// scenarios; 0 means DefaultHerd.
+	Herd int
 }
 
 // Progress is one step of a running drill.
@@ -135,8 +141,8 @@ type Span struct {
 }
 
 // Mark is a point event of one client: Kind "pause", "resume", "kill",
-// "cut", "heal", "lost", "write-ok", "write-refused" or
-// "stale-accepted".
+// "cut" (any transport fault: Detail says which), "heal", "cancel",
+// "release", "lost", "write-ok", "write-refused" or "stale-accepted".
 type Mark struct {
 	Client string
 	Kind   string
