@@ -113,9 +113,12 @@ func HolderMain(t Target) int {
 	}
 	op.End(drill.Ok, func(e *drill.Event) { e.Token, e.Entry = l.Token(), l.Owner() })
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	wg.Go(func() { observe(rec, client, l) }) // ends with the lease
-	defer release(rec, client, l, t.TTL)
+	defer func() {
+		release(rec, client, l, t.TTL)
+		wg.Wait() // the lease's end is in the history before the exit
+		rec.Info(client, opExit, name, "")
+	}()
 
 	tok, owner := l.Token(), l.Owner()
 	if err := fc.Increment(ctx, rec, client, tok, owner); err != nil {
@@ -151,7 +154,7 @@ func HolderMain(t Target) int {
 	return 0
 }
 
-// release releases l (bounded by ttl) and records it and the exit.
+// release releases l (bounded by ttl) and records it.
 func release(rec *drill.Recorder, client string, l *baton.Lease, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
@@ -161,5 +164,4 @@ func release(rec *drill.Recorder, client string, l *baton.Lease, ttl time.Durati
 	} else {
 		op.Ok()
 	}
-	rec.Info(client, opExit, l.Name(), "")
 }

@@ -174,10 +174,11 @@ func runHolderFault(tr *trial, f holderFault) error {
 			tr.violate(v.Invariant, "%s", v.Msg)
 		}
 	}
-	if _, ok := lostAfter(events, "old", faultAt); !ok {
+	switch lost, ok := lostAfter(events, "old", faultAt); {
+	case !ok:
 		tr.violate("I4", "the holder was never told Lost after the fault")
-	} else if lost, _ := lostAfter(events, "old", faultAt); f.progress && lost < resumed {
-		tr.violate("I4", "the holder reported Lost while frozen?")
+	case f.progress && lost < resumed:
+		tr.violate("I4", "the holder reported Lost while it was frozen")
 	}
 	return nil
 }
