@@ -67,6 +67,16 @@
 // N grants (a newer grant evicts the oldest) and rejects the uses of an
 // evicted one; the unfenced twin admits everyone.
 //
+// # Scenarios
+//
+// Package drill/scenario holds the fault scenarios that `baton drill`
+// runs against a user's deployment — a holder paused, killed, cut off,
+// blackholed or slowed, a lost release answer, waiters cancelled in bulk,
+// a herd, a waiter's session expiring — written once against a Target
+// (open a client, start a holder child, scan for leftovers) and checked
+// with this package's checkers. The drill tests run them on the test
+// servers (scenario_test.go).
+//
 // The drills themselves (the _test files of this package, one or more rows
 // per file: TestRow01… to TestRow15…) run the rows of docs/faults.md on
 // every engine the row applies to — the queue engines (zklock, etcdlock)
