@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/scenario"
 )
@@ -36,6 +38,17 @@ func TestScenarioAll(t *testing.T) {
 			}
 			if !rep.Passed() {
 				t.Errorf("Report.Passed() = false")
+			}
+			if name == "zk" {
+				// The lock directories went with Clean.
+				conn, _, err := zk.Connect(tg.Addrs, zkTimeout, zk.WithLogger(quietZK{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				if ok, _, err := conn.Exists("/" + rep.Prefix); ok || err != nil {
+					t.Errorf("after the drill, /%s exists: %v (err %v), want it removed", rep.Prefix, ok, err)
+				}
 			}
 		})
 	}
