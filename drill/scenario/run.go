@@ -155,6 +155,9 @@ func runTrial(ctx context.Context, t Target, o Options, s spec, i int, db *sql.D
 		}
 	}
 	tr.close()
+	if ctx.Err() != nil {
+		tr.sweep(ctx)
+	}
 	out := tr.check(ctx)
 	out.history = tr.history
 	if len(out.violations) == 0 && !o.Keep {
