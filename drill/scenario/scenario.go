@@ -105,8 +105,9 @@ type Options struct {
 	Dir       string   // histories and the resource's database live here
 	// Progress, if set, is called as trials start and end.
 	Progress func(Progress)
-	// Keep keeps every trial's history file; by default only a failing
-	// trial's is kept (Result.History), the rest are removed.
+	// Keep keeps every trial's history file and the counters' database;
+	// by default only a failing trial's history is kept (Result.History),
+	// the rest is removed.
 	Keep bool
 	// Herd is the number of waiters of the herd and cancel-bulk
 	// scenarios; 0 means DefaultHerd.
