@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/cluster"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/testenv"
@@ -135,8 +136,8 @@ func TestFailoverEtcdLeader(t *testing.T) {
 			if mode == "partition" {
 				base = etcdPartitionBase
 			}
-			seed := drill.BaseSeed()
-			for i := range drill.Trials(1) {
+			seed := drilltest.BaseSeed()
+			for i := range drilltest.Trials(1) {
 				t.Run("", func(t *testing.T) { etcdLeaderFault(t, mode, base, seed+uint64(i)) })
 			}
 		})
@@ -152,7 +153,7 @@ const (
 func etcdLeaderFault(t *testing.T, mode string, base int, seed uint64) {
 	c := startEtcdCluster(t, base)
 	e := clusterEtcdEngine(t, c)
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -310,7 +311,7 @@ type waiters struct {
 	errs    []error
 }
 
-func startWaiters(t *testing.T, run *drill.Run, e *engine, c *cluster.Etcd, name string, res *counters, n int) *waiters {
+func startWaiters(t *testing.T, run *drilltest.Run, e *engine, c *cluster.Etcd, name string, res *counters, n int) *waiters {
 	t.Helper()
 	ws := &waiters{first: make(chan struct{})}
 	var clis []*clientv3.Client
@@ -326,7 +327,7 @@ func startWaiters(t *testing.T, run *drill.Run, e *engine, c *cluster.Etcd, name
 	return ws
 }
 
-func (ws *waiters) serve(run *drill.Run, w *holder, res *counters) {
+func (ws *waiters) serve(run *drilltest.Run, w *holder, res *counters) {
 	ctx, cancel := context.WithTimeout(context.Background(), waiterDeadline)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -399,8 +400,8 @@ func mkdirShm(pattern string) (string, error) {
 // deadline. A holder's late write, decided before the fault, is refused by
 // the fenced resource and lands on the unfenced twin.
 func TestFailoverEtcdQuorumLost(t *testing.T) {
-	seed := drill.BaseSeed()
-	for i := range drill.Trials(1) {
+	seed := drilltest.BaseSeed()
+	for i := range drilltest.Trials(1) {
 		t.Run("", func(t *testing.T) { etcdQuorumLost(t, seed+uint64(i)) })
 	}
 }
@@ -408,7 +409,7 @@ func TestFailoverEtcdQuorumLost(t *testing.T) {
 func etcdQuorumLost(t *testing.T, seed uint64) {
 	c := startEtcdCluster(t, etcdQuorumBase)
 	e := clusterEtcdEngine(t, c)
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -553,8 +554,8 @@ func etcdDeadlineHonoured(t *testing.T, e *engine, c *cluster.Etcd, name string,
 // members answer. The losses are safe (Lost comes before the server's
 // expiry, and a lost waiter queues again) but observable.
 func TestFailoverEtcdSlowMember(t *testing.T) {
-	seed := drill.BaseSeed()
-	for i := range drill.Trials(1) {
+	seed := drilltest.BaseSeed()
+	for i := range drilltest.Trials(1) {
 		t.Run("", func(t *testing.T) { etcdSlowMember(t, seed+uint64(i)) })
 	}
 }
@@ -562,7 +563,7 @@ func TestFailoverEtcdSlowMember(t *testing.T) {
 func etcdSlowMember(t *testing.T, seed uint64) {
 	c := startEtcdCluster(t, etcdSlowBase)
 	e := clusterEtcdEngine(t, c)
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/cluster"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
@@ -85,7 +86,7 @@ func missGrants(t *testing.T, s *cluster.Sentinel, primary *redis.Client) {
 // unanswering for 500 ms would be down itself, and not promoted) and
 // waits until every Sentinel names the replica primary. It returns the
 // moment of the kill.
-func failover(t *testing.T, run *drill.Run, s *cluster.Sentinel) (killedAt int64) {
+func failover(t *testing.T, run *drilltest.Run, s *cluster.Sentinel) (killedAt int64) {
 	t.Helper()
 	heal := run.Rec.Fault("primary", "sigkill primary; replica promoted by the Sentinels")
 	killedAt = drill.Now()
@@ -123,14 +124,14 @@ func failover(t *testing.T, run *drill.Run, s *cluster.Sentinel) (killedAt int64
 //     Held on the promoted replica.
 func TestFailoverRedisSentinel(t *testing.T) {
 	t.Run("no-acks", func(t *testing.T) {
-		seed := drill.BaseSeed()
-		for i := range drill.Trials(1) {
+		seed := drilltest.BaseSeed()
+		for i := range drilltest.Trials(1) {
 			t.Run("", func(t *testing.T) { sentinelNoAcks(t, seed+uint64(i)) })
 		}
 	})
 	t.Run("acks", func(t *testing.T) {
-		seed := drill.BaseSeed()
-		for i := range drill.Trials(1) {
+		seed := drilltest.BaseSeed()
+		for i := range drilltest.Trials(1) {
 			t.Run("", func(t *testing.T) { sentinelAcks(t, seed+uint64(i)) })
 		}
 	})
@@ -140,7 +141,7 @@ func sentinelNoAcks(t *testing.T, seed uint64) {
 	s := startSentinelSet(t, []int{16411, 16412}, []int{26411, 26412, 26413})
 	opts := redislock.Options{TTL: sentinelTTL, Prefix: "drill"}
 	e := sentinelEngine(t, s, opts)
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -243,7 +244,7 @@ func sentinelAcks(t *testing.T, seed uint64) {
 	// WAIT runs within TTL/4: a short TTL keeps the refused acquire short.
 	opts := redislock.Options{TTL: sentinelTTL, Prefix: "drill", ReplicaAcks: 1, ReplicaAckTimeout: 500 * time.Millisecond}
 	e := sentinelEngine(t, s, opts)
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/zkensemble"
 	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/testenv"
@@ -71,8 +72,8 @@ func TestFailoverZK(t *testing.T) {
 			if sc.moves && zkRaceBuild {
 				t.Skip("go-zookeeper v1.0.4 has a data race on Conn.lastZxid when a session with watches reconnects (go-zookeeper/zk#35): run this row without -race")
 			}
-			base := drill.BaseSeed()
-			for i := range drill.Trials(sc.def) {
+			base := drilltest.BaseSeed()
+			for i := range drilltest.Trials(sc.def) {
 				seed := base + uint64(i)
 				t.Run("", func(t *testing.T) {
 					c := newZKCluster(t, ens)
@@ -156,7 +157,7 @@ func (c *zkCluster) open(t *testing.T, id string, members []*zkensemble.Member, 
 }
 
 // holder is newHolder on the ensemble: id's client reaches members.
-func (c *zkCluster) holder(t *testing.T, run *drill.Run, id, name string, members []*zkensemble.Member) *holder {
+func (c *zkCluster) holder(t *testing.T, run *drilltest.Run, id, name string, members []*zkensemble.Member) *holder {
 	t.Helper()
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -313,7 +314,7 @@ func firstGrantAfter(events []drill.Event, name string, since int64) (drill.Gran
 
 // checkFIFO runs CheckFIFO and makes sure it judged the waiters' grants of
 // name: a grant without a queue order is skipped by it.
-func checkFIFO(t *testing.T, run *drill.Run, events []drill.Event, name string, waiters int) {
+func checkFIFO(t *testing.T, run *drilltest.Run, events []drill.Event, name string, waiters int) {
 	t.Helper()
 	ordered := 0
 	for _, g := range drill.Grants(events, name) {
@@ -408,7 +409,7 @@ func collect(t *testing.T, results <-chan waiterResult, n int, deadline time.Tim
 // once, in queue order, none past its deadline; a waiter whose session
 // the failover cost queues again.
 func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := fmt.Sprintf("drill/failover-leader-%s/zk/%d", kind, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -529,7 +530,7 @@ func leaderFails(t *testing.T, c *zkCluster, seed uint64, kind string) {
 // returns by it (I6). The holder's decided write is late: the control
 // goes red.
 func quorumLost(t *testing.T, c *zkCluster, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := fmt.Sprintf("drill/failover-quorum/zk/%d", seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -648,7 +649,7 @@ func quorumLost(t *testing.T, c *zkCluster, seed uint64) {
 // it (I6), and the waiters are then served in order. The control stays
 // green.
 func slowFollower(t *testing.T, c *zkCluster, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := fmt.Sprintf("drill/failover-slow/zk/%d", seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
