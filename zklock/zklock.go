@@ -92,7 +92,7 @@ func normalizeChroot(c string) (string, error) {
 	if strings.Trim(c, "/") == "" {
 		return "", nil
 	}
-	n, err := baton.ValidateName(c)
+	n, err := baton.ValidatePath(c)
 	if err != nil {
 		return "", fmt.Errorf("zklock: chroot: %w: %w", baton.ErrInvalidOption, err)
 	}
@@ -399,13 +399,13 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	return queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
-// Dir returns the znode directory of the lock called name. Names are
-// validated with baton.ValidateName, so a directory never escapes the
-// chroot.
+// Dir returns the znode directory of the lock called name. Names and the
+// directories the recipes derive from them ("<name>/locks") are checked
+// with baton.ValidatePath, so a directory never escapes the chroot.
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
 func (c *Client) dirPath(name string) (string, error) {
-	n, err := baton.ValidateName(name)
+	n, err := baton.ValidatePath(name)
 	if err != nil {
 		return "", err
 	}
