@@ -23,6 +23,14 @@ import (
 // being released in the background if the primary did not answer.
 var ErrNotReplicated = errors.New("redislock: grant not acknowledged by enough replicas")
 
+// ErrBadCounter is wrapped by an acquire refused because the name's token
+// counter holds a value outside 0…2^53-1: negative (written by hand or by
+// another program) or past 2^53, where the scripts' Lua numbers (doubles)
+// lose increments, so tokens would repeat instead of increasing. Nothing
+// was granted. Repair the counter (SET it to a value in range above every
+// token issued, or raise Options.TokenFloor and reset it) before retrying.
+var ErrBadCounter = errors.New("redislock: token counter out of range")
+
 // Client is one process's handle on the locks of one Redis deployment,
 // through the caller's go-redis client. It owns a keeper (see package
 // keeper: two long-lived goroutines, plus one per renewal request in
