@@ -238,7 +238,9 @@ type Inspection struct {
 
 // Inspect reads, in one round trip, every unexpired entry of name on the
 // server: holders of each recipe with owner, token and time left, and the
-// waiting intents acquirers recorded. It changes nothing.
+// waiting intents acquirers recorded. It changes nothing. A holder's token
+// whose sum with TokenFloor would overflow uint64 fails the inspection
+// with an error wrapping baton.ErrInvalidOption, as such an acquire does.
 func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -274,7 +276,12 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		}
 		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4])}
 		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
-			e.Token, _ = leasing.Token(raw, c.o.TokenFloor)
+			tok, ok := leasing.Token(raw, c.o.TokenFloor)
+			if !ok {
+				return Inspection{}, fmt.Errorf("redislock: inspect %q: %w: token %d + TokenFloor %d overflows uint64",
+					n, baton.ErrInvalidOption, raw, c.o.TokenFloor)
+			}
+			e.Token = tok
 		}
 		ms, _ := strconv.ParseInt(str(f[5]), 10, 64)
 		e.TTL = time.Duration(ms) * time.Millisecond

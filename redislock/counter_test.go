@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -83,4 +84,44 @@ func leaseOf(l *baton.Leader) *baton.Lease {
 		return nil
 	}
 	return l.Lease()
+}
+
+// TestTokenFloorEdge: with the counter at a known value and TokenFloor
+// near 2^64, the grant whose sum is exactly MaxUint64 is handed out, the
+// next one (which would wrap to 0) is refused with ErrInvalidOption and
+// released, Inspect refuses to show a wrapped token, and the counter
+// just goes on counting.
+func TestTokenFloorEdge(t *testing.T) {
+	rdb := redisClient(t, redisAddr(t))
+	prefix := testPrefix(t, rdb)
+	const raw = 41
+	floored := newClient(t, rdb, redislock.Options{Prefix: prefix, TokenFloor: math.MaxUint64 - (raw + 1)})
+	plain := newClient(t, rdb, redislock.Options{Prefix: prefix})
+	name := "edge"
+	counter := prefix + ":tokens:{" + redislock.SlotTag(redislock.SlotOf(redislock.EscapeName(name))) + "}"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rdb.Set(ctx, counter, raw, 0).Err(); err != nil {
+		t.Fatalf("SET %s = %v", counter, err)
+	}
+	m, _ := floored.Mutex(name)
+	l, err := m.TryLock(ctx)
+	if err != nil || l.Token() != math.MaxUint64 {
+		t.Fatalf("TryLock with raw %d + floor = %v, %v, want token MaxUint64", raw+1, l, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	if l, err := m.TryLock(ctx); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("TryLock with raw %d + floor (past MaxUint64) = %v, %v, want ErrInvalidOption", raw+2, l, err)
+	}
+	pm, _ := plain.Mutex(name)
+	held, err := pm.Lock(opCtx(t, 5*time.Second)) // the refused grant was released
+	if err != nil || held.Token() != raw+3 {
+		t.Fatalf("Lock without a floor after the refusal = %v, %v, want token %d", held, err, raw+3)
+	}
+	defer held.Release(context.Background())
+	if in, err := floored.Inspect(ctx, name); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("Inspect through the floored client = %+v, %v, want ErrInvalidOption (the sum overflows)", in, err)
+	}
 }
