@@ -69,3 +69,40 @@ func FuzzValidateName(f *testing.F) {
 		}
 	})
 }
+
+// TestReservedSegments: a lock name may not use a segment the recipes
+// name their own nodes and keys with; the error names the segment.
+// ValidatePath, for the directories derived from a valid name, accepts
+// them.
+func TestReservedSegments(t *testing.T) {
+	for _, in := range []string{
+		"x/locks", "x/leases", "locks", "leases/y",
+		"x/_c_0b7f-lock-0000000001", "_c_anything",
+		"x/lock-0000000001", "x/foo-lease-00000000012", "x/__READ__0000000003",
+		"x/__WRIT__0000000004", "x/latch-0000000005",
+	} {
+		_, err := baton.ValidateName(in)
+		if !errors.Is(err, baton.ErrInvalidName) {
+			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", in, err)
+			continue
+		}
+		seg := in[strings.LastIndex(in, "/")+1:]
+		if strings.HasPrefix(in, "leases/") {
+			seg = "leases"
+		}
+		if !strings.Contains(err.Error(), `segment "`+seg+`" is reserved`) {
+			t.Errorf("ValidateName(%q) = %q, want the reserved segment %q named", in, err, seg)
+		}
+		if n, err := baton.ValidatePath(in); err != nil || n != in {
+			t.Errorf("ValidatePath(%q) = %q, %v, want it unchanged", in, n, err)
+		}
+	}
+	for _, in := range []string{
+		"x/lockss", "x/lock", "x/locksmith", "x/block-7", "x/lock-123456789",
+		"x/c_lock", "x/__c_", "orders/2024-lease", "x/lease-00000000a1",
+	} {
+		if n, err := baton.ValidateName(in); err != nil || n != in {
+			t.Errorf("ValidateName(%q) = %q, %v, want it accepted", in, n, err)
+		}
+	}
+}

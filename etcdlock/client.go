@@ -129,12 +129,14 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 
 // Entries returns the raw keys under "<name>/" in create-revision order,
 // including keys that are not entries of a recipe. It is meant for tests,
-// inspection and orphan scans.
+// inspection and orphan scans; name may be a directory a recipe derives
+// from a lock name ("<name>/leases"), so it is checked with
+// baton.ValidatePath.
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	n, err := baton.ValidateName(name)
+	n, err := baton.ValidatePath(name)
 	if err != nil {
 		return nil, err
 	}

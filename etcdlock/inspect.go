@@ -31,7 +31,9 @@ var subQueues = []string{"locks", "leases"}
 // revision (plus the token floor), exact for every entry. etcd keeps no
 // creation time, so Age is unknown (0); the note gives the lease's TTL
 // instead. An entry whose lease the server no longer has, or a key with no
-// lease at all, is flagged DeadSession.
+// lease at all, is flagged DeadSession. A key under the lock (or under a
+// semaphore's queue) whose name is not a lease ID is foreign (see
+// leaseSuffix): it follows the queues, flagged Foreign, at Position -1.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -48,6 +50,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 	queues := map[string][]queue.EntryInfo{}
 	permits := map[string]int{}
 	leases := map[int64][]*queue.EntryInfo{}
+	var foreign []queue.EntryInfo
 	for _, kv := range resp.Kvs {
 		rel := strings.TrimPrefix(string(kv.Key), n+"/")
 		sub, hex := "", rel
@@ -57,7 +60,8 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			}
 			sub, hex = s+"/", rest
 		}
-		if _, err := strconv.ParseUint(hex, 16, 64); err != nil || hex == "" {
+		if _, ok := leaseSuffix(hex); !ok {
+			foreign = append(foreign, foreignInfo(rel, kv.CreateRevision, clientv3.LeaseID(kv.Lease)))
 			continue
 		}
 		kind, np := entryKind(kv.Value)
@@ -115,7 +119,18 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			e.AddNote(note)
 		}
 	}
-	return out, nil
+	return append(out, foreign...), nil
+}
+
+// foreignInfo describes a foreign key for Inspect: named as entries are
+// ("<rel>@<create revision>"), with no kind, token or position.
+func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo {
+	e := queue.EntryInfo{Position: -1, Entry: rel + "@" + strconv.FormatInt(rev, 10), Foreign: true}
+	if lease != 0 {
+		e.Session = leaseHex(lease)
+	}
+	e.AddNote("foreign key: its name is not a lease ID, so no recipe wrote it; it takes no part in the queue and blocks nobody; baton never removes it (etcdctl del does, if it is stray)")
+	return e
 }
 
 // entryKind reads an entry's kind from its value, and the N a baton
@@ -161,8 +176,8 @@ func (c *Client) Remove(ctx context.Context, name, entry string) error {
 		}
 		hex = rest
 	}
-	if _, err := strconv.ParseUint(hex, 16, 64); err != nil || hex == "" || strings.Contains(hex, "/") {
-		return bad()
+	if _, ok := leaseSuffix(hex); !ok {
+		return bad() // a foreign key is not baton's to remove
 	}
 	key := n + "/" + rel
 	_, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).

@@ -229,6 +229,9 @@ func TestNewOptions(t *testing.T) {
 	if _, err := etcdlock.New(raw, etcdlock.Options{TTL: -time.Second}); !errors.Is(err, baton.ErrInvalidOption) {
 		t.Errorf("New(TTL -1s) = %v, want %v", err, baton.ErrInvalidOption)
 	}
+	if _, err := etcdlock.New(raw, etcdlock.Options{TTL: baton.MaxTTL + time.Second}); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("New(TTL MaxTTL+1s) = %v, want %v", err, baton.ErrInvalidOption)
+	}
 	if _, err := etcdlock.New(nil, etcdlock.Options{}); !errors.Is(err, baton.ErrInvalidOption) {
 		t.Errorf("New(nil client) = %v, want %v", err, baton.ErrInvalidOption)
 	}
@@ -241,6 +244,7 @@ func TestNewOptions(t *testing.T) {
 		{"rounded up", 1500 * time.Millisecond, 2 * time.Second},
 		{"whole seconds kept", 3 * time.Second, 3 * time.Second},
 		{"sub-second", time.Millisecond, time.Second},
+		{"MaxTTL", baton.MaxTTL, baton.MaxTTL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := etcdlock.New(raw, etcdlock.Options{TTL: tc.ttl})

@@ -40,7 +40,8 @@ type Options struct {
 	// TTL is the etcd lease TTL. etcd counts TTLs in whole seconds, so it is
 	// rounded up to the next second; 0 means DefaultTTL. etcd raises a TTL
 	// below its minimum (about 2s with default server timing) without
-	// saying so: Client.GrantedTTL reports what the server granted.
+	// saying so: Client.GrantedTTL reports what the server granted. It
+	// must be at most baton.MaxTTL.
 	TTL time.Duration
 
 	// TokenFloor is added to every fencing token: token = the key's create
@@ -67,8 +68,8 @@ func (o Options) validate() (Options, error) {
 		return Options{}, fmt.Errorf("%w: etcdlock: "+format, append([]any{baton.ErrInvalidOption}, args...)...)
 	}
 	switch {
-	case o.TTL < 0:
-		return bad("negative TTL %v", o.TTL)
+	case o.TTL < 0 || o.TTL > baton.MaxTTL:
+		return bad("TTL %v, want 0…%v", o.TTL, baton.MaxTTL)
 	case o.Backoff.Base < 0 || o.Backoff.Max < 0 || o.Backoff.Budget < 0:
 		return bad("negative backoff duration")
 	}

@@ -481,3 +481,19 @@ func TestObserve(t *testing.T) {
 		t.Errorf("Observe's channel still open 2s after ctx ended")
 	}
 }
+
+// TestTTLCap: a TTL or fixed lease time above baton.MaxTTL is refused
+// where options are validated, MaxTTL itself is accepted.
+func TestTTLCap(t *testing.T) {
+	if _, err := (leasing.Options{TTL: baton.MaxTTL + time.Millisecond}).Validate("memlock"); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("Validate(TTL MaxTTL+1ms) = %v, want an error wrapping %v", err, baton.ErrInvalidOption)
+	}
+	if o, err := (leasing.Options{TTL: baton.MaxTTL}).Validate("memlock"); err != nil || o.TTL != baton.MaxTTL {
+		t.Errorf("Validate(TTL MaxTTL) = %v, %v, want TTL %v and no error", o.TTL, err, baton.MaxTTL)
+	}
+	e, _ := newEngine(t, leasing.Options{})
+	m, _ := e.Mutex("cap")
+	if l, err := m.TryLockFor(opCtx(t, time.Second), baton.MaxTTL+time.Millisecond); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("TryLockFor(MaxTTL+1ms) = %v, %v, want an error wrapping %v", l, err, baton.ErrInvalidOption)
+	}
+}

@@ -35,7 +35,7 @@ const (
 // them through Validate, so the defaults and the rules are written once.
 type Options struct {
 	// TTL is the lease time on the server; 0 means DefaultTTL. It must be
-	// at least MinTTL.
+	// in MinTTL…baton.MaxTTL.
 	TTL time.Duration
 
 	// DriftMargin is subtracted from every lease deadline (see package
@@ -76,8 +76,8 @@ func (o Options) Validate(pkg string) (Options, error) {
 		o.BatchSize = DefaultBatchSize
 	}
 	switch {
-	case o.TTL < MinTTL:
-		return Options{}, Invalid(pkg, "TTL %v, want ≥ %v", o.TTL, MinTTL)
+	case o.TTL < MinTTL || o.TTL > baton.MaxTTL:
+		return Options{}, Invalid(pkg, "TTL %v, want %v…%v", o.TTL, MinTTL, baton.MaxTTL)
 	case o.DriftMargin < 0 || o.DriftMargin >= o.TTL/2:
 		return Options{}, Invalid(pkg, "DriftMargin %v, want in [0, TTL/2)", o.DriftMargin)
 	case o.BatchSize < 1 || o.BatchSize > MaxBatchSize:
@@ -99,15 +99,15 @@ func Invalid(pkg, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: "+format, append([]any{baton.ErrInvalidOption, pkg}, args...)...)
 }
 
-// checkLeaseTime checks a fixed lease time (LockFor); millis requires
-// whole milliseconds (Redis' PX).
+// checkLeaseTime checks a fixed lease time (LockFor): MinTTL…baton.MaxTTL,
+// and whole milliseconds when millis (Redis' PX).
 func checkLeaseTime(pkg string, d time.Duration, millis bool) error {
-	if d < MinTTL || millis && d%time.Millisecond != 0 {
+	if d < MinTTL || d > baton.MaxTTL || millis && d%time.Millisecond != 0 {
 		unit := ""
 		if millis {
 			unit = " in whole milliseconds"
 		}
-		return Invalid(pkg, "lease time %v, want ≥ %v%s", d, MinTTL, unit)
+		return Invalid(pkg, "lease time %v, want %v…%v%s", d, MinTTL, baton.MaxTTL, unit)
 	}
 	return nil
 }

@@ -141,7 +141,8 @@ func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok
 }
 
 // List reads dir. The token is the directory's counter at this read plus
-// the token floor.
+// the token floor; a sum past math.MaxUint64 fails the read (see
+// baton.FloorToken) instead of wrapping.
 func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
 	srv := h.srv()
 	srv.mu.Lock()
@@ -153,7 +154,15 @@ func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.S
 	if d == nil {
 		return queue.Snapshot{Own: -1, Token: srv.floor}, nil
 	}
-	return srv.snapshotLocked(d, own), nil
+	snap := srv.snapshotLocked(d, own)
+	if snap.Own >= 0 {
+		tok, err := baton.FloorToken(snap.Token, srv.floor)
+		if err != nil {
+			return queue.Snapshot{}, fmt.Errorf("memlock: lock %q: %w", dir, err)
+		}
+		snap.Token = tok
+	}
+	return snap, nil
 }
 
 // Watch returns a channel closed once e is gone (at once if it already

@@ -275,9 +275,10 @@ func (d *dir) changedLocked() {
 	d.watchers = nil
 }
 
-// snapshotLocked reads d for the owner of own.
+// snapshotLocked reads d for the owner of own, with the raw token (the
+// caller adds the floor).
 func (srv *Server) snapshotLocked(d *dir, own queue.Entry) queue.Snapshot {
-	snap := queue.Snapshot{Own: -1, Token: d.token + srv.floor, Entries: make([]queue.Entry, len(d.entries))}
+	snap := queue.Snapshot{Own: -1, Token: d.token, Entries: make([]queue.Entry, len(d.entries))}
 	for i, en := range d.entries {
 		snap.Entries[i] = en.e
 		if own.Key != "" && en.e.Key == own.Key {

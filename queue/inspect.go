@@ -48,6 +48,12 @@ type EntryInfo struct {
 	// which no session owns at all (a persistent node or a key without a
 	// lease: some client's bug). Nothing will ever remove it by itself.
 	DeadSession bool
+	// Foreign marks a node or key under the lock that is not an entry of
+	// any recipe (etcd: a key whose name is not a lease ID, such as
+	// "<name>/-1"). It takes no part in the queue — it blocks nobody and
+	// is never granted — so its Position is -1, and Remove refuses it:
+	// baton deletes only its own kind of entries.
+	Foreign bool
 	// Note explains flags and unknowns in a few words.
 	Note string
 }

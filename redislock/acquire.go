@@ -140,6 +140,9 @@ func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl
 		}
 		g, _ := v[0].(int64)
 		n, _ := v[1].(int64)
+		if g == 1 && n <= 0 {
+			return fmt.Errorf("%w: the script granted token %d", ErrBadCounter, n)
+		}
 		if g == 1 {
 			r.granted, r.token = true, uint64(n)
 		} else {
@@ -202,6 +205,16 @@ func permanent(err error) bool {
 	return strings.HasPrefix(msg, "WRONGTYPE") || strings.HasPrefix(msg, "ERR") || strings.HasPrefix(msg, "NOPERM")
 }
 
+// badCounter reports the scripts' refusal of a token counter out of range
+// (see mint), or a grant whose token shows one.
+func badCounter(err error) bool {
+	if errors.Is(err, ErrBadCounter) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(err.Error(), "BATONCOUNTER")
+}
+
 // attempts are one acquire's attempts: each runs the recipe's script
 // under a new owner, one round trip. The waiter's identity lasts for the
 // whole acquire, so its waiting intent keeps its place. The first attempt
@@ -260,6 +273,8 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	r, done, err := a.c.attempt(ctx, a.s, owner, a.waiter, ttl, a.req.Wait && n > 0)
 	a.lastDone, a.tried = done, true
 	switch {
+	case err != nil && badCounter(err):
+		return res, leasing.Permanent(fmt.Errorf("%w: %w", ErrBadCounter, err))
 	case err != nil && permanent(err):
 		return res, leasing.Permanent(err)
 	case err != nil:

@@ -23,6 +23,14 @@ import (
 // being released in the background if the primary did not answer.
 var ErrNotReplicated = errors.New("redislock: grant not acknowledged by enough replicas")
 
+// ErrBadCounter is wrapped by an acquire refused because the name's token
+// counter holds a value outside 0…2^53-1: negative (written by hand or by
+// another program) or past 2^53, where the scripts' Lua numbers (doubles)
+// lose increments, so tokens would repeat instead of increasing. Nothing
+// was granted. Repair the counter (SET it to a value in range above every
+// token issued, or raise Options.TokenFloor and reset it) before retrying.
+var ErrBadCounter = errors.New("redislock: token counter out of range")
+
 // Client is one process's handle on the locks of one Redis deployment,
 // through the caller's go-redis client. It owns a keeper (see package
 // keeper: two long-lived goroutines, plus one per renewal request in
@@ -230,7 +238,9 @@ type Inspection struct {
 
 // Inspect reads, in one round trip, every unexpired entry of name on the
 // server: holders of each recipe with owner, token and time left, and the
-// waiting intents acquirers recorded. It changes nothing.
+// waiting intents acquirers recorded. It changes nothing. A holder's token
+// whose sum with TokenFloor would overflow uint64 fails the inspection
+// with an error wrapping baton.ErrInvalidOption, as such an acquire does.
 func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -266,7 +276,12 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		}
 		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4])}
 		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
-			e.Token, _ = leasing.Token(raw, c.o.TokenFloor)
+			tok, ok := leasing.Token(raw, c.o.TokenFloor)
+			if !ok {
+				return Inspection{}, fmt.Errorf("redislock: inspect %q: %w: token %d + TokenFloor %d overflows uint64",
+					n, baton.ErrInvalidOption, raw, c.o.TokenFloor)
+			}
+			e.Token = tok
 		}
 		ms, _ := strconv.ParseInt(str(f[5]), 10, 64)
 		e.TTL = time.Duration(ms) * time.Millisecond

@@ -136,7 +136,10 @@
 // Keep the counters durable as you keep the fence: appendonly yes, and a
 // maxmemory-policy that never evicts keys without a TTL (noeviction or a
 // volatile-* policy). An evicted or flushed counter restarts at 0, and
-// its tokens at TokenFloor + 1.
+// its tokens at TokenFloor + 1. A counter holding a value outside
+// 0…2^53-1 (set by hand, or grown past 2^53, beyond which the scripts'
+// Lua numbers lose increments) mints nothing: every acquire of its names
+// fails with ErrBadCounter until it is repaired.
 //
 // None of the lease timing survives a host that suspends (Go's monotonic
 // clock stops); fencing tokens do.

@@ -48,6 +48,7 @@ func TestOptions(t *testing.T) {
 	defer rdb.Close()
 	for _, o := range []redislock.Options{
 		{TTL: 100 * time.Millisecond},
+		{TTL: baton.MaxTTL + time.Millisecond},
 		{Prefix: "a{b"},
 		{BatchSize: -1},
 		{ReplicaAcks: -1},

@@ -30,7 +30,8 @@ const (
 type Options struct {
 	// TTL is the lease time of a key, renewed every TTL/3 by the client's
 	// keeper; 0 means DefaultTTL. Below 300ms the timing margins stop
-	// making sense and New refuses it.
+	// making sense and New refuses it, as it refuses one above
+	// baton.MaxTTL.
 	TTL time.Duration
 
 	// Prefix starts every key and channel; "" means DefaultPrefix. It must

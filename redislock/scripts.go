@@ -19,6 +19,13 @@ import "github.com/redis/go-redis/v9"
 // until the earliest expiry that could free the lock (-1: none known).
 // The token is the slot counter's raw value: the client adds
 // Options.TokenFloor, as every engine does.
+//
+// Lua numbers are doubles: past 2^53 an INCR's result is rounded, so
+// tokens would repeat or go back without an error, and a negative counter
+// would mint tokens ≤ 0. mint refuses a counter outside 0…2^53-1 before
+// incrementing it, with an error reply starting with counterErr, which
+// every acquire script returns as is; the client maps it to
+// ErrBadCounter. Nothing is written then: no grant, no wrap.
 
 const prelude = `
 local function tostr(n) return string.format('%d', n) end
@@ -29,7 +36,16 @@ end
 local function extend(k, ms)
   if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
 end
-local function mint(ck) return redis.call('INCR', ck) end
+local function mint(ck)
+  local c = redis.call('GET', ck)
+  if c then
+    local n = tonumber(c)
+    if n and (n < 0 or n >= 9007199254740992) then
+      return redis.error_reply('BATONCOUNTER token counter ' .. ck .. ' holds ' .. c .. ', outside 0..2^53-1')
+    end
+  end
+  return redis.call('INCR', ck)
+end
 local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
 local function intent(k, now)
   if ARGV[5] == '1' then
@@ -56,6 +72,7 @@ if cur == ARGV[1] then
 end
 if not cur then
   local tok = mint(KEYS[3])
+  if type(tok) == 'table' then return tok end
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if ARGV[5] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
@@ -128,6 +145,7 @@ if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
 end
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 and #ahead(me) == 0 then
   local tok = mint(KEYS[6])
+  if type(tok) == 'table' then return tok end
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   dequeue(me)
@@ -150,6 +168,7 @@ if ok then
 end
 if ok then
   local tok = mint(KEYS[6])
+  if type(tok) == 'table' then return tok end
   redis.call('ZADD', KEYS[2], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
   extend(KEYS[2], ARGV[2])
   dequeue(me)
@@ -171,6 +190,7 @@ local stored = redis.call('GET', KEYS[2])
 if redis.call('ZCARD', KEYS[1]) == 0 then stored = false end
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[6]) then
   local tok = mint(KEYS[4])
+  if type(tok) == 'table' then return tok end
   redis.call('ZADD', KEYS[1], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
   extend(KEYS[1], ARGV[2])
   if not stored then

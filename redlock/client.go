@@ -29,6 +29,14 @@ var (
 	// without persistence, so its counter may have been rewound. The
 	// Client refuses that node from then on (see "Assumptions").
 	ErrNodeWiped = errors.New("redlock: node lost its index (flushed or restarted without persistence)")
+
+	// ErrBadCounter is wrapped in an attempt's error when a node's token
+	// counter is not a number in 0…2^53-N: negative (written by hand or by
+	// another program) or so large that the scripts' Lua numbers (doubles)
+	// would lose increments and mint repeated tokens. The node grants
+	// nothing; an acquire that cannot reach a majority for it fails at
+	// once, without a grant. Repair the counter (see "Recovery").
+	ErrBadCounter = errors.New("redlock: token counter out of range")
 )
 
 // Client is one process's handle on a Redlock deployment of N independent

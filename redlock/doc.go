@@ -139,7 +139,11 @@
 // When a node's data is lost anyway, stop the clients, restore the node
 // (or replace it with an empty server), and give every client a TokenFloor
 // above every token the resources have seen: new tokens then still exceed
-// them (baton's token-floor procedure).
+// them (baton's token-floor procedure). A counter that is not a number
+// in 0…2^53-N (written by hand, or grown so far that the scripts' Lua
+// numbers would lose increments) makes its node refuse to mint
+// (ErrBadCounter); the same procedure repairs it: reset the counter, raise
+// TokenFloor.
 //
 // # Keys
 //

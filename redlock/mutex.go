@@ -105,6 +105,10 @@ func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
 	if r.majorityAnswered {
 		res.Reached = r.start
 	}
+	if errors.Is(r.err, ErrBadCounter) {
+		// Retrying cannot help until an operator repairs the counters.
+		return res, leasing.Permanent(r.err)
+	}
 	return res, r.err
 }
 
@@ -294,6 +298,10 @@ func (c *Client) count(t *tally, r result) {
 	case codeWrongIndex:
 		t.failed++
 		t.errs = append(t.errs, c.checkIndex(r.i, vs[1]))
+	case codeBadCounter:
+		c.nodes[r.i].known.Store(true)
+		t.failed++
+		t.errs = append(t.errs, fmt.Errorf("node %d (%s): %w: %s holds %v", r.i, c.nodes[r.i].addr, ErrBadCounter, c.keyCtr, vs[1]))
 	default:
 		t.failed++
 		t.errs = append(t.errs, fmt.Errorf("node %d (%s): unexpected reply %v", r.i, c.nodes[r.i].addr, r.v))

@@ -39,7 +39,7 @@ const (
 type Options struct {
 	// TTL is the lease time of the lock key on each node; 0 means
 	// DefaultTTL. Below 300ms the timing margins stop making sense and New
-	// refuses it.
+	// refuses it, as it refuses one above baton.MaxTTL.
 	TTL time.Duration
 
 	// Prefix prefixes every key on the nodes: the node's index

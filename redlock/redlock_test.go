@@ -28,6 +28,7 @@ func TestOptions(t *testing.T) {
 		{"one node", one, redlock.Options{}},
 		{"nil node", []redis.UniversalClient{one[0], nil, one[0]}, redlock.Options{}},
 		{"tiny TTL", three, redlock.Options{TTL: 100 * time.Millisecond}},
+		{"TTL above MaxTTL", three, redlock.Options{TTL: baton.MaxTTL + time.Millisecond}},
 		{"NodeTimeout above TTL/4", three, redlock.Options{TTL: time.Second, NodeTimeout: 300 * time.Millisecond}},
 		{"negative NodeTimeout", three, redlock.Options{NodeTimeout: -1}},
 		{"DriftFactor 0.2", three, redlock.Options{DriftFactor: 0.2}},

@@ -4,8 +4,10 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts run on one node each; a node is a plain Redis server (not a
 // Cluster), so one script may touch the lock key, the counter and the
-// index together. Counter values are Lua numbers (doubles): exact up to
-// 2^53, far beyond any deployment's grant count.
+// index together. Counter values are Lua numbers (doubles), exact only up
+// to 2^53: acquireScript refuses (codeBadCounter) to mint from a counter
+// that is negative or whose next token would pass 2^53, so a counter set
+// by hand can never make tokens repeat, go back or wrap.
 //
 // Layout on node i (see the package doc):
 //
@@ -19,13 +21,15 @@ const (
 	codeHeld       = 0
 	codeNoIndex    = -1 // the node has no index: wiped (restarted without persistence) or flushed
 	codeWrongIndex = -2 // the node stores another index: nodes listed in another order
+	codeBadCounter = -3 // the node's counter is negative or too close to 2^53 to mint
 )
 
 // acquireScript: KEYS lock, counter, index; ARGV owner, ttl ms, i, N, init.
 // It checks the node's index (setting it when init is "1" and it is
 // missing: this client's first use of the node), then takes the lock key
 // if absent and mints the node's next token: the smallest value above the
-// counter that is ≡ i (mod N). Returns {code, token or stored index}.
+// counter that is ≡ i (mod N), refusing a counter that is not a number in
+// 0…2^53-N. Returns {code, token or stored index or counter}.
 var acquireScript = redis.NewScript(`
 local idx = redis.call('GET', KEYS[3])
 if not idx then
@@ -39,7 +43,10 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 local n = tonumber(ARGV[4])
 local i = tonumber(ARGV[3])
-local v = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local c = redis.call('GET', KEYS[2]) or '0'
+local v = tonumber(c)
+if not v or v < 0 or v + n > 9007199254740992 then return {-3, c} end
+v = v + 1
 v = v + ((i - v) % n)
 redis.call('SET', KEYS[2], string.format('%d', v))
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v))

@@ -132,9 +132,11 @@
 // soon as the server answers; if the session dies first, the server deletes
 // them. Watches use getData (as Curator does) so a vanished predecessor
 // leaves no watch behind (CURATOR-527: the waiter re-reads at once).
-// go-zookeeper cannot remove a watch: a cancelled waiter's watch, and the
-// small goroutine that converts it, live until the watched entry changes or
-// the session ends. Every goroutine baton starts belongs to a session or to
+// go-zookeeper cannot remove a watch, so the waiters of a session share
+// one watch per watched entry: a cancelled waiter's goroutine ends at
+// once, and the shared watch stays registered until the entry changes or
+// the session ends (one per entry, however many waiters gave up on it).
+// Every goroutine baton starts belongs to a session or to
 // the client, and Close waits for them.
 //
 // # Other traps worked around

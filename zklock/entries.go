@@ -382,13 +382,14 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 // Curator does: on a missing node getData sets no watch, so a predecessor
 // deleted between the queue read and the watch (CURATOR-527) leaves no
 // stray creation watch behind and the returned channel is closed at once.
-// go-zookeeper cannot remove a watch: a cancelled waiter's watch (and the
-// goroutine that converts it) lives until e changes or the session ends.
+// The session's waiters on e share one watch (see watchSet): a watch that
+// has not fired proves e unchanged since it was set, hence since snap.
+// The returned channel is also closed when the session is lost or ctx
+// ends; the goroutine that converts the watch ends with it. go-zookeeper
+// cannot remove the watch itself: it stays registered, once per entry,
+// until e changes or the session ends.
 func (s *session) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<-chan struct{}, error) {
-	ch, err := callIdem(ctx, s, func() (<-chan zk.Event, error) {
-		_, _, ch, err := s.conn.GetW(e.Key)
-		return ch, err
-	})
+	dw, err := s.dataWatch(ctx, e.Key)
 	out := make(chan struct{})
 	if errors.Is(err, zk.ErrNoNode) {
 		close(out)
@@ -400,13 +401,43 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<
 	if !s.spawn(func() {
 		defer close(out)
 		select {
-		case <-ch: // deleted, changed, or the connection closed
+		case <-dw.ch: // deleted, changed, or the connection closed
+			s.watches.forget(e.Key, dw)
 		case <-s.lost:
+		case <-ctx.Done():
 		}
 	}) {
 		close(out)
 	}
 	return out, nil
+}
+
+// dataWatch returns a settled data watch on path: the session's live one,
+// or one set now with GetW. It waits for a GetW another waiter has in
+// flight, and sets its own when that one failed (its caller may have
+// left).
+func (s *session) dataWatch(ctx context.Context, path string) (*dataWatch, error) {
+	for {
+		dw, first := s.watches.join(path)
+		if first {
+			ch, err := callIdem(ctx, s, func() (<-chan zk.Event, error) {
+				_, _, ch, err := s.conn.GetW(path)
+				return ch, err
+			})
+			s.watches.settle(path, dw, ch, err)
+			return dw, err
+		}
+		select {
+		case <-dw.ready:
+		case <-s.lost:
+			return nil, s.lostErr()
+		case <-ctx.Done():
+			return nil, s.ctxErr(ctx)
+		}
+		if dw.err == nil || errors.Is(dw.err, zk.ErrNoNode) {
+			return dw, dw.err
+		}
+	}
 }
 
 // Data reads e's znode data; ok is false when e is gone.

@@ -22,3 +22,15 @@ func (c *Client) RecoverCreate(ctx context.Context, name, uuid string) (queue.En
 
 // NewUUID exposes the protected-create UUID generator.
 var NewUUID = newUUID
+
+// Watches returns how many data watches the current session keeps for
+// its waiters.
+func (c *Client) Watches() int {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.watches.size()
+}

@@ -216,3 +216,59 @@ func mkdirs(t *testing.T, conn *zk.Conn, path string) {
 		}
 	}
 }
+
+// TestReservedNameCollision: an entry in "<name>/locks" — where a mutex
+// named "<name>/locks" would queue — blocks semaphore name's acquirers,
+// as the semaphore's guard queue is that directory. Such names are
+// therefore refused by every recipe.
+func TestReservedNameCollision(t *testing.T) {
+	c := dial(t, "", zklock.Options{})
+	name := lockName(t)
+	s, err := c.Semaphore(name, 2)
+	if err != nil {
+		t.Fatalf("Semaphore(%q, 2) = %v", name, err)
+	}
+	dir, _ := c.Dir(name)
+	raw := foreign(t)
+	for _, p := range []string{dir, dir + "/locks"} {
+		for i := 1; i <= len(p); i++ {
+			if i == len(p) || p[i] == '/' {
+				if _, err := raw.CreateContainer(p[:i], nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					t.Fatalf("CreateContainer(%s) = %v", p[:i], err)
+				}
+			}
+		}
+	}
+	squatter := curatorCreate(t, raw, dir+"/locks", "lock-", nil) // what Mutex(name+"/locks").Lock makes
+	// The guard is a short critical section: even TryAcquire waits for it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	l, err := s.TryAcquire(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryAcquire with an entry in %s/locks = (%v, %v), want it blocked until its deadline", dir, l != nil, err)
+	}
+	if err := raw.Delete(squatter, -1); err != nil {
+		t.Fatalf("Delete(%s) = %v", squatter, err)
+	}
+	l, err = try(t, s.TryAcquire)
+	if err != nil {
+		t.Fatalf("TryAcquire once the entry left = %v", err)
+	}
+	release(t, l)
+
+	for _, sub := range []string{"/locks", "/leases"} {
+		n := name + sub
+		if _, err := c.Mutex(n); !errors.Is(err, baton.ErrInvalidName) || !strings.Contains(err.Error(), `"`+sub[1:]+`" is reserved`) {
+			t.Errorf("Mutex(%q) = %v, want ErrInvalidName naming the reserved segment", n, err)
+		}
+		if _, err := c.RWMutex(n); !errors.Is(err, baton.ErrInvalidName) {
+			t.Errorf("RWMutex(%q) = %v, want ErrInvalidName", n, err)
+		}
+		if _, err := c.Semaphore(n, 1); !errors.Is(err, baton.ErrInvalidName) {
+			t.Errorf("Semaphore(%q, 1) = %v, want ErrInvalidName", n, err)
+		}
+		if _, err := c.Election(n); !errors.Is(err, baton.ErrInvalidName) {
+			t.Errorf("Election(%q) = %v, want ErrInvalidName", n, err)
+		}
+	}
+}

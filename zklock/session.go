@@ -43,6 +43,8 @@ type session struct {
 	orphans map[string]struct{}
 	creates []*abandonedCreate
 	wake    chan struct{}
+
+	watches watchSet // data watches shared by the session's waiters
 }
 
 // abandonedCreate is a protected create whose caller left before its result

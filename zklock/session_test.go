@@ -246,3 +246,27 @@ func TestShortPartition(t *testing.T) {
 		t.Fatalf("session 0x%x after healing, want the same 0x%x", a.SessionID(), sid)
 	}
 }
+
+// TestSessionTimeoutCap: ZooKeeper's wire carries the session timeout as
+// int32 milliseconds, which a timeout of about 25 days overflows into a
+// negative one. Dial refuses anything above baton.MaxTTL before it
+// connects, and accepts MaxTTL itself (the server clamps it into its own
+// maximum).
+func TestSessionTimeoutCap(t *testing.T) {
+	srv := testenv.ZK(t)
+	for _, d := range []time.Duration{baton.MaxTTL + time.Millisecond, 25 * 24 * time.Hour} {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		c, err := zklock.Dial(ctx, []string{srv}, zklock.Options{SessionTimeout: d})
+		cancel()
+		if !errors.Is(err, baton.ErrInvalidOption) {
+			if c != nil {
+				_ = c.Close()
+			}
+			t.Errorf("Dial(SessionTimeout %v) = %v, want an error wrapping %v", d, err, baton.ErrInvalidOption)
+		}
+	}
+	c := dial(t, "", zklock.Options{SessionTimeout: baton.MaxTTL})
+	if got := c.SessionTimeout(); got <= 0 || got > baton.MaxTTL {
+		t.Errorf("SessionTimeout() after asking %v = %v, want in (0, %v]", baton.MaxTTL, got, baton.MaxTTL)
+	}
+}

@@ -37,7 +37,8 @@ type Digest struct {
 // no chroot, no token floor and the default backoff.
 type Options struct {
 	// SessionTimeout is the session timeout requested from the server; 0
-	// means DefaultSessionTimeout. The server may clamp it into its
+	// means DefaultSessionTimeout. It must be in 1ms…baton.MaxTTL (the
+	// wire carries int32 milliseconds). The server may clamp it into its
 	// [minSessionTimeout, maxSessionTimeout]; baton reads the negotiated
 	// value from the wire and times Suspended/Lost from it (SessionTimeout
 	// on Client reports it).
@@ -71,8 +72,8 @@ func (o Options) normalize() (Options, error) {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
-	if o.SessionTimeout < time.Millisecond {
-		return o, fmt.Errorf("zklock: session timeout %v below 1ms: %w", o.SessionTimeout, baton.ErrInvalidOption)
+	if o.SessionTimeout < time.Millisecond || o.SessionTimeout > baton.MaxTTL {
+		return o, fmt.Errorf("zklock: session timeout %v, want 1ms…%v: %w", o.SessionTimeout, baton.MaxTTL, baton.ErrInvalidOption)
 	}
 	chroot, err := normalizeChroot(o.Chroot)
 	if err != nil {
@@ -91,7 +92,7 @@ func normalizeChroot(c string) (string, error) {
 	if strings.Trim(c, "/") == "" {
 		return "", nil
 	}
-	n, err := baton.ValidateName(c)
+	n, err := baton.ValidatePath(c)
 	if err != nil {
 		return "", fmt.Errorf("zklock: chroot: %w: %w", baton.ErrInvalidOption, err)
 	}
@@ -398,13 +399,13 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	return queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
 }
 
-// Dir returns the znode directory of the lock called name. Names are
-// validated with baton.ValidateName, so a directory never escapes the
-// chroot.
+// Dir returns the znode directory of the lock called name. Names and the
+// directories the recipes derive from them ("<name>/locks") are checked
+// with baton.ValidatePath, so a directory never escapes the chroot.
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
 func (c *Client) dirPath(name string) (string, error) {
-	n, err := baton.ValidateName(name)
+	n, err := baton.ValidatePath(name)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,102 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/queue"
+)
+
+// foreignSuffixes are key names under a lock that no recipe writes: signs,
+// a prefix, a space, a leading zero, upper case. Each would parse as a
+// number with a lax parser.
+var foreignSuffixes = []string{"-1", "+5", "0x10", " 7", "07", "ABC"}
+
+// TestForeignKeysNeverBlock puts foreign keys under a mutex and under a
+// semaphore's queues before anyone acquires (so they are the oldest keys
+// there): they must not block an acquire, and Inspect must report them as
+// foreign after the real queue, while Remove refuses them.
+func TestForeignKeysNeverBlock(t *testing.T) {
+	raw := rawClient(t, "")
+	c := newClient(t, etcdlock.Options{})
+	name, sem := uniq(t)+"/m", uniq(t)+"/s"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	put := func(key string) {
+		t.Helper()
+		if _, err := raw.Put(ctx, key, ""); err != nil {
+			t.Fatalf("Put(%q) = %v", key, err)
+		}
+		t.Cleanup(func() { _, _ = raw.Delete(context.Background(), key) })
+	}
+	for _, s := range foreignSuffixes {
+		put(name + "/" + s)
+		put(sem + "/locks/" + s)
+		put(sem + "/leases/" + s)
+	}
+
+	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+	l, err := mutex(t, c, name).TryLock(actx)
+	acancel()
+	if err != nil {
+		t.Fatalf("TryLock(%q) behind foreign keys = %v, want a grant", name, err)
+	}
+	defer release(t, l)
+	s, err := c.Semaphore(sem, 1)
+	if err != nil {
+		t.Fatalf("Semaphore(%q, 1) = %v", sem, err)
+	}
+	actx, acancel = context.WithTimeout(ctx, 3*time.Second)
+	p, err := s.TryAcquire(actx)
+	acancel()
+	if err != nil {
+		t.Fatalf("TryAcquire(%q) behind foreign keys = %v, want a grant", sem, err)
+	}
+	defer release(t, p)
+
+	q := inspectQueue(t, c, name)
+	if len(q) != 1+len(foreignSuffixes) {
+		t.Fatalf("Inspect(%q) = %+v, want the holder and %d foreign keys", name, q, len(foreignSuffixes))
+	}
+	if e := q[0]; !e.Holder || e.Foreign || e.Position != 0 || e.Token != l.Token() {
+		t.Errorf("Inspect(%q)[0] = %+v, want the holder at position 0 with token %d", name, e, l.Token())
+	}
+	for i, e := range q[1:] {
+		want := foreignSuffixes[i] + "@"
+		if !e.Foreign || e.Holder || e.Position != -1 || e.DeadSession || e.Token != 0 ||
+			!strings.HasPrefix(e.Entry, want) || !strings.Contains(e.Note, "foreign") {
+			t.Errorf("Inspect(%q)[%d] = %+v, want foreign key %s… at position -1", name, i+1, e, want)
+		}
+		if err := c.Remove(ctx, name, e.Entry); !errors.Is(err, baton.ErrInvalidOption) {
+			t.Errorf("Remove(%q, %q) = %v, want %v", name, e.Entry, err, baton.ErrInvalidOption)
+		}
+	}
+	if got := len(entries(t, c, name)); got != 1+len(foreignSuffixes) {
+		t.Errorf("Entries(%q) after the refused removes = %d keys, want %d", name, got, 1+len(foreignSuffixes))
+	}
+
+	sq := inspectQueue(t, c, sem)
+	var holders, foreign int
+	for _, e := range sq {
+		switch {
+		case e.Foreign:
+			foreign++
+			if e.Position != -1 || !(strings.HasPrefix(e.Entry, "locks/") || strings.HasPrefix(e.Entry, "leases/")) {
+				t.Errorf("Inspect(%q): foreign %+v, want position -1 under locks/ or leases/", sem, e)
+			}
+		case e.Holder:
+			holders++
+			if e.Kind != queue.KindLease || e.Token != p.Token() {
+				t.Errorf("Inspect(%q): holder %+v, want the lease with token %d", sem, e, p.Token())
+			}
+		}
+	}
+	if holders != 1 || foreign != 2*len(foreignSuffixes) {
+		t.Errorf("Inspect(%q) = %+v, want 1 holder and %d foreign keys", sem, sq, 2*len(foreignSuffixes))
+	}
+}

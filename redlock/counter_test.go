@@ -1,0 +1,68 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/internal/redlocktest"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/redlock"
+)
+
+// TestCounterOutOfRange: the nodes mint tokens with Lua numbers (doubles),
+// exact only up to 2^53. Counters SET to -1 or to 2^53 on every node make
+// an acquire fail at once with ErrBadCounter: no lock key on any node, the
+// counters untouched. From 2^53-N a grant still gets a token ≤ 2^53, and
+// the counters it raised refuse the next one.
+func TestCounterOutOfRange(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := redlocktest.Prefix(t, addrs)
+	nodes := redlocktest.Clients(t, addrs)
+	c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	name := "counter"
+	lockKey, counter := prefix+"lock:"+name, prefix+"counter"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	setAll := func(v string) {
+		t.Helper()
+		for i, n := range nodes {
+			if err := n.Set(ctx, counter, v, 0).Err(); err != nil {
+				t.Fatalf("node %d: SET %s %s = %v", i, counter, v, err)
+			}
+		}
+	}
+	m := redlocktest.Mutex(t, c, name)
+	redlocktest.Release(t, redlocktest.Lock(t, c, name)) // the node indexes are set
+
+	for _, bad := range []string{"-1", "9007199254740992"} {
+		setAll(bad)
+		if l, err := m.TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, redlock.ErrBadCounter) {
+			t.Errorf("TryLock with every counter at %s = (lease %v, %v), want ErrBadCounter", bad, l != nil, err)
+		}
+		for i, n := range nodes {
+			if got, err := n.Get(ctx, counter).Result(); err != nil || got != bad {
+				t.Errorf("node %d: counter after the refusal = %q, %v, want %q untouched", i, got, err, bad)
+			}
+			if k, err := n.Exists(ctx, lockKey).Result(); err != nil || k != 0 {
+				t.Errorf("node %d: lock key after the refusal: EXISTS = %d, %v, want 0", i, k, err)
+			}
+		}
+	}
+
+	const top = uint64(1) << 53
+	setAll(strconv.FormatUint(top-uint64(len(nodes)), 10))
+	l, err := m.TryLock(redlocktest.OpCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("TryLock with every counter at 2^53-N = %v, want a grant", err)
+	}
+	if tok := l.Token(); tok <= top-uint64(len(nodes)) || tok > top {
+		t.Errorf("token from counters at 2^53-N = %d, want in (2^53-N, 2^53]", tok)
+	}
+	redlocktest.Release(t, l)
+	if l, err := m.TryLock(redlocktest.OpCtx(t, 5*time.Second)); !errors.Is(err, redlock.ErrBadCounter) {
+		t.Errorf("TryLock after the counters passed 2^53-N = (lease %v, %v), want ErrBadCounter", l != nil, err)
+	}
+}
