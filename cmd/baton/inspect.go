@@ -210,6 +210,8 @@ func stateName(e queue.EntryInfo) string {
 
 func flagsOf(e queue.EntryInfo) string {
 	switch {
+	case e.Foreign:
+		return "foreign"
 	case e.Duplicate && e.DeadSession:
 		return "duplicate,dead"
 	case e.Duplicate:
@@ -326,6 +328,7 @@ type entryJSON struct {
 	Holder      bool    `json:"holder"`
 	Duplicate   bool    `json:"duplicate"`
 	DeadSession bool    `json:"dead_session"`
+	Foreign     bool    `json:"foreign,omitempty"` // not baton's: never ordered, never removed
 	Note        string  `json:"note,omitempty"`
 	// SQL engine only: the lease deadline on the database clock, and the
 	// time left before it as the database saw it (negative: expired).
@@ -337,7 +340,7 @@ func entryToJSON(e queue.EntryInfo) entryJSON {
 	j := entryJSON{
 		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
 		Session: e.Session, State: stateName(e), Holder: e.Holder,
-		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Note: e.Note,
+		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Foreign: e.Foreign, Note: e.Note,
 	}
 	if e.Token != 0 {
 		t := e.Token
