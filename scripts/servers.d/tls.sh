@@ -13,7 +13,11 @@
 #                     redislock sends) and outsider (keys other:*); the
 #                     default user is off
 #   PostgreSQL 15433  ssl=on, pg_hba hostssl scram-sha-256 only, user baton
-#   MariaDB    13307  ssl-ca/ssl-cert/ssl-key, user baton REQUIRE SSL
+#                     (owns database baton) and user outsider (no CREATE)
+#   MariaDB    13307  ssl-ca/ssl-cert/ssl-key, users baton (all on baton.*)
+#                     and outsider (no grant), both REQUIRE SSL
+#
+# Passwords are random per deployment, in $STATE/tls/<engine>-<user>.pass.
 #
 # A private CA signs the servers' certificate (SAN IP:127.0.0.1,
 # DNS:localhost) and the client certificate (CN baton-client, no etcd user: etcd would take a
@@ -205,6 +209,10 @@ HBA
     runuser -u postgres -- $sql -c "CREATE ROLE baton LOGIN PASSWORD '$(tls_secret pg-baton)'" >/dev/null
   runuser -u postgres -- $sql -c "SELECT 1 FROM pg_database WHERE datname='baton'" | grep -q 1 ||
     runuser -u postgres -- $sql -c "CREATE DATABASE baton OWNER baton" >/dev/null
+  # outsider may connect but not create tables (public schema: owner only).
+  runuser -u postgres -- $sql -c "SELECT 1 FROM pg_roles WHERE rolname='outsider'" | grep -q 1 ||
+    runuser -u postgres -- $sql -c "CREATE ROLE outsider LOGIN PASSWORD '$(tls_secret pg-outsider)'" >/dev/null
+  runuser -u postgres -- $sql -d baton -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" >/dev/null
 }
 
 start_tls_mariadb() {
@@ -213,24 +221,22 @@ start_tls_mariadb() {
   mkdir -p "$dir"
   install -m 600 "$d/server.key" "$dir/server.key"
   chown -R mysql "$dir" 2>/dev/null || true
-  local fresh=
   if [ ! -d "$dir/data/mysql" ]; then
     mariadb-install-db --user=mysql --datadir="$dir/data" --auth-root-authentication-method=socket \
       --skip-test-db >/dev/null 2>&1
-    fresh=1
   fi
   nohup mariadbd --user=mysql --datadir="$dir/data" --port="$TLS_MY_PORT" --bind-address=127.0.0.1 \
     --socket="$dir/sock" --pid-file="$dir/pid" --max-connections=100 --skip-log-bin \
     --innodb-buffer-pool-size=16M --innodb-flush-log-at-trx-commit=2 \
     --ssl-ca="$d/ca.pem" --ssl-cert="$d/server.pem" --ssl-key="$dir/server.key" >"$dir/log" 2>&1 &
   wait_port "$TLS_MY_PORT"
-  if [ -n "$fresh" ]; then
-    mariadb --socket="$dir/sock" -u root <<SQL
+  # outsider has no grant on baton's database.
+  mariadb --socket="$dir/sock" -u root <<SQL
 CREATE DATABASE IF NOT EXISTS baton;
 CREATE USER IF NOT EXISTS 'baton'@'127.0.0.1' IDENTIFIED BY '$(tls_secret my-baton)' REQUIRE SSL;
 GRANT ALL ON baton.* TO 'baton'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'outsider'@'127.0.0.1' IDENTIFIED BY '$(tls_secret my-outsider)' REQUIRE SSL;
 SQL
-  fi
 }
 
 # start_tls starts the five deployments (the JVM and etcd side by side:

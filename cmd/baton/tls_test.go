@@ -1,0 +1,147 @@
+package main_test
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// The tests of this file run against the TLS and authentication
+// deployments of scripts/servers.d/tls.sh: every server there refuses
+// plain text and unauthenticated clients. Each refusal must exit 77, name
+// its cause on stderr, and never print the password.
+
+// tlsDir returns the directory of the test CA, certificates and passwords.
+func tlsDir(t *testing.T) string {
+	return testenv.Require(t, "BATON_TEST_TLS_DIR", "TLS test certificates")
+}
+
+// tlsFile returns the path of a file of tlsDir.
+func tlsFile(t *testing.T, name string) string { return filepath.Join(tlsDir(t), name) }
+
+// tlsPass returns the password of user on engine ("pg", "my", "redis",
+// "etcd") of the TLS deployments.
+func tlsPass(t *testing.T, engine, user string) string {
+	t.Helper()
+	b, err := os.ReadFile(tlsFile(t, engine+"-"+user+".pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// tlsCase is one `baton run` against a TLS deployment.
+type tlsCase struct {
+	name    string
+	env     []string
+	backend string
+	want    int
+	// cause is a phrase stderr must hold when want is not 0: the server's
+	// or the TLS stack's reason, so that the user knows what to fix.
+	cause string
+}
+
+// runTLSCases runs each case as `baton run` of a lock under prefix whose
+// COMMAND checks BATON_ENGINE, and checks its exit code, its cause and
+// that no secret of secrets reaches stdout or stderr.
+func runTLSCases(t *testing.T, engine, prefix string, secrets []string, cases []tlsCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"run", "--backend", tc.backend, "--connect-timeout", "5s", prefix + lockName(t),
+				"--", "sh", "-c", `[ "$BATON_ENGINE" = "$0" ]`, engine}
+			r := runBaton(t, tc.env, args...)
+			if r.code != tc.want {
+				t.Errorf("exit = %d, want %d; stderr:\n%s", r.code, tc.want, r.stderr)
+			}
+			if tc.want != 0 && !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(tc.cause)) {
+				t.Errorf("stderr does not name the cause %q:\n%s", tc.cause, r.stderr)
+			}
+			for _, s := range secrets {
+				if strings.Contains(r.stderr, s) || strings.Contains(r.stdout, s) {
+					t.Errorf("output shows a password:\n%s%s", r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// withQuery returns raw with its query parameters set to kv (k, v, …).
+func withQuery(t *testing.T, raw string, kv ...string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// withUser returns raw with user and password (no password if "").
+func withUser(t *testing.T, raw, user, pass string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, pass)
+	if pass == "" {
+		u.User = url.User(user)
+	}
+	return u.String()
+}
+
+// TestPostgresTLSAuth: PostgreSQL with hostssl scram-sha-256 only. The
+// server is verified (sslmode=verify-full, sslrootcert); the password
+// comes from the URL or BATON_SQL_PASSWORD. A wrong password, a server
+// certificate from an unknown CA, no TLS, and a user without CREATE on
+// the schema each exit 77 naming the cause.
+func TestPostgresTLSAuth(t *testing.T) {
+	t.Parallel()
+	good := testenv.Require(t, "BATON_TEST_PG_TLS", "PostgreSQL with TLS and scram-sha-256")
+	pass, outsider := tlsPass(t, "pg", "baton"), tlsPass(t, "pg", "outsider")
+	wrong := "wrong-" + pass
+	runTLSCases(t, "postgres", "", []string{pass, wrong, outsider}, []tlsCase{
+		{name: "verify-full", backend: good},
+		{name: "password from the environment", env: []string{"BATON_SQL_PASSWORD=" + pass}, backend: withUser(t, good, "baton", "")},
+		{name: "wrong password", backend: withUser(t, good, "baton", wrong), want: 77, cause: "password authentication failed"},
+		{name: "wrong password from the environment", env: []string{"BATON_SQL_PASSWORD=" + wrong},
+			backend: withUser(t, good, "baton", ""), want: 77, cause: "password authentication failed"},
+		{name: "unknown CA", backend: withQuery(t, good, "sslrootcert", tlsFile(t, "rogue-ca.pem")), want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no TLS", backend: withQuery(t, good, "sslmode", "disable"), want: 77, cause: "no encryption"},
+		{name: "no CREATE on the schema", backend: withUser(t, good, "outsider", outsider), want: 77, cause: "permission denied"},
+	})
+}
+
+// TestMySQLTLSAuth: MariaDB whose users are REQUIRE SSL. tls=true
+// verifies the server against the system roots, which SSL_CERT_FILE
+// points at the test CA (Go's crypto/x509 reads it). Without it the
+// certificate is from an unknown authority; tls=false, a wrong password
+// and a user without grants on the database each exit 77 naming the
+// cause.
+func TestMySQLTLSAuth(t *testing.T) {
+	t.Parallel()
+	raw := testenv.Require(t, "BATON_TEST_MYSQL_TLS", "MariaDB with TLS")
+	pass, outsider := tlsPass(t, "my", "baton"), tlsPass(t, "my", "outsider")
+	wrong := "wrong-" + pass
+	good := withQuery(t, raw, "tls", "true")
+	ca := []string{"SSL_CERT_FILE=" + tlsFile(t, "ca.pem")}
+	runTLSCases(t, "mysql", "", []string{pass, wrong, outsider}, []tlsCase{
+		{name: "tls=true", env: ca, backend: good},
+		{name: "password from the environment", env: append(ca, "BATON_SQL_PASSWORD="+pass), backend: withUser(t, good, "baton", "")},
+		{name: "wrong password", env: ca, backend: withUser(t, good, "baton", wrong), want: 77, cause: "access denied"},
+		{name: "unknown CA", env: []string{"SSL_CERT_FILE=" + tlsFile(t, "rogue-ca.pem")}, backend: good, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no TLS", env: ca, backend: withQuery(t, raw, "tls", "false"), want: 77, cause: "access denied"},
+		{name: "no grant on the database", env: ca, backend: withUser(t, good, "outsider", outsider), want: 77, cause: "access denied"},
+	})
+}
