@@ -93,15 +93,29 @@ func redisErr(err error) error {
 	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
 		return err
 	}
-	msg := err.Error()
-	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
-		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
-		if strings.Contains(msg, p) {
-			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-		}
+	if redisRefused(err.Error()) {
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
 	}
 	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 }
+
+// redisRefused reports whether a Redis error's text is a refusal: bad or
+// missing credentials, an ACL that denies a key, channel or command, or
+// TLS (the server's certificate, or ours refused by the server).
+func redisRefused(msg string) bool {
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
+		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// markRedisRefusal marks an acquire's Redis refusal with baton.ErrAuth: a
+// user whose ACL lacks the lock's keys connects fine and is refused only
+// by the acquire script.
+func markRedisRefusal(err error) error { return markRefusal(err, redisRefused) }
 
 // openRedis connects to a Redis primary: the connection (and AUTH) is
 // proved by a PING, retried until --connect-timeout.
@@ -123,7 +137,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		closeAll()
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
 	}
-	return &backend{
+	return refusing(&backend{
 		engine: "redis",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
@@ -132,7 +146,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedis(a, w, c.Inspect) },
 		view:     redisView(c.Inspect),
 		close:    closeAll,
-	}, nil
+	}, markRedisRefusal), nil
 }
 
 // pingRedis pings until it works, the server refuses the credentials, or

@@ -145,3 +145,43 @@ func TestMySQLTLSAuth(t *testing.T) {
 		{name: "no grant on the database", env: ca, backend: withUser(t, good, "outsider", outsider), want: 77, cause: "access denied"},
 	})
 }
+
+// TestRedisTLSAuth: Redis on a TLS port only, client certificates
+// required, the default user off and ACL users: baton (baton's keys,
+// channels and commands) and outsider (other keys). rediss:// with
+// BATON_REDIS_CACERT, BATON_REDIS_CERT/_KEY and the user's credentials
+// from the environment or the URL runs; every refusal exits 77 naming the
+// cause: a wrong or no password, an unknown server CA, no client
+// certificate or one from another CA, and a user whose ACL lacks the
+// lock's keys (refused by the acquire, not at connect).
+func TestRedisTLSAuth(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Require(t, "BATON_TEST_REDIS_TLS", "Redis with TLS and ACL users")
+	pass, outsider := tlsPass(t, "redis", "baton"), tlsPass(t, "redis", "outsider")
+	wrong := "wrong-" + pass
+	certs := func(ca, pair string) []string {
+		env := []string{"BATON_REDIS_CACERT=" + tlsFile(t, ca+".pem")}
+		if pair != "" {
+			env = append(env, "BATON_REDIS_CERT="+tlsFile(t, pair+".pem"), "BATON_REDIS_KEY="+tlsFile(t, pair+".key"))
+		}
+		return env
+	}
+	user := func(env []string, name, pass string) []string {
+		return append(env, "BATON_REDIS_USERNAME="+name, "BATON_REDIS_PASSWORD="+pass)
+	}
+	good := certs("ca", "client")
+	url := "rediss://" + addr
+	runTLSCases(t, "redis", "", []string{pass, wrong, outsider}, []tlsCase{
+		{name: "credentials from the environment", env: user(good, "baton", pass), backend: url},
+		{name: "credentials in the URL", env: good, backend: "rediss://baton:" + pass + "@" + addr},
+		{name: "wrong password", env: user(good, "baton", wrong), backend: url, want: 77, cause: "WRONGPASS"},
+		{name: "no credentials", env: good, backend: url, want: 77, cause: "NOAUTH"},
+		{name: "unknown CA", env: user(certs("rogue-ca", "client"), "baton", pass), backend: url, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no client certificate", env: user(certs("ca", ""), "baton", pass), backend: url, want: 77,
+			cause: "certificate required"},
+		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
+			want: 77, cause: "unknown certificate authority"},
+		{name: "ACL without the lock's keys", env: user(good, "outsider", outsider), backend: url, want: 77, cause: "NOPERM"},
+	})
+}
