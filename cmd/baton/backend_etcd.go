@@ -66,6 +66,11 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
+	if ccfg.TLS != nil {
+		if err := probeEtcdTLS(cctx, endpoints, ccfg.TLS); err != nil {
+			return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
+		}
+	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
@@ -74,6 +79,10 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	// probe with a linearizable read, which also needs a quorum.
 	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
 		cli.Close()
+		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
+			err = fmt.Errorf("%s has no read permission on the key %q (grant its role readwrite on the lock names' prefix): %w",
+				etcdIdentity(user), name, err)
+		}
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
 	}
 	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Observer: cfg.observer})
@@ -81,7 +90,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		cli.Close()
 		return nil, err
 	}
-	return &backend{
+	return refusing(&backend{
 		engine: "etcd",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
@@ -95,8 +104,34 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
 			}
 		},
-	}, nil
+	}, markEtcdRefusal), nil
 }
+
+// etcdIdentity names who the server took the client for: the user, or
+// the client certificate's common name when no user is given.
+func etcdIdentity(user string) string {
+	if user == "" {
+		return "the client certificate's identity (no user given)"
+	}
+	return fmt.Sprintf("user %q", user)
+}
+
+// etcdRefused reports whether an etcd error's text is a refusal of the
+// user's rights or credentials (gRPC may carry it as text only).
+func etcdRefused(msg string) bool {
+	for _, p := range []string{"etcdserver: permission denied", "etcdserver: user name is empty",
+		"etcdserver: invalid auth token", "etcdserver: authentication failed"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// markEtcdRefusal marks an acquire's refusal with baton.ErrAuth: a role
+// that may read the lock's prefix but not write it passes the connect
+// probe and is refused only by the acquire.
+func markEtcdRefusal(err error) error { return markRefusal(err, etcdRefused) }
 
 // etcdErr marks authentication and TLS failures with baton.ErrAuth and
 // everything else with baton.ErrUnavailable. gRPC flattens TLS handshake

@@ -185,3 +185,45 @@ func TestRedisTLSAuth(t *testing.T) {
 		{name: "ACL without the lock's keys", env: user(good, "outsider", outsider), backend: url, want: 77, cause: "NOPERM"},
 	})
 }
+
+// TestEtcdTLSAuth: etcd on https only, client certificates required, auth
+// enabled: user baton's role reads and writes baton/, outsider's only
+// other/, reader's only reads baton/. etcds:// with BATON_ETCD_CACERT,
+// BATON_ETCD_CERT/_KEY and the user from the environment or the URL runs;
+// every refusal exits 77 naming the cause: a wrong password, no user, a
+// role without rights on the lock's prefix (at connect) or without write
+// rights (at the acquire), an unknown server CA, no client certificate or
+// one from another CA.
+func TestEtcdTLSAuth(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Require(t, "BATON_TEST_ETCD_TLS", "etcd with TLS and auth")
+	pass, outsider, reader := tlsPass(t, "etcd", "baton"), tlsPass(t, "etcd", "outsider"), tlsPass(t, "etcd", "reader")
+	wrong := "wrong-" + pass
+	certs := func(ca, pair string) []string {
+		env := []string{"BATON_ETCD_CACERT=" + tlsFile(t, ca+".pem")}
+		if pair != "" {
+			env = append(env, "BATON_ETCD_CERT="+tlsFile(t, pair+".pem"), "BATON_ETCD_KEY="+tlsFile(t, pair+".key"))
+		}
+		return env
+	}
+	user := func(env []string, name, pass string) []string {
+		return append(env, "BATON_ETCD_USER="+name, "BATON_ETCD_PASSWORD="+pass)
+	}
+	good := certs("ca", "client")
+	url := "etcds://" + addr
+	runTLSCases(t, "etcd", "baton/", []string{pass, wrong, outsider, reader}, []tlsCase{
+		{name: "credentials from the environment", env: user(good, "baton", pass), backend: url},
+		{name: "credentials in the URL", env: good, backend: "etcds://baton:" + pass + "@" + addr},
+		{name: "wrong password", env: user(good, "baton", wrong), backend: url, want: 77, cause: "authentication failed"},
+		{name: "no user", env: good, backend: url, want: 77, cause: "no user given"},
+		{name: "role without the prefix", env: user(good, "outsider", outsider), backend: url, want: 77,
+			cause: `user "outsider" has no read permission`},
+		{name: "role that only reads", env: user(good, "reader", reader), backend: url, want: 77, cause: "permission denied"},
+		{name: "unknown CA", env: user(certs("rogue-ca", "client"), "baton", pass), backend: url, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no client certificate", env: user(certs("ca", ""), "baton", pass), backend: url, want: 77,
+			cause: "bad certificate"},
+		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
+			want: 77, cause: "bad certificate"},
+	})
+}

@@ -7,7 +7,8 @@
 #   etcd       23850  https client URL, client certificate needed, then
 #                     user/password auth: user baton (role baton, readwrite
 #                     on the prefix baton/), user outsider (role outsider,
-#                     readwrite on other/ only); peers on 23851
+#                     readwrite on other/ only), user reader (role reader,
+#                     read only on baton/); peers on 23851
 #   Redis      16450  --port 0 --tls-port, client certificate needed, ACL
 #                     users baton (keys and channels baton:*, the commands
 #                     redislock sends) and outsider (keys other:*); the
@@ -159,6 +160,10 @@ start_tls_etcd() {
     "${ctl[@]}" role grant-permission outsider --prefix=true readwrite other/
     "${ctl[@]}" user add "outsider:$(tls_secret etcd-outsider)"
     "${ctl[@]}" user grant-role outsider outsider
+    "${ctl[@]}" role add reader
+    "${ctl[@]}" role grant-permission reader --prefix=true read baton/
+    "${ctl[@]}" user add "reader:$(tls_secret etcd-reader)"
+    "${ctl[@]}" user grant-role reader reader
     "${ctl[@]}" auth enable
   } >/dev/null
   touch "$dir/data/auth-enabled"
