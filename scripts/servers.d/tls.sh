@@ -77,6 +77,7 @@ tls_certs() {
   local d="$STATE/tls" ca
   mkdir -p "$d"
   chmod 755 "$d"
+  tls_secret zk-baton >/dev/null # the digest password of the ZooKeeper tests
   [ -f "$d/client.pem" ] && return 0
   for ca in ca rogue-ca; do
     openssl ecparam -name prime256v1 -genkey -noout -out "$d/$ca.key" 2>/dev/null
