@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -155,26 +154,4 @@ func etcdErr(err error) error {
 
 // etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
 // system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
-func etcdTLS() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca := os.Getenv("BATON_ETCD_CACERT"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CACERT: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usagef("BATON_ETCD_CACERT %s: no PEM certificates", ca)
-		}
-		tc.RootCAs = pool
-	}
-	cert, key := os.Getenv("BATON_ETCD_CERT"), os.Getenv("BATON_ETCD_KEY")
-	if cert != "" || key != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CERT/BATON_ETCD_KEY: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return tc, nil
-}
+func etcdTLS() (*tls.Config, error) { return tlsFromEnv("BATON_ETCD") }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -62,28 +61,14 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 	return o, nil
 }
 
-// redisTLS completes go-redis' TLS config from the environment.
+// redisTLS completes go-redis' TLS config from the environment:
+// BATON_REDIS_CACERT and the client pair BATON_REDIS_CERT/_KEY.
 func redisTLS(tc *tls.Config) error {
-	tc.MinVersion = tls.VersionTLS12
-	if ca := os.Getenv("BATON_REDIS_CACERT"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return usagef("BATON_REDIS_CACERT: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return usagef("BATON_REDIS_CACERT %s: no PEM certificates", ca)
-		}
-		tc.RootCAs = pool
+	env, err := tlsFromEnv("BATON_REDIS")
+	if err != nil {
+		return err
 	}
-	cert, key := os.Getenv("BATON_REDIS_CERT"), os.Getenv("BATON_REDIS_KEY")
-	if cert != "" || key != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return usagef("BATON_REDIS_CERT/BATON_REDIS_KEY: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
+	tc.MinVersion, tc.RootCAs, tc.Certificates = env.MinVersion, env.RootCAs, env.Certificates
 	return nil
 }
 

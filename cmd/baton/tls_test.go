@@ -1,13 +1,19 @@
 package main_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-go/baton/internal/testenv"
+	"github.com/go-zookeeper/zk"
 )
 
 // The tests of this file run against the TLS and authentication
@@ -225,5 +231,91 @@ func TestEtcdTLSAuth(t *testing.T) {
 			cause: "bad certificate"},
 		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
 			want: 77, cause: "bad certificate"},
+	})
+}
+
+// zkTLSChroot is the persistent chroot of the ZooKeeper TLS tests, whose
+// ACL names user baton's digest alone (as an administrator sets it up):
+// ZooKeeper takes any digest password, so only an ACL refuses a wrong one.
+const zkTLSChroot = "/baton-tls"
+
+// ensureZKChroot creates zkTLSChroot over TLS as user baton if missing.
+func ensureZKChroot(t *testing.T, addr, pass string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(tlsFile(t, "ca.pem"))
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		t.Fatalf("read ca.pem: %v", err)
+	}
+	pair, err := tls.LoadX509KeyPair(tlsFile(t, "client.pem"), tlsFile(t, "client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, tc)
+	}
+	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false),
+		zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.AddAuth("digest", []byte("baton:"+pass)); err != nil {
+		t.Fatalf("AddAuth = %v", err)
+	}
+	_, err = conn.Create(zkTLSChroot, nil, 0, zk.DigestACL(zk.PermAll, "baton", pass))
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatalf("create %s = %v", zkTLSChroot, err)
+	}
+}
+
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// TestZKTLSAuth: ZooKeeper on its Netty secureClientPort only, client
+// certificates required. zk+tls:// with BATON_ZK_CACERT, BATON_ZK_CERT/_KEY
+// (the server verified by the name localhost) and the digest user from
+// the environment or the URL runs under a chroot only that user may
+// write; every refusal exits 77 naming the cause: a wrong password or
+// another user (the chroot's ACL), an unknown server CA, no client
+// certificate or one from another CA.
+func TestZKTLSAuth(t *testing.T) {
+	t.Parallel()
+	_, port, err := net.SplitHostPort(testenv.Require(t, "BATON_TEST_ZK_TLS", "ZooKeeper with TLS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := tlsPass(t, "zk", "baton")
+	ensureZKChroot(t, net.JoinHostPort("127.0.0.1", port), pass)
+	wrong := "wrong-" + pass
+	certs := func(ca, pair string) []string {
+		env := []string{"BATON_ZK_CACERT=" + tlsFile(t, ca+".pem")}
+		if pair != "" {
+			env = append(env, "BATON_ZK_CERT="+tlsFile(t, pair+".pem"), "BATON_ZK_KEY="+tlsFile(t, pair+".key"))
+		}
+		return env
+	}
+	user := func(env []string, name, pass string) []string {
+		return append(env, "BATON_ZK_USER="+name, "BATON_ZK_PASSWORD="+pass)
+	}
+	good := certs("ca", "client")
+	host := net.JoinHostPort("localhost", port)
+	url := "zk+tls://" + host + zkTLSChroot
+	runTLSCases(t, "zk", "", []string{pass, wrong}, []tlsCase{
+		{name: "credentials from the environment", env: user(good, "baton", pass), backend: url},
+		{name: "credentials in the URL", env: good, backend: "zk+tls://baton:" + pass + "@" + host + zkTLSChroot},
+		{name: "wrong password", env: user(good, "baton", wrong), backend: url, want: 77,
+			cause: `grants nothing to digest user "baton"`},
+		{name: "another user", env: user(good, "mallory", pass), backend: url, want: 77,
+			cause: `grants nothing to digest user "mallory"`},
+		{name: "no user", env: good, backend: url, want: 77, cause: "without digest credentials"},
+		{name: "unknown CA", env: user(certs("rogue-ca", "client"), "baton", pass), backend: url, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no client certificate", env: user(certs("ca", ""), "baton", pass), backend: url, want: 77,
+			cause: "remote error: tls"},
+		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
+			want: 77, cause: "remote error: tls"},
 	})
 }
