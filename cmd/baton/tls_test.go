@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +319,80 @@ func TestZKTLSAuth(t *testing.T) {
 			cause: "remote error: tls"},
 		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
 			want: 77, cause: "remote error: tls"},
+	})
+}
+
+// startTLSRedlock starts three private redis-servers configured as the
+// TLS deployment (TLS port only, client certificates required, its ACL
+// users) and returns their addresses: Redlock needs independent nodes.
+func startTLSRedlock(t *testing.T) []string {
+	t.Helper()
+	bin := testenv.Binary(t, "redis-server")
+	var addrs []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", "0", "--tls-port", port,
+			"--tls-cert-file", tlsFile(t, "server.pem"), "--tls-key-file", tlsFile(t, "server.key"),
+			"--tls-ca-cert-file", tlsFile(t, "ca.pem"), "--tls-auth-clients", "yes",
+			"--aclfile", tlsFile(t, "redis-users.acl"), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start redis-server: %v", err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", port))
+	}
+	for _, a := range addrs {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redis-server on %s not listening within 10s: %v", a, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return addrs
+}
+
+// TestRedlockTLSAuth: redlock://…?tls=true on three nodes configured as
+// the Redis TLS deployment runs with the CA, the client pair and user
+// baton; a wrong password, a user whose ACL lacks baton's keys, an
+// unknown CA and no client certificate exit 77 naming the cause.
+func TestRedlockTLSAuth(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, "BATON_TEST_REDIS_TLS", "Redis with TLS and ACL users")
+	pass, outsider := tlsPass(t, "redis", "baton"), tlsPass(t, "redis", "outsider")
+	wrong := "wrong-" + pass
+	url := "redlock://" + strings.Join(startTLSRedlock(t), ",") + "?tls=true"
+	certs := func(ca, pair string) []string {
+		env := []string{"BATON_REDIS_CACERT=" + tlsFile(t, ca+".pem")}
+		if pair != "" {
+			env = append(env, "BATON_REDIS_CERT="+tlsFile(t, pair+".pem"), "BATON_REDIS_KEY="+tlsFile(t, pair+".key"))
+		}
+		return env
+	}
+	user := func(env []string, name, pass string) []string {
+		return append(env, "BATON_REDIS_USERNAME="+name, "BATON_REDIS_PASSWORD="+pass)
+	}
+	good := certs("ca", "client")
+	runTLSCases(t, "redlock", "", []string{pass, wrong, outsider}, []tlsCase{
+		{name: "credentials from the environment", env: user(good, "baton", pass), backend: url},
+		{name: "wrong password", env: user(good, "baton", wrong), backend: url, want: 77, cause: "WRONGPASS"},
+		{name: "ACL without the lock's keys", env: user(good, "outsider", outsider), backend: url, want: 77, cause: "NOPERM"},
+		{name: "unknown CA", env: user(certs("rogue-ca", "client"), "baton", pass), backend: url, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "no client certificate", env: user(certs("ca", ""), "baton", pass), backend: url, want: 77,
+			cause: "certificate required"},
 	})
 }

@@ -11,8 +11,10 @@
 #                     read only on baton/); peers on 23851
 #   Redis      16450  --port 0 --tls-port, client certificate needed, ACL
 #                     users baton (keys and channels baton:*, the commands
-#                     redislock sends) and outsider (keys other:*); the
-#                     default user is off
+#                     redislock and redlock send) and outsider (keys
+#                     other:*); the default user is off. The ACL file is
+#                     $STATE/tls/redis-users.acl: the Redlock tests start
+#                     their nodes with it
 #   PostgreSQL 15433  ssl=on, pg_hba hostssl scram-sha-256 only, user baton
 #                     (owns database baton) and user outsider (no CREATE)
 #   MariaDB    13307  ssl-ca/ssl-cert/ssl-key, users baton (all on baton.*)
@@ -178,15 +180,16 @@ start_tls_redis() {
   local cmds="+ping +hello +auth +client|setname +client|id +select +info +eval +evalsha +script|load +script|exists \
 +time +del +exists +get +set +hget +hmget +hset +incr +pexpire +pttl +scan +zadd +zcard +zrange +zrangebyscore \
 +zremrangebyscore +zrem +zscore +subscribe +unsubscribe +publish +wait"
-  cat >"$dir/users.acl" <<ACL
+  # In the certificates' directory: tests start Redlock nodes with it.
+  cat >"$d/redis-users.acl" <<ACL
 user default off
 user baton on >$(tls_secret redis-baton) resetkeys ~baton:* resetchannels &baton:* -@all $cmds
 user outsider on >$(tls_secret redis-outsider) resetkeys ~other:* resetchannels &other:* -@all $cmds
 ACL
-  chmod 600 "$dir/users.acl"
+  chmod 600 "$d/redis-users.acl"
   redis-server --daemonize yes --bind 127.0.0.1 --port 0 --tls-port "$TLS_REDIS_PORT" \
     --tls-cert-file "$d/server.pem" --tls-key-file "$d/server.key" --tls-ca-cert-file "$d/ca.pem" \
-    --tls-auth-clients yes --aclfile "$dir/users.acl" --save "" --appendonly no \
+    --tls-auth-clients yes --aclfile "$d/redis-users.acl" --save "" --appendonly no \
     --dir "$dir" --pidfile "$dir/pid" --logfile "$dir/log"
 }
 
