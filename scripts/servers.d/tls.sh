@@ -263,9 +263,7 @@ start_tls() {
   echo "export BATON_TEST_TLS_DIR=$d"
   echo "export BATON_TEST_ZK_TLS=127.0.0.1:$TLS_ZK_PORT"
   echo "export BATON_TEST_ETCD_TLS=127.0.0.1:$TLS_ETCD_PORT"
-  echo "export BATON_TEST_ETCD_TLS_USERS='baton:$(tls_secret etcd-baton),outsider:$(tls_secret etcd-outsider)'"
   echo "export BATON_TEST_REDIS_TLS=127.0.0.1:$TLS_REDIS_PORT"
-  echo "export BATON_TEST_REDIS_TLS_USERS='baton:$(tls_secret redis-baton),outsider:$(tls_secret redis-outsider)'"
   echo "export BATON_TEST_PG_TLS='postgres://baton:$(tls_secret pg-baton)@localhost:$TLS_PG_PORT/baton?sslmode=verify-full&sslrootcert=$d/ca.pem'"
   echo "export BATON_TEST_MYSQL_TLS='mysql://baton:$(tls_secret my-baton)@127.0.0.1:$TLS_MY_PORT/baton'"
 }
