@@ -17,7 +17,16 @@ import (
 	"github.com/baton-go/baton/redislock"
 )
 
+// quietRedis drops go-redis' own log lines: it prints connection-pool
+// events (a connection retired after a TLS refusal, …) to stderr by
+// itself, which would break --log-format json's one JSON object a line;
+// baton reports every failure that matters through its own errors.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func init() {
+	redis.SetLogger(quietRedis{})
 	register(&engine{
 		schemes: []string{"redis", "rediss"},
 		parse: func(u engineURL) error {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/url"
@@ -395,4 +396,26 @@ func TestRedlockTLSAuth(t *testing.T) {
 		{name: "no client certificate", env: user(certs("ca", ""), "baton", pass), backend: url, want: 77,
 			cause: "certificate required"},
 	})
+}
+
+// TestTLSRefusalJSON: with --log-format json, a TLS refusal leaves only
+// JSON on stderr (go-redis logs a retired connection by itself unless
+// silenced), and the record names the cause.
+func TestTLSRefusalJSON(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Require(t, "BATON_TEST_REDIS_TLS", "Redis with TLS and ACL users")
+	env := []string{"BATON_REDIS_CACERT=" + tlsFile(t, "ca.pem"), "BATON_REDIS_USERNAME=baton",
+		"BATON_REDIS_PASSWORD=" + tlsPass(t, "redis", "baton")}
+	r := runBaton(t, env, "run", "--log-format", "json", "--backend", "rediss://"+addr, lockName(t), "--", "true")
+	if r.code != 77 {
+		t.Errorf("exit = %d, want 77; stderr:\n%s", r.code, r.stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("stderr line is not JSON: %q", line)
+		}
+	}
+	if !strings.Contains(r.stderr, "certificate required") {
+		t.Errorf("stderr does not name the cause:\n%s", r.stderr)
+	}
 }
