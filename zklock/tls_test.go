@@ -162,3 +162,51 @@ func TestTLSRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestTLS13ClientCertRefusedOnRead: a TLS 1.3 server refuses a missing
+// client certificate only after the client's handshake has completed, on
+// the client's first read. Dial still fails promptly with baton.ErrAuth
+// naming the cause, instead of reconnecting until its deadline. (The
+// ZooKeeper deployment negotiates TLS 1.2, where the refusal ends the
+// handshake itself; this listener stands for a TLS 1.3 server.)
+func TestTLS13ClientCertRefusedOnRead(t *testing.T) {
+	pair, err := tls.X509KeyPair(tlsRead(t, "server.pem"), tlsRead(t, "server.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: tlsConfig(t, "ca", "").RootCAs, MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // owned by the test: ends when ln closes
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // ends with the handshake's refusal
+				defer c.Close()
+				_ = c.(*tls.Conn).Handshake()
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := zklock.Dial(ctx, []string{ln.Addr().String()}, zklock.Options{SessionTimeout: 2 * time.Second,
+		TLS: tlsConfig(t, "ca", "")})
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial succeeded")
+	}
+	if !errors.Is(err, baton.ErrAuth) || !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("Dial = %v, want ErrAuth naming the certificate required", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Dial took %v: the refusal was retried", d)
+	}
+}
