@@ -39,6 +39,9 @@ func probeEtcdTLS(ctx context.Context, endpoints []string, tc *tls.Config) error
 	return lastAuth
 }
 
+// probeTimeout bounds the probe of one endpoint.
+const probeTimeout = 2 * time.Second
+
 // probeTLSOnce handshakes with ep and reads the server's first bytes.
 func probeTLSOnce(ctx context.Context, ep string, tc *tls.Config) error {
 	host, _, err := net.SplitHostPort(ep)
@@ -50,7 +53,9 @@ func probeTLSOnce(ctx context.Context, ep string, tc *tls.Config) error {
 		c.ServerName = host
 	}
 	c.NextProtos = []string{"h2"}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// A healthy server answers within milliseconds; a silent one must not
+	// eat the connect timeout the client needs for the other endpoints.
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var d net.Dialer
 	raw, err := d.DialContext(pctx, "tcp", ep)
