@@ -72,7 +72,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
 	}
 	// clientv3.New does not wait for a connection unless it authenticates:
 	// probe with a linearizable read, which also needs a quorum.
@@ -82,7 +82,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 			err = fmt.Errorf("%s has no read permission on the key %q (grant its role readwrite on the lock names' prefix): %w",
 				etcdIdentity(user), name, err)
 		}
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
 	}
 	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Observer: cfg.observer})
 	if err != nil {
@@ -104,6 +104,19 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 			}
 		},
 	}, markEtcdRefusal), nil
+}
+
+// etcdPlainErr is etcdErr, except that a plain-text client whose
+// failure was not a refusal learns when the endpoints speak TLS.
+func etcdPlainErr(ctx context.Context, useTLS bool, endpoints []string, err error) error {
+	err = etcdErr(err)
+	if useTLS || errors.Is(err, baton.ErrAuth) {
+		return err
+	}
+	if tlsErr := plainToTLS(ctx, endpoints, "etcds"); tlsErr != nil {
+		return fmt.Errorf("%w (%w)", tlsErr, err)
+	}
+	return err
 }
 
 // etcdIdentity names who the server took the client for: the user, or

@@ -129,6 +129,11 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 	defer cancel()
 	if err := pingRedis(cctx, rdb); err != nil {
 		closeAll()
+		if o.TLSConfig == nil && !errors.Is(err, baton.ErrAuth) {
+			if tlsErr := plainToTLS(ctx, []string{o.Addr}, "rediss"); tlsErr != nil {
+				err = fmt.Errorf("%w (%w)", tlsErr, err)
+			}
+		}
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
 	}
 	return refusing(&backend{

@@ -65,6 +65,11 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 		if ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 		}
+		if !useTLS && ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) {
+			if tlsErr := plainToTLS(ctx, servers, "zk+tls"); tlsErr != nil {
+				err = fmt.Errorf("%w (%w)", tlsErr, err)
+			}
+		}
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
 	}
 	if got := c.SessionTimeout(); got != cfg.ttl {

@@ -161,8 +161,9 @@ func TestMySQLTLSAuth(t *testing.T) {
 // BATON_REDIS_CACERT, BATON_REDIS_CERT/_KEY and the user's credentials
 // from the environment or the URL runs; every refusal exits 77 naming the
 // cause: a wrong or no password, an unknown server CA, no client
-// certificate or one from another CA, and a user whose ACL lacks the
-// lock's keys (refused by the acquire, not at connect).
+// certificate or one from another CA, a user whose ACL lacks the lock's
+// keys (refused by the acquire, not at connect), and redis:// in plain
+// text (the message says to use rediss://).
 func TestRedisTLSAuth(t *testing.T) {
 	t.Parallel()
 	addr := testenv.Require(t, "BATON_TEST_REDIS_TLS", "Redis with TLS and ACL users")
@@ -192,6 +193,7 @@ func TestRedisTLSAuth(t *testing.T) {
 		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
 			want: 77, cause: "unknown certificate authority"},
 		{name: "ACL without the lock's keys", env: user(good, "outsider", outsider), backend: url, want: 77, cause: "NOPERM"},
+		{name: "no TLS", env: user(nil, "baton", pass), backend: "redis://" + addr, want: 77, cause: "use rediss://"},
 	})
 }
 
@@ -202,7 +204,7 @@ func TestRedisTLSAuth(t *testing.T) {
 // every refusal exits 77 naming the cause: a wrong password, no user, a
 // role without rights on the lock's prefix (at connect) or without write
 // rights (at the acquire), an unknown server CA, no client certificate or
-// one from another CA.
+// one from another CA, and etcd:// in plain text.
 func TestEtcdTLSAuth(t *testing.T) {
 	t.Parallel()
 	addr := testenv.Require(t, "BATON_TEST_ETCD_TLS", "etcd with TLS and auth")
@@ -234,6 +236,7 @@ func TestEtcdTLSAuth(t *testing.T) {
 			cause: "bad certificate"},
 		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
 			want: 77, cause: "bad certificate"},
+		{name: "no TLS", env: user(nil, "baton", pass), backend: "etcd://" + addr, want: 77, cause: "use etcds://"},
 	})
 }
 
@@ -283,7 +286,7 @@ func (zkQuiet) Printf(string, ...any) {}
 // the environment or the URL runs under a chroot only that user may
 // write; every refusal exits 77 naming the cause: a wrong password or
 // another user (the chroot's ACL), an unknown server CA, no client
-// certificate or one from another CA.
+// certificate or one from another CA, and zk:// in plain text.
 func TestZKTLSAuth(t *testing.T) {
 	t.Parallel()
 	_, port, err := net.SplitHostPort(testenv.Require(t, "BATON_TEST_ZK_TLS", "ZooKeeper with TLS"))
@@ -320,6 +323,7 @@ func TestZKTLSAuth(t *testing.T) {
 			cause: "remote error: tls"},
 		{name: "client certificate from another CA", env: user(certs("ca", "rogue-client"), "baton", pass), backend: url,
 			want: 77, cause: "remote error: tls"},
+		{name: "no TLS", env: user(nil, "baton", pass), backend: "zk://" + host + zkTLSChroot, want: 77, cause: "use zk+tls://"},
 	})
 }
 
