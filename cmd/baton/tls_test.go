@@ -94,6 +94,21 @@ func withQuery(t *testing.T, raw string, kv ...string) string {
 	return u.String()
 }
 
+// withoutQuery returns raw without the query parameters keys.
+func withoutQuery(t *testing.T, raw string, keys ...string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for _, k := range keys {
+		q.Del(k)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // withUser returns raw with user and password (no password if "").
 func withUser(t *testing.T, raw, user, pass string) string {
 	t.Helper()
@@ -108,11 +123,15 @@ func withUser(t *testing.T, raw, user, pass string) string {
 	return u.String()
 }
 
-// TestPostgresTLSAuth: PostgreSQL with hostssl scram-sha-256 only. The
-// server is verified (sslmode=verify-full, sslrootcert); the password
-// comes from the URL or BATON_SQL_PASSWORD. A wrong password, a server
-// certificate from an unknown CA, no TLS, and a user without CREATE on
-// the schema each exit 77 naming the cause.
+// TestPostgresTLSAuth: PostgreSQL with hostssl scram-sha-256
+// clientcert=verify-ca only. The server is verified (sslmode=verify-full,
+// sslrootcert), the client presents sslcert/sslkey (Go's TLS sends no
+// certificate the server's CA list does not name, so one from another CA
+// is refused as missing); the password comes
+// from the URL or BATON_SQL_PASSWORD. A wrong password, a server
+// certificate from an unknown CA, no client certificate or one from
+// another CA, no TLS, and a user without CREATE on the schema each exit
+// 77 naming the cause.
 func TestPostgresTLSAuth(t *testing.T) {
 	t.Parallel()
 	good := testenv.Require(t, "BATON_TEST_PG_TLS", "PostgreSQL with TLS and scram-sha-256")
@@ -126,6 +145,10 @@ func TestPostgresTLSAuth(t *testing.T) {
 			backend: withUser(t, good, "baton", ""), want: 77, cause: "password authentication failed"},
 		{name: "unknown CA", backend: withQuery(t, good, "sslrootcert", tlsFile(t, "rogue-ca.pem")), want: 77,
 			cause: "certificate signed by unknown authority"},
+		{name: "no client certificate", backend: withoutQuery(t, good, "sslcert", "sslkey"), want: 77,
+			cause: "requires a valid client certificate"},
+		{name: "client certificate from another CA", backend: withQuery(t, good, "sslcert", tlsFile(t, "rogue-client.pem"),
+			"sslkey", tlsFile(t, "rogue-client.key")), want: 77, cause: "requires a valid client certificate"},
 		{name: "no TLS", backend: withQuery(t, good, "sslmode", "disable"), want: 77, cause: "no encryption"},
 		{name: "no CREATE on the schema", backend: withUser(t, good, "outsider", outsider), want: 77, cause: "permission denied"},
 	})

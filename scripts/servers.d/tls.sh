@@ -15,7 +15,8 @@
 #                     other:*); the default user is off. The ACL file is
 #                     $STATE/tls/redis-users.acl: the Redlock tests start
 #                     their nodes with it
-#   PostgreSQL 15433  ssl=on, pg_hba hostssl scram-sha-256 only, user baton
+#   PostgreSQL 15433  ssl=on, pg_hba hostssl scram-sha-256 clientcert=verify-ca
+#                     only (a client certificate and the password), user baton
 #                     (owns database baton) and user outsider (no CREATE)
 #   MariaDB    13307  ssl-ca/ssl-cert/ssl-key, users baton (all on baton.*)
 #                     and outsider (no grant), both REQUIRE SSL
@@ -98,7 +99,8 @@ extendedKeyUsage=serverAuth,clientAuth"
   rm -f "$d/truststore.p12"
   keytool -importcert -noprompt -alias ca -file "$d/ca.pem" -keystore "$d/truststore.p12" \
     -storetype PKCS12 -storepass "$(tls_secret keystore)" >/dev/null 2>&1
-  chmod 644 "$d"/*.pem "$d"/*.key "$d"/*.p12
+  chmod 644 "$d"/*.pem
+  chmod 600 "$d"/*.key "$d"/*.p12 # libpq refuses a key others can read
 }
 
 start_tls_zk() {
@@ -201,16 +203,20 @@ start_tls_postgres() {
   # PostgreSQL refuses a key others can read: its own copy, 0600.
   install -m 600 "$d/server.key" "$dir/server.key"
   install -m 644 "$d/server.pem" "$dir/server.pem"
+  install -m 644 "$d/ca.pem" "$dir/ca.pem"
   chown -R postgres "$dir" 2>/dev/null || true
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     runuser -u postgres -- "$bin/initdb" -D "$dir/data" --auth-local=trust --auth-host=reject -U postgres >/dev/null
-    cat >"$dir/data/pg_hba.conf" <<HBA
-local     all  postgres                trust
-hostssl   all  all       127.0.0.1/32  scram-sha-256
-HBA
   fi
+  # TLS with a client certificate from the CA, then the password.
+  cat >"$dir/data/pg_hba.conf" <<HBA
+local     all  postgres                trust
+hostssl   all  all       127.0.0.1/32  scram-sha-256  clientcert=verify-ca
+HBA
+  chown postgres "$dir/data/pg_hba.conf" 2>/dev/null || true
   runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -o "-p $TLS_PG_PORT -k $dir -c listen_addresses=127.0.0.1 \
--c ssl=on -c ssl_cert_file=$dir/server.pem -c ssl_key_file=$dir/server.key -c password_encryption=scram-sha-256 \
+-c ssl=on -c ssl_cert_file=$dir/server.pem -c ssl_key_file=$dir/server.key -c ssl_ca_file=$dir/ca.pem \
+-c password_encryption=scram-sha-256 \
 -c max_connections=100 -c shared_buffers=16MB -c fsync=off" -l "$dir/log" start >/dev/null
   wait_port "$TLS_PG_PORT"
   local sql="psql -h $dir -p $TLS_PG_PORT -U postgres -qtA"
@@ -264,7 +270,7 @@ start_tls() {
   echo "export BATON_TEST_ZK_TLS=127.0.0.1:$TLS_ZK_PORT"
   echo "export BATON_TEST_ETCD_TLS=127.0.0.1:$TLS_ETCD_PORT"
   echo "export BATON_TEST_REDIS_TLS=127.0.0.1:$TLS_REDIS_PORT"
-  echo "export BATON_TEST_PG_TLS='postgres://baton:$(tls_secret pg-baton)@localhost:$TLS_PG_PORT/baton?sslmode=verify-full&sslrootcert=$d/ca.pem'"
+  echo "export BATON_TEST_PG_TLS='postgres://baton:$(tls_secret pg-baton)@localhost:$TLS_PG_PORT/baton?sslmode=verify-full&sslrootcert=$d/ca.pem&sslcert=$d/client.pem&sslkey=$d/client.key'"
   echo "export BATON_TEST_MYSQL_TLS='mysql://baton:$(tls_secret my-baton)@127.0.0.1:$TLS_MY_PORT/baton'"
 }
 
