@@ -181,19 +181,76 @@ type kaResult struct {
 	err  error
 }
 
+// keepalives are the keepalive attempts in flight: at most two. The
+// second, a hedge, goes out when the first is still unanswered as the
+// lease turns Suspended. Each attempt opens a stream of its own, which the
+// client may balance to another member: a member that is frozen or cut off
+// from its peers holds a keepalive routed to it until the deadline, and
+// without the hedge one slow member of three would cost sessions while the
+// other two answer.
+type keepalives struct {
+	results chan kaResult // buffered for both attempts
+	cancels []context.CancelFunc
+	n       int  // attempts in flight
+	hedged  bool // the second attempt went out
+	ignore  int  // attempts cancelled after an answer: their errors mean nothing
+}
+
+func (k *keepalives) start(s *session, sent, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	k.cancels = append(k.cancels, cancel)
+	k.n++
+	go func() { // owned by the loop: it receives every result (cancelAll, drain)
+		ttl, err := s.keepAliveOnce(ctx)
+		k.results <- kaResult{sent: sent, ttl: ttl, err: err}
+	}()
+}
+
+// cancelAll stops the attempts in flight; their results still arrive.
+func (k *keepalives) cancelAll() {
+	for _, c := range k.cancels {
+		c()
+	}
+	k.cancels = nil
+	k.ignore = k.n
+}
+
+// received books a result; it reports whether the loop should act on it.
+func (k *keepalives) received(r kaResult) bool {
+	k.n--
+	if k.n == 0 {
+		k.hedged = false
+		for _, c := range k.cancels {
+			c()
+		}
+		k.cancels = nil
+	}
+	if k.ignore > 0 {
+		k.ignore--
+		return r.err == nil // a late answer still proves the server heard us
+	}
+	return true
+}
+
+func (k *keepalives) drain() {
+	k.cancelAll()
+	for ; k.n > 0; k.n-- {
+		<-k.results
+	}
+}
+
 // run is the keepalive loop: baton's own one-shot keepalives, whose send
 // times it records on the monotonic clock (clientv3's KeepAlive hides
-// them). It owns the in-flight keepalive and ends the session.
+// them). It owns the keepalives in flight and ends the session.
 func (s *session) run() {
 	defer s.c.wg.Done()
 	interval, suspect, lost := timing(s.granted)
 	lastAck := s.sent // send time of the last answered keepalive (or grant)
 	nextSend := lastAck.Add(interval)
+	ka := &keepalives{results: make(chan kaResult, 2)}
 	var (
-		inflight chan kaResult
-		cancelKA context.CancelFunc
-		attempt  int
-		cause    error
+		attempt int
+		cause   error
 	)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -205,32 +262,31 @@ loop:
 			cause = errDeadline
 			break
 		}
-		if now.Sub(lastAck) >= suspect {
+		late := now.Sub(lastAck) >= suspect
+		if late {
 			s.set(baton.Suspended)
 		}
-		if inflight == nil && !now.Before(nextSend) {
+		// An attempt may run until the deadline: a late answer still
+		// proves the server heard us at its send time, and cutting a slow
+		// attempt short (a loaded host, a new stream per attempt) would
+		// turn slowness into loss. A connection that breaks fails the
+		// stream at once, and the loop retries with backoff.
+		switch {
+		case ka.n == 0 && !now.Before(nextSend):
 			if s.c.retireIdle(s, now) {
 				cause = errIdle
-				break
+				break loop
 			}
-			// An attempt may run until the deadline: a late answer still
-			// proves the server heard us at its send time, and cutting a
-			// slow attempt short (a loaded host, a new stream per attempt)
-			// would turn slowness into loss. A connection that breaks fails
-			// the stream at once, and the loop retries with backoff.
-			ctx, cancel := context.WithDeadline(context.Background(), lostAt)
-			cancelKA = cancel
-			inflight = make(chan kaResult, 1)
-			go func(ch chan<- kaResult, sent time.Time) {
-				ttl, err := s.keepAliveOnce(ctx)
-				ch <- kaResult{sent: sent, ttl: ttl, err: err}
-			}(inflight, now)
+			ka.start(s, now, lostAt)
+		case ka.n == 1 && !ka.hedged && late:
+			ka.hedged = true
+			ka.start(s, now, lostAt)
 		}
 		wake := lostAt
-		if st, _ := s.Observe(); st == baton.Held {
+		if st, _ := s.Observe(); st == baton.Held || (ka.n == 1 && !ka.hedged) {
 			wake = minTime(wake, lastAck.Add(suspect))
 		}
-		if inflight == nil {
+		if ka.n == 0 {
 			wake = minTime(wake, nextSend)
 		}
 		timer.Reset(time.Until(wake))
@@ -240,14 +296,16 @@ loop:
 			cause = errSessionClosed
 			break loop
 		case <-s.kick:
-			if inflight == nil {
+			if ka.n == 0 {
 				nextSend = time.Now()
 			}
-		case r := <-inflight:
-			inflight = nil
-			cancelKA()
+		case r := <-ka.results:
+			if !ka.received(r) {
+				continue
+			}
 			switch {
 			case r.err == nil:
+				ka.cancelAll() // the other attempt's answer is not needed
 				if r.sent.After(lastAck) {
 					lastAck = r.sent
 				}
@@ -256,7 +314,7 @@ loop:
 					_, suspect, lost = timing(r.ttl)
 				}
 				attempt = 0
-				nextSend = r.sent.Add(interval)
+				nextSend = lastAck.Add(interval)
 				if time.Since(lastAck) < suspect {
 					s.set(baton.Held)
 				}
@@ -265,16 +323,15 @@ loop:
 				break loop
 			default:
 				s.set(baton.Suspended)
-				nextSend = time.Now().Add(min(s.c.opts.Backoff.Delay(attempt), interval))
-				attempt++
+				if ka.n == 0 {
+					nextSend = time.Now().Add(min(s.c.opts.Backoff.Delay(attempt), interval))
+					attempt++
+				}
 			}
 		}
 	}
 	s.end(cause)
-	if inflight != nil {
-		cancelKA()
-		<-inflight
-	}
+	ka.drain()
 	if cause != errLeaseGone {
 		s.c.revoke(s.id)
 	}

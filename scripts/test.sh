@@ -43,6 +43,11 @@ for mod in "${modules[@]}"; do
   echo "== $mod: go test -race" >&2
   (cd "$mod" && go test -race -count=1 -timeout 15m ./...) || status=1
 done
+# go-zookeeper v1.0.4 races with itself when a session with watches moves
+# to another member (go-zookeeper/zk#35): under -race the ZooKeeper leader
+# failover rows skip, so they run once more without it.
+echo "== drill: ZooKeeper leader failover without -race" >&2
+(cd drill && go test -count=1 -timeout 10m -run 'TestFailoverZK' .) || status=1
 echo "== module graphs" >&2
 scripts/modcheck.sh || status=1
 exit $status

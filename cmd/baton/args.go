@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -32,11 +33,24 @@ const (
 	// and a lock kept idle for more than a day after its command ended
 	// is a typo (60h for 60m), not a schedule.
 	maxMinHold = 24 * time.Hour
+	// maxTTL caps --ttl: a holder silent for a day still keeping the
+	// lock from every waiter is a typo (15h for 15s), and past 24.8 days
+	// ZooKeeper's client overflows its int32 milliseconds.
+	maxTTL = 24 * time.Hour
+	// maxWait caps --wait (absent waits forever, for whoever means it).
+	maxWait = 7 * 24 * time.Hour
+	// maxMaxHold caps --max-hold: a ceiling on a job's run time.
+	maxMaxHold = 30 * 24 * time.Hour
+	// maxGrace and maxConnectTimeout cap --grace and --connect-timeout: an
+	// hour of either is already far past any use.
+	maxGrace          = time.Hour
+	maxConnectTimeout = time.Hour
 )
 
 // runConfig is a parsed `baton run` command line.
 type runConfig struct {
 	backend        string         // --backend, else $BATON_BACKEND, else the embedded default
+	backendArgv    bool           // backend came from --backend (the command line)
 	embedded       bool           // backend is the embedded default (its directory is created)
 	readOnly       bool           // inspect: do not create the SQL schema
 	ttl            time.Duration  // --ttl
@@ -48,6 +62,7 @@ type runConfig struct {
 	minHold        time.Duration  // --min-hold: keep the lock this long after COMMAND started; 0 none
 	maxHold        time.Duration  // --max-hold: end COMMAND once it held this long; 0 none
 	quietBusy      bool           // --quiet-busy: exit 75 without a word
+	scrubEnv       bool           // --scrub-env: COMMAND gets no credential variables
 	logFormat      string         // --log-format: logText or logJSON
 	logLevel       slog.Level     // --log-level
 	observer       baton.Observer // run, elect: the engine's events as log records; nil elsewhere
@@ -156,8 +171,12 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	switch {
 	case cfg.waitSet && cfg.wait < 0:
 		return nil, usagef("%s: --wait must not be negative, got %v", cmd, cfg.wait)
+	case cfg.wait > maxWait:
+		return nil, usagef("%s: --wait %v is over the %v cap (leave --wait out to wait forever)", cmd, cfg.wait, maxWait)
 	case cfg.grace < 0:
 		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
+	case cfg.grace > maxGrace:
+		return nil, usagef("%s: --grace %v is over the %v cap", cmd, cfg.grace, maxGrace)
 	}
 	if err := hf.checkHoldTimes(cmd, cfg); err != nil {
 		return nil, err
@@ -196,6 +215,7 @@ func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
 	fs.Var(durationValue{d: &cfg.minHold, set: &hf.minHoldSet}, "min-hold", "")
 	fs.Var(durationValue{d: &cfg.maxHold, set: &hf.maxHoldSet}, "max-hold", "")
 	fs.BoolVar(&cfg.quietBusy, "quiet-busy", false, "")
+	fs.BoolVar(&cfg.scrubEnv, "scrub-env", false, "")
 	fs.Func("log-format", "", func(s string) error {
 		if s != logText && s != logJSON {
 			return fmt.Errorf("--log-format %q: want text or json", s)
@@ -299,8 +319,7 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 }
 
 // checkHoldTimes validates --min-hold and --max-hold: each positive when
-// given, the floor no later than the ceiling, and the floor within
-// maxMinHold.
+// given, the floor no later than the ceiling, each within its cap.
 func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 	switch {
 	case hf.minHoldSet && cfg.minHold <= 0:
@@ -309,6 +328,8 @@ func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 		return usagef("%s: --max-hold must be positive, got %v", cmd, cfg.maxHold)
 	case cfg.minHold > maxMinHold:
 		return usagef("%s: --min-hold %v is over the %v cap", cmd, cfg.minHold, maxMinHold)
+	case cfg.maxHold > maxMaxHold:
+		return usagef("%s: --max-hold %v is over the %v cap", cmd, cfg.maxHold, maxMaxHold)
 	case hf.maxHoldSet && cfg.minHold > cfg.maxHold:
 		return usagef("%s: --min-hold %v exceeds --max-hold %v", cmd, cfg.minHold, cfg.maxHold)
 	}
@@ -320,25 +341,34 @@ func checkCommon(cmd string, cfg *runConfig) error {
 	switch {
 	case cfg.ttl <= 0:
 		return usagef("%s: --ttl must be positive, got %v", cmd, cfg.ttl)
+	case cfg.ttl > maxTTL:
+		return usagef("%s: --ttl %v is over the %v cap: a silent holder would keep the lock that long", cmd, cfg.ttl, maxTTL)
 	case cfg.connectTimeout <= 0:
 		return usagef("%s: --connect-timeout must be positive, got %v", cmd, cfg.connectTimeout)
+	case cfg.connectTimeout > maxConnectTimeout:
+		return usagef("%s: --connect-timeout %v is over the %v cap", cmd, cfg.connectTimeout, maxConnectTimeout)
 	}
 	return nil
 }
 
 // resolveBackend falls back to $BATON_BACKEND when --backend was not
 // given, and to the embedded default (a SQLite file in the user's state
-// directory) when neither names one. An explicitly empty --backend is a
-// mistake, not a request for the default.
+// directory) when neither names one. An explicitly empty --backend, or a
+// BATON_BACKEND that is set but empty or blank, is a mistake (an
+// unexpanded variable in a unit file, say), not a request for the default.
 func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) string) error {
 	if !given {
 		cfg.backend = getenv("BATON_BACKEND")
 	}
 	if strings.TrimSpace(cfg.backend) != "" {
+		cfg.backendArgv = given
 		return nil
 	}
 	if given {
 		return usagef("%s: --backend is empty", cmd)
+	}
+	if _, set := lookupEnv("BATON_BACKEND"); set || cfg.backend != "" {
+		return usagef("%s: BATON_BACKEND is set but empty: name a backend, or unset it for the embedded default", cmd)
 	}
 	def, err := embeddedBackend()
 	if err != nil {
@@ -346,4 +376,18 @@ func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) 
 	}
 	cfg.backend, cfg.embedded = def, true
 	return nil
+}
+
+// lookupEnv tells an empty variable from an unset one.
+var lookupEnv = os.LookupEnv
+
+// noteEmbedded says, in one line, that the embedded default is in use,
+// but only to a person: when stderr is a terminal. A cron job or a unit
+// (stderr a pipe or the journal) stays quiet, as a run that went well
+// must be; with --log-level info the "acquired" record names the backend
+// anyway.
+func noteEmbedded(cfg *runConfig) {
+	if cfg.embedded && isTerminal(os.Stderr) {
+		note("no --backend or BATON_BACKEND: using the embedded default %s (it excludes runs of this host only)", cfg.backend)
+	}
 }

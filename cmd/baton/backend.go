@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -90,36 +91,131 @@ func engineOf(u engineURL) (*engine, error) {
 // engineURL is a backend URL split from its credentials, so that the
 // credentials are never printed: redacted is safe to show.
 type engineURL struct {
-	scheme   string
-	orig     string // as given, with credentials: never print it
+	scheme string
+	// orig is the URL with its credentials, the userinfo re-escaped so
+	// that every driver's URL parser reads it back as user and password
+	// decode to: never print it.
+	orig     string
 	raw      string // without credentials
-	user     string
-	password string
+	user     string // percent-decoded, once, here for every engine
+	password string // percent-decoded, once, here for every engine
 	hasUser  bool
 	redacted string
 }
 
 // splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
-// multi-host form (h1:2181,h2:2181), so the userinfo is cut by hand: it is
-// what precedes the last "@" of the authority.
+// multi-host form (h1:2181,h2:2181), and a password may hold '/', '?', '#'
+// or '@' unescaped, so the userinfo is cut by hand: it is everything up
+// to the last '@' of the URL (a host list never holds one), unless the URL
+// has an empty authority (sqlite:///path). An '@' in a path or query must
+// therefore be written %40. The user and password are percent-decoded
+// here, once, for every engine; a '%' not followed by two hex digits is
+// taken literally.
 func splitURL(raw string) (engineURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme == "" {
-		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactQuery(raw), knownSchemes())
+		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactNoScheme(raw), knownSchemes())
 	}
 	u := engineURL{scheme: strings.ToLower(scheme), orig: raw, raw: raw, redacted: redactQuery(raw)}
-	authority, path := rest, ""
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		authority, path = rest[:i], rest[i:]
+	at := userinfoEnd(rest)
+	if at < 0 {
+		return u, nil
 	}
-	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-		info := authority[:i]
-		u.user, u.password, _ = strings.Cut(info, ":")
-		u.hasUser = true
-		u.raw = scheme + "://" + authority[i+1:] + path
-		u.redacted = redactQuery(scheme + "://" + u.user + ":***@" + authority[i+1:] + path)
+	info, hosts := rest[:at], rest[at+1:]
+	user, pass, hasPass := strings.Cut(info, ":")
+	u.user, u.password, u.hasUser = unescapeInfo(user), unescapeInfo(pass), true
+	ui := url.User(u.user)
+	if hasPass {
+		ui = url.UserPassword(u.user, u.password)
 	}
+	u.orig = scheme + "://" + ui.String() + "@" + hosts
+	u.raw = scheme + "://" + hosts
+	u.redacted = redactQuery(scheme + "://" + url.User(u.user).String() + ":***@" + hosts)
 	return u, nil
+}
+
+// userinfoEnd returns the index of the '@' that ends the userinfo of
+// rest (a URL after "://"), or -1 when it has none.
+func userinfoEnd(rest string) int {
+	if strings.HasPrefix(rest, "/") {
+		return -1 // empty authority: sqlite:///path/with@sign.db
+	}
+	return strings.LastIndexByte(rest, '@')
+}
+
+// unescapeInfo percent-decodes a user or password. Unlike
+// url.PathUnescape it never fails: a '%' that starts no escape is kept.
+func unescapeInfo(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// childBackend is the backend as COMMAND's BATON_BACKEND gets it, so that
+// a nested baton run finds the backend its parent used: without a
+// password, in the userinfo or as a query parameter (a user alone is no
+// secret and stays). dropped reports that a password was left out:
+// credentials the parent took from the environment are inherited with it,
+// but one written in the URL is not handed on.
+func childBackend(raw string) (backend string, dropped bool) {
+	u, err := splitURL(raw)
+	if err != nil {
+		return "", false
+	}
+	backend = u.raw
+	if u.hasUser && u.password == "" {
+		backend = u.orig // the user alone
+	}
+	dropped = u.password != ""
+	base, query, ok := strings.Cut(backend, "?")
+	if !ok {
+		return backend, dropped
+	}
+	var keep []string
+	for _, kv := range strings.Split(query, "&") {
+		if secretParam.MatchString("?" + kv) {
+			dropped = true
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	if len(keep) == 0 {
+		return base, dropped
+	}
+	return base + "?" + strings.Join(keep, "&"), dropped
+}
+
+// redactNoScheme hides what may be credentials in a backend that is not
+// a URL at all ("user:pass@host"): everything up to its last '@'.
+func redactNoScheme(raw string) string {
+	if i := strings.LastIndexByte(raw, '@'); i >= 0 {
+		return "***" + raw[i:]
+	}
+	return redactQuery(raw)
 }
 
 // secretParam matches a password given as a URL parameter (PostgreSQL
@@ -153,6 +249,7 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 	if err != nil {
 		return nil, err
 	}
+	warnArgvPassword(cfg, u)
 	return e.open(ctx, cfg, u, name)
 }
 

@@ -149,12 +149,7 @@ func parseRedlockParams(u engineURL, path, rawQuery string) (redlockParams, erro
 	}
 	p.user, p.pass = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
 	if u.hasUser {
-		if p.user, err = url.PathUnescape(u.user); err != nil {
-			return p, badRedlockURL(u, "user: %v", err)
-		}
-		if p.pass, err = url.PathUnescape(u.password); err != nil {
-			return p, badRedlockURL(u, "password: bad escape")
-		}
+		p.user, p.pass = u.user, u.password // splitURL decoded them
 	}
 	return p, nil
 }

@@ -104,6 +104,85 @@ type sqlTarget struct {
 	connect func() (*sql.DB, error)
 	// file is the SQLite database file.
 	file string
+	// warning, if set, is the one line openSQL prints before connecting:
+	// the connection to a host off this machine is not encrypted or does
+	// not verify the server. It names hosts and settings, never a secret.
+	warning string
+}
+
+// isLoopback reports whether host is this machine: a loopback name or
+// address, or a Unix socket directory (PostgreSQL's host=/path). Names are
+// not resolved: the check is made offline, before connecting.
+func isLoopback(host string) bool {
+	if strings.HasPrefix(host, "/") || strings.EqualFold(host, "localhost") ||
+		strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// remoteHost returns the first of hosts that is not loopback, else "".
+func remoteHost(hosts ...string) string {
+	for _, h := range hosts {
+		if !isLoopback(h) {
+			return h
+		}
+	}
+	return ""
+}
+
+// postgresWarning is the transport warning of a PostgreSQL target:
+// sslmode below verify-full towards a host off this machine. Absent, it
+// is PGSSLMODE, else pgx's default, prefer (TLS if offered, else plain).
+func postgresWarning(orig string, cc *pgx.ConnConfig) string {
+	hosts := []string{cc.Host}
+	for _, f := range cc.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	host := remoteHost(hosts...)
+	if host == "" {
+		return ""
+	}
+	mode, how := "", "sslmode="
+	if pu, err := url.Parse(orig); err == nil {
+		mode = pu.Query().Get("sslmode")
+	}
+	if mode == "" {
+		mode, how = os.Getenv("PGSSLMODE"), "PGSSLMODE="
+	}
+	if mode == "" {
+		mode, how = "prefer", "no sslmode, so "
+	}
+	switch mode {
+	case "verify-full":
+		return ""
+	case "require", "verify-ca":
+		return fmt.Sprintf("warning: PostgreSQL host %s with %s%s: TLS without checking the server's name, so a machine in the middle "+
+			"can pose as the server and read the credentials; use sslmode=verify-full", host, how, mode)
+	}
+	return fmt.Sprintf("warning: PostgreSQL host %s with %s%s: the credentials and the locks may cross the network unencrypted "+
+		"and the server is not verified; use sslmode=verify-full", host, how, mode)
+}
+
+// mysqlWarning is the transport warning of a MySQL target: no tls=true
+// towards a host off this machine.
+func mysqlWarning(host, tlsMode string) string {
+	if isLoopback(host) {
+		return ""
+	}
+	switch tlsMode {
+	case "true":
+		return ""
+	case "skip-verify":
+		return fmt.Sprintf("warning: MySQL host %s with tls=skip-verify: the server's certificate is not checked, so a machine "+
+			"in the middle can pose as the server and read the credentials; use tls=true", host)
+	}
+	if tlsMode == "" {
+		tlsMode = "false"
+	}
+	return fmt.Sprintf("warning: MySQL host %s with tls=%s: the credentials and the locks may cross the network unencrypted; "+
+		"use tls=true", host, tlsMode)
 }
 
 // scrub removes the URL's password from a driver's message: drivers are
@@ -112,14 +191,15 @@ func (u engineURL) scrub(err error) error {
 	if err == nil || u.password == "" {
 		return err
 	}
-	msg := err.Error()
-	for _, p := range []string{u.password, url.QueryEscape(u.password), url.PathEscape(u.password)} {
-		msg = strings.ReplaceAll(msg, p, "***")
+	r := secretReplacer(u.password, func(string) string { return "" })
+	if r == nil {
+		return err
 	}
+	msg := r.Replace(err.Error())
 	if msg == err.Error() {
 		return err
 	}
-	return errors.New(msg)
+	return scrubbedError{msg: msg, err: err} // keeps the chain: sqlErr classifies it
 }
 
 // parseSQL checks a postgres://, mysql:// or sqlite:// URL offline and
@@ -164,7 +244,8 @@ func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error)
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = "baton"
 	}
-	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil }}, nil
+	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil },
+		warning: postgresWarning(u.orig, cc)}, nil
 }
 
 // parseMySQL turns mysql://user:pass@host:3306/db?tls=… into the driver's
@@ -208,11 +289,13 @@ func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
 	if err := mysqlParams(u, pu.Query(), mc); err != nil {
 		return sqlTarget{}, err
 	}
+	warning := mysqlWarning(pu.Hostname(), mc.TLSConfig) // before the driver normalises it
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
 	}
-	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil }}, nil
+	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil },
+		warning: warning}, nil
 }
 
 // mysqlParams applies a MySQL URL's parameters: only tls=, with the
@@ -240,6 +323,10 @@ func parseSQLite(u engineURL) (sqlTarget, error) {
 		return sqlTarget{}, badSQLURL(u, "SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
 	case path == "":
 		return sqlTarget{}, badSQLURL(u, "no file (sqlite:///path/to/locks.db)")
+	case !filepath.IsAbs(path):
+		// Relative to whatever directory each job starts in: two jobs
+		// would lock in two files and never exclude each other.
+		return sqlTarget{}, badSQLURL(u, "the file must be an absolute path (sqlite:///path/to/locks.db, three slashes)")
 	case u.hasUser:
 		return sqlTarget{}, badSQLURL(u, "SQLite has no users")
 	}
@@ -256,10 +343,14 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	if err != nil {
 		return nil, err
 	}
+	if t.warning != "" {
+		note("%s", t.warning)
+	}
 	switch {
 	case cfg.embedded:
-		// Private: lock names tell what the user runs.
-		if err := os.MkdirAll(filepath.Dir(t.file), 0o700); err != nil {
+		// Private: lock names tell what the user runs, and whoever can
+		// write the file can take or release any of the locks.
+		if err := secureEmbedded(t.file); err != nil {
 			return nil, fmt.Errorf("%w: embedded backend: %w", baton.ErrUnavailable, err)
 		}
 	case t.engine == "sqlite":
@@ -422,7 +513,7 @@ func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "POS\tSLOT\tKIND\tOWNER\tTOKEN\tEXPIRES (DB CLOCK, UTC)\tLEFT\tSTATE")
 		for i, e := range out {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, e.Kind, e.Session,
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, termSafe(e.Kind), termSafe(e.Session),
 				tokenText(rows[i].Token), rows[i].ExpiresAt.Format("2006-01-02 15:04:05.000"),
 				rows[i].Left.Round(time.Millisecond), e.State)
 		}

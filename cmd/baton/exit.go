@@ -22,8 +22,11 @@ const (
 	// exitUsage (EX_USAGE): bad flag, bad duration, a --ttl of zero or less,
 	// a bad or unsupported backend URL, an invalid lock name, a missing
 	// COMMAND, a --min-hold or --max-hold that is not positive or a
-	// --min-hold over --max-hold or maxMinHold, a bad --log-format or
-	// --log-level, or a subcommand this release does not implement yet.
+	// --min-hold over --max-hold or maxMinHold, a duration over its cap
+	// (maxTTL, maxWait, maxMaxHold, maxGrace, maxConnectTimeout), a
+	// relative sqlite:// path, a set but blank BATON_BACKEND, a bad
+	// --log-format or --log-level, or a subcommand this release does not
+	// implement yet.
 	exitUsage = 64
 	// exitNoEntry (EX_NOINPUT): `clean --force-release ENTRY` names no
 	// entry of the queue (it may have gone meanwhile).

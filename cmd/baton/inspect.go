@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/queue"
@@ -108,6 +111,7 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 	if err := parseBackend(cfg.backend); err != nil {
 		return nil, fail(err)
 	}
+	noteEmbedded(&cfg.runConfig)
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	b, err := openBackend(ctx, &cfg.runConfig, name)
 	if err != nil {
@@ -243,15 +247,69 @@ func tokenText(t uint64) string {
 	return strconv.FormatUint(t, 10)
 }
 
-// writeTable prints the queue as aligned columns.
+// writeTable prints the queue as aligned columns. Entries, kinds,
+// sessions and notes come from the backend, written by any client: they
+// are shown through termSafe.
 func writeTable(w io.Writer, q []queue.EntryInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tENTRY\tKIND\tSESSION\tTOKEN\tAGE\tSTATE\tFLAGS\tNOTE")
 	for _, e := range q {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, e.Entry, kindName(e.Kind),
-			orDash(e.Session), tokenText(e.Token), ageText(e.Age), stateName(e), flagsOf(e), e.Note)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, termSafe(e.Entry), termSafe(kindName(e.Kind)),
+			termSafe(orDash(e.Session)), tokenText(e.Token), ageText(e.Age), stateName(e), flagsOf(e), termSafe(e.Note))
 	}
 	return tw.Flush()
+}
+
+// termSafe escapes what a terminal would act on rather than show, so that
+// a value written by another client (an owner, a kind, an entry name)
+// cannot move the cursor, retitle the window, erase the line, break the
+// table's columns or reorder the text around it: C0 controls (ESC, CR, NUL,
+// tab…), DEL, C1 controls, invalid UTF-8, the bidirectional overrides,
+// embeddings, isolates and marks, and the line and paragraph separators.
+// They are written as Go escapes (\x1b, \u202e); a backslash is doubled,
+// so an escape in the output always stands for the character.
+func termSafe(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func needsEscape(s string) bool {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, '\\') {
+		return true
+	}
+	return strings.ContainsFunc(s, unsafeRune)
+}
+
+// unsafeRune reports the characters termSafe escapes (and jsonSafe, but
+// for those encoding/json already escapes).
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
+		r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 // entryJSON is one entry in `inspect --json` and in clean's evidence.
@@ -300,8 +358,37 @@ func toJSON(q []queue.EntryInfo) []entryJSON {
 	return out
 }
 
+// writeJSON writes v as indented JSON. encoding/json escapes the C0
+// controls but writes DEL, the C1 controls and the bidirectional
+// characters raw: valid JSON, yet a terminal that shows it acts on them.
+// They are written as \u escapes, which decode to the same strings.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(buf.Bytes()))
+	return err
+}
+
+// jsonSafe rewrites the characters of unsafeRune in encoded JSON as \u
+// escapes. They can only stand inside strings (JSON's own syntax is
+// ASCII), where an escape means the same character.
+func jsonSafe(js []byte) []byte {
+	if !bytes.ContainsFunc(js, func(r rune) bool { return r >= 0x7f && unsafeRune(r) }) {
+		return js
+	}
+	out := make([]byte, 0, len(js)+16)
+	for i := 0; i < len(js); {
+		r, n := utf8.DecodeRune(js[i:])
+		if r >= 0x7f && unsafeRune(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, js[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

@@ -63,10 +63,12 @@ Flags:
   --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379,
                          etcds://… (TLS), postgres://user@h:5432/db?sslmode=…
                          (or postgresql://), mysql://user:pass@h:3306/db?tls=…,
-                         sqlite:///path/to/file.db. Default $BATON_BACKEND, else
-                         the embedded default: sqlite:// on the file locks.db in
-                         $XDG_STATE_HOME/baton (else ~/.local/state/baton,
-                         created 0700), so runs on one host exclude each other
+                         sqlite:///path/to/file.db (absolute). Default
+                         $BATON_BACKEND, else the embedded default: sqlite://
+                         on the file locks.db (0600) in $XDG_STATE_HOME/baton
+                         (else ~/.local/state/baton, created 0700; refused, exit
+                         69, if a symbolic link, not yours, or writable by group
+                         or others), so runs on one host exclude each other
                          with zero setup. redis://[user:pass@]h:6379[/db] and
                          rediss://… (TLS): a Redis primary.
                          redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?tls=true]:
@@ -76,7 +78,7 @@ Flags:
   --ttl D                session timeout (ZooKeeper; the server may clamp it),
                          lease TTL (etcd; rounded up to whole seconds) or the
                          renewed lease of the row or key (SQL, Redis, Redlock;
-                         >= 300ms).
+                         >= 300ms). At most 24h.
                          Default 15s.
   --wait D               give up after D if the lock stays taken (exit 75);
                          0 makes one attempt; absent waits forever.
@@ -100,6 +102,8 @@ Flags:
   --max-hold D           once COMMAND has run D: SIGTERM, SIGKILL after
                          --grace, exit 124.
   --quiet-busy           exit 75 silently when the lock is taken.
+  --scrub-env            remove the credential variables from COMMAND's
+                         environment (see below).
   --log-format text|json records on stderr as log/slog text, or one JSON
                          object a line (then notes and errors too).
                          Default text.
@@ -113,21 +117,44 @@ Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
 (the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql,
-sqlite, redis or redlock); BATON_BACKEND is inherited, so a nested baton run
-works. etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
+sqlite, redis or redlock), and sets BATON_BACKEND to the backend baton used
+(the embedded default too), so a nested baton run finds it; a user and
+password written in the URL are left out of it (--log-level info says so):
+the nested run takes them from the variables below, which COMMAND inherits.
+A BATON_BACKEND that is set but empty or blank exits 64. The embedded
+default is named in one line on stderr when stderr is a terminal.
+etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
 BATON_ETCD_PASSWORD;
 TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
 credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
 else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
 MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
-preferred (MySQL). baton always sets parseTime and interpolateParams on
+preferred (MySQL). Towards a host that is not loopback (or a socket), baton
+warns in one line before connecting when PostgreSQL's sslmode (else
+PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true. baton always sets parseTime and interpolateParams on
 MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
 Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
 BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:
 BATON_REDIS_CACERT, BATON_REDIS_CERT, BATON_REDIS_KEY. Redlock uses the same
 credentials and TLS files on every node; --read, --write, --shared and
 baton elect exit 64 on it (Redlock has only the mutex).
-Credentials are never printed.
+Credentials are never printed. user:pass@ is percent-decoded for every
+engine (%2F is '/'; a '%' that starts no escape is itself); '/', '?', '#'
+and '@' may stand unescaped in it, as the userinfo ends at the last '@' (an
+'@' in a path or query must then be written %40). A password in --backend
+is readable by every user of the host (ps) and stays in shell history:
+baton warns, once; prefer the variables above.
+
+COMMAND inherits baton's environment whole — the credential variables above
+included — with the BATON_* variables said above set, and baton's working
+directory, stdin, stdout and stderr. --scrub-env removes from it the
+variables whose value is a password (BATON_ZK_PASSWORD, BATON_ETCD_PASSWORD,
+BATON_REDIS_PASSWORD, BATON_SQL_PASSWORD, PGPASSWORD, MYSQL_PWD,
+REDISCLI_AUTH, ETCDCTL_PASSWORD, and ETCDCTL_USER, which may hold
+user:password) and those naming a password or private-key file
+(PGPASSFILE, PGSSLKEY, BATON_ETCD_KEY, BATON_REDIS_KEY, ETCDCTL_KEY). User
+names and certificates stay; a nested baton run then needs its password
+from elsewhere.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
 one) and dies with baton. SIGINT, SIGTERM and SIGHUP sent to baton go to
@@ -140,8 +167,12 @@ then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 Exit codes:
   64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
       missing COMMAND, --read/--write/--shared combined, --shared < 1,
-      --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h
-  69  backend unreachable (at start, or the session died while waiting)
+      --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h, a
+      duration over its cap (--ttl 24h, --wait 7 days, --max-hold 30
+      days, --grace and --connect-timeout 1h), a relative sqlite:// path,
+      a set but blank BATON_BACKEND
+  69  backend unreachable (at start, or the session died while waiting),
+      or the embedded default's directory or file refused
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
   77  authentication or TLS refused (PostgreSQL SQLSTATE 28000/28P01,

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/baton-go/baton"
 )
@@ -35,7 +36,7 @@ func electMain(args []string) int {
 type holding struct {
 	lease   *baton.Lease
 	noun    string   // "lock" or "leadership", for messages
-	env     []string // environment beyond BATON_LOCK/TOKEN/ENGINE
+	env     []string // environment beyond BATON_LOCK/TOKEN/ENGINE: BATON_BACKEND, BATON_EPOCH
 	release func(ctx context.Context) error
 }
 
@@ -76,6 +77,12 @@ func holdMain(cfg *runConfig, err error, usage string, take taker) int {
 	u, _ := splitURL(cfg.backend) // preflight parsed it
 	lg.Info("acquired", "token", h.lease.Token(), "engine", h.lease.Engine(),
 		"backend", u.redacted, "wait_ms", millis(time.Since(start)))
+	child, dropped := childBackend(cfg.backend)
+	h.env = append([]string{"BATON_BACKEND=" + child}, h.env...)
+	if dropped {
+		lg.Info("COMMAND's BATON_BACKEND leaves out the URL's user and password: a nested baton needs them from the engine's variables ("+
+			passwordHint(u.scheme)+")", "child_backend", child)
+	}
 
 	// From here on signals are forwarded to COMMAND, not acted on: catch
 	// them on sigc before the acquire's handler goes away, so none is
@@ -145,6 +152,7 @@ func preflight(cfg *runConfig) (name, path string, code int) {
 	if err := parseBackend(cfg.backend); err != nil {
 		return "", "", fail(err)
 	}
+	noteEmbedded(cfg)
 	path, err = lookCommand(cfg.command[0])
 	if err != nil {
 		return "", "", failExec(cfg.command[0], err)
@@ -298,8 +306,8 @@ func failExec(name string, err error) int {
 }
 
 // childEnv is the environment of COMMAND: baton's own, with BATON_LOCK,
-// BATON_TOKEN, BATON_ENGINE and the keys of extra replaced. BATON_BACKEND
-// stays as inherited.
+// BATON_TOKEN, BATON_ENGINE and the keys of extra (BATON_BACKEND, the
+// effective backend without its password; BATON_EPOCH) replaced.
 func childEnv(env []string, l *baton.Lease, extra []string) []string {
 	replaced := map[string]bool{"BATON_LOCK": true, "BATON_TOKEN": true, "BATON_ENGINE": true}
 	for _, kv := range extra {
@@ -367,7 +375,11 @@ func childCommand(h *holding, cfg *runConfig, path string) (cmd *exec.Cmd, tty b
 	cmd = exec.Command(path, cfg.command[1:]...)
 	cmd.Args[0] = cfg.command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = childEnv(os.Environ(), h.lease, h.env)
+	env := os.Environ()
+	if cfg.scrubEnv {
+		env = scrubEnv(env)
+	}
+	cmd.Env = childEnv(env, h.lease, h.env)
 	// Own process group: signals reach COMMAND and everything it spawned,
 	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
 	// baton is SIGKILLed, so it never runs on without a lock holder.
@@ -529,4 +541,10 @@ func signalGroup(pgid int, s syscall.Signal) {
 	if err := syscall.Kill(-pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
 		note("signal %v to COMMAND: %v", s, err)
 	}
+}
+
+// isTerminal reports whether f is a terminal (TCGETS succeeds on it).
+func isTerminal(f *os.File) bool {
+	var t syscall.Termios
+	return ioctl(f.Fd(), syscall.TCGETS, unsafe.Pointer(&t)) == nil
 }

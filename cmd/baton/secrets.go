@@ -3,22 +3,46 @@ package main
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// secretEnv are the variables whose values are passwords: baton's own and
-// the drivers'. Logs, the exporter's page and its API never show them,
-// whatever a driver echoes.
+// secretEnv are the variables whose values are passwords: baton's own, the
+// drivers' and their command-line tools'. Logs, the exporter's page and its
+// API never show them, whatever a driver echoes.
 var secretEnv = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDIS_PASSWORD", "BATON_SQL_PASSWORD",
-	"PGPASSWORD", "MYSQL_PWD"}
+	"PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH", "ETCDCTL_PASSWORD"}
+
+// scrubbedEnv are the variables --scrub-env removes from COMMAND's
+// environment: those whose value is a password (secretEnv), ETCDCTL_USER
+// (etcdctl takes "user:password" in it), and those naming a file that
+// holds a password or a private key. User names, CA and client
+// certificates stay: they are not secrets, and tools of COMMAND may need
+// them. Users' own variables are not guessed at.
+var scrubbedEnv = append(slices.Clone(secretEnv),
+	"ETCDCTL_USER",
+	"PGPASSFILE", "PGSSLKEY", "BATON_ETCD_KEY", "BATON_REDIS_KEY", "ETCDCTL_KEY")
+
+// scrubEnv returns env without the variables of scrubbedEnv.
+func scrubEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(scrubbedEnv, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
 
 // minSecret is the shortest secret replaced: a shorter one would blank
 // out parts of ordinary words, and is no secret anyway.
 const minSecret = 4
 
-// secretReplacer returns a Replacer that turns password (as it stands in
-// a backend URL) and the secret variables' values (getenv) into "***" in
+// secretReplacer returns a Replacer that turns password (a backend URL's,
+// as splitURL decoded it) and the secret variables' values (getenv) into "***" in
 // every form they may be printed in: as given, unescaped from the URL,
 // URL-escaped, and escaped inside quotes as JSON and Go quoting write
 // strings. It returns nil when there is nothing to hide.
@@ -37,7 +61,8 @@ func secretReplacer(password string, getenv func(string) string) *strings.Replac
 		}
 		js, _ := json.Marshal(s)
 		q := strconv.Quote(s)
-		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s), string(js[1 : len(js)-1]), q[1 : len(q)-1]} {
+		_, info, _ := strings.Cut(url.UserPassword("", s).String(), ":") // as splitURL re-escapes it
+		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s), info, string(js[1 : len(js)-1]), q[1 : len(q)-1]} {
 			pairs = append(pairs, form, "***")
 		}
 	}
@@ -46,3 +71,42 @@ func secretReplacer(password string, getenv func(string) string) *strings.Replac
 	}
 	return strings.NewReplacer(pairs...)
 }
+
+// passwordHint names where engine scheme takes a password from instead of
+// the command line, for the warning of warnArgvPassword.
+func passwordHint(scheme string) string {
+	switch scheme {
+	case "zk":
+		return "BATON_ZK_USER and BATON_ZK_PASSWORD"
+	case "etcd", "etcds":
+		return "BATON_ETCD_USER and BATON_ETCD_PASSWORD"
+	case "redis", "rediss", "redlock":
+		return "BATON_REDIS_USERNAME and BATON_REDIS_PASSWORD"
+	case "postgres", "postgresql":
+		return "BATON_SQL_USER and BATON_SQL_PASSWORD, PGPASSWORD, or a password file (~/.pgpass, PGPASSFILE)"
+	case "mysql":
+		return "BATON_SQL_USER and BATON_SQL_PASSWORD, or MYSQL_PWD"
+	}
+	return "the engine's environment variables"
+}
+
+// hasPassword reports whether a backend URL carries a password, in its
+// userinfo or as a query parameter (PostgreSQL's password=).
+func (u engineURL) hasPassword() bool {
+	return u.password != "" || secretParam.MatchString(u.orig)
+}
+
+// warnArgvPassword warns, once per process, when the password came on the
+// command line: every user of the host can read it (ps, /proc/PID/cmdline)
+// and it stays in shell history. The warning never holds the password.
+func warnArgvPassword(cfg *runConfig, u engineURL) {
+	if !cfg.backendArgv || !u.hasPassword() {
+		return
+	}
+	argvWarned.Do(func() {
+		note("warning: --backend holds a password, which other users of this host can read (ps) and shell history keeps; "+
+			"give it in %s instead", passwordHint(u.scheme))
+	})
+}
+
+var argvWarned sync.Once
