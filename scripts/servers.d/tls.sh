@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # TLS and authentication deployments, one private server per engine on
 # loopback, each refusing plain text and unauthenticated clients:
 #
