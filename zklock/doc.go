@@ -153,6 +153,11 @@
 // # Authentication
 //
 // Options.Auth adds digest credentials to every session before it is used,
-// and entries and directories are then created with the "auth" ACL. TLS is
-// not supported by go-zookeeper v1.0.4.
+// and entries and directories are then created with a digest ACL naming
+// those users alone. Options.TLS connects to a server's secureClientPort
+// (the Netty connection factory) with baton's own TLS dialer, since
+// go-zookeeper has none; a refused certificate fails with baton.ErrAuth
+// instead of being retried. ZooKeeper accepts any digest credential at
+// AddAuth: a wrong password is refused only where an ACL names the user,
+// so give the chroot a persistent node whose ACL is the users' digest.
 package zklock

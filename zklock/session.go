@@ -70,11 +70,16 @@ func newSession(c *Client) *session {
 // start connects. The event callback runs on go-zookeeper's own goroutines
 // and never blocks: it only takes s.mu, which is never held across I/O.
 func (s *session) start() error {
+	hosts := zk.WithLogInfo(false) // go-zookeeper's own provider, unless TLS
+	if s.c.opts.TLS != nil {
+		hosts = zk.WithHostProvider(&namedHosts{})
+	}
 	conn, _, err := zk.Connect(s.c.servers, s.c.opts.SessionTimeout,
-		zk.WithDialer(s.tr.dialer),
+		zk.WithDialer(s.dial),
 		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(nopLogger{}),
 		zk.WithLogInfo(false),
+		hosts,
 	)
 	if err != nil {
 		return err
@@ -454,7 +459,9 @@ func (s *session) opErr(ctx context.Context, what string, err error) error {
 		if st, _ := s.Observe(); st == baton.Lost {
 			return s.lostErr()
 		}
-	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed), errors.Is(err, zk.ErrInvalidACL):
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("zklock: %s: %w: %w (%s)", what, baton.ErrAuth, err, s.c.aclHint())
+	case errors.Is(err, zk.ErrAuthFailed), errors.Is(err, zk.ErrInvalidACL):
 		return fmt.Errorf("zklock: %s: %w: %w", what, baton.ErrAuth, err)
 	}
 	return fmt.Errorf("zklock: %s: %w", what, err)

@@ -86,8 +86,11 @@ func (t *tracker) dialer(network, address string, timeout time.Duration) (net.Co
 	if err != nil {
 		return nil, err
 	}
-	return &trackedConn{Conn: c, t: t}, nil
+	return t.wrap(c), nil
 }
+
+// wrap returns c (plain frames: TCP, or TLS already unwrapped) tracked.
+func (t *tracker) wrap(c net.Conn) net.Conn { return &trackedConn{Conn: c, t: t} }
 
 // trackedConn parses ZooKeeper's length-prefixed frames in both directions.
 // It never changes a byte.

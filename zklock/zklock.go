@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,8 +27,12 @@ const DefaultSessionTimeout = 15 * time.Second
 const DefaultPort = 2181
 
 // Digest is a ZooKeeper digest credential ("user:password"). With
-// credentials, the nodes baton creates get the "auth" ACL: only clients
-// authenticated as the same user can read or delete them.
+// credentials, every node baton creates (entries, lock directories and
+// the chroot's missing parents) gets a digest ACL granting all rights to
+// these users and nothing to anyone else: only clients authenticated as
+// one of them can read, create under or delete them. The ACL names the
+// digest identities themselves, not the session's "auth" identities, so a
+// TLS client certificate (ZooKeeper's x509 identity) grants nothing.
 type Digest struct {
 	User     string
 	Password string
@@ -57,6 +62,14 @@ type Options struct {
 	Backoff baton.Backoff
 	// Auth are digest credentials added to every session before use.
 	Auth []Digest
+	// TLS, if set, connects with TLS (a server's secureClientPort with the
+	// Netty connection factory): RootCAs verify the server, Certificates
+	// hold the client certificate a server with ssl.clientAuth=need
+	// requires. An empty ServerName verifies each server against the host
+	// of its address as given. A certificate refused by either side fails
+	// Dial (and ends a client already dialled) with an error wrapping
+	// baton.ErrAuth, since no retry can fix it.
+	TLS *tls.Config
 	// Observer, if set, is told of every acquire and lease of the client's
 	// recipes (see queue.MutexOptions.Observer) and of each create of
 	// unknown outcome that recovery resolved by adopting the entry
@@ -204,7 +217,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Client, error) 
 		closing: make(chan struct{}),
 	}
 	if len(opts.Auth) > 0 {
-		c.acl = zk.AuthACL(zk.PermAll)
+		c.acl = digestACL(opts.Auth)
 	}
 	c.wg.Go(c.run)
 	if _, err := c.session(ctx); err != nil {
@@ -274,17 +287,48 @@ func (c *Client) authenticate(s *session) error {
 		if o.err != nil {
 			if errors.Is(o.err, zk.ErrAuthFailed) || errors.Is(o.err, zk.ErrNoAuth) {
 				err := fmt.Errorf("zklock: digest user %q: %w: %w", d.User, baton.ErrAuth, o.err)
-				c.mu.Lock()
-				c.fatal = err
-				close(c.curCh)
-				c.curCh = make(chan struct{})
-				c.mu.Unlock()
+				c.setFatal(err)
 				return err
 			}
 			return o.err
 		}
 	}
 	return nil
+}
+
+// setFatal ends the client with err (the first one wins): no session
+// will be started again, and every waiter returns err.
+func (c *Client) setFatal(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fatal != nil {
+		return
+	}
+	c.fatal = err
+	close(c.curCh)
+	c.curCh = make(chan struct{})
+}
+
+// aclHint says who a NoAuth refused, for its message. ZooKeeper accepts
+// any digest password at AddAuth: a wrong one shows only here.
+func (c *Client) aclHint() string {
+	if len(c.opts.Auth) == 0 {
+		return "the ACL grants nothing to a client without digest credentials"
+	}
+	users := make([]string, len(c.opts.Auth))
+	for i, d := range c.opts.Auth {
+		users[i] = strconv.Quote(d.User)
+	}
+	return "the ACL grants nothing to digest user " + strings.Join(users, ", ") + " with this password"
+}
+
+// digestACL grants every right to each digest user, and none to others.
+func digestACL(auth []Digest) []zk.ACL {
+	var acl []zk.ACL
+	for _, d := range auth {
+		acl = append(acl, zk.DigestACL(zk.PermAll, d.User, d.Password)...)
+	}
+	return acl
 }
 
 func (c *Client) failed() bool {

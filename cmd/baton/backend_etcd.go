@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -66,22 +65,31 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
+	if ccfg.TLS != nil {
+		if err := probeEtcdTLS(cctx, endpoints, ccfg.TLS); err != nil {
+			return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
+		}
+	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
 	}
 	// clientv3.New does not wait for a connection unless it authenticates:
 	// probe with a linearizable read, which also needs a quorum.
 	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
+		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
+			err = fmt.Errorf("%s has no read permission on the key %q (grant its role readwrite on the lock names' prefix): %w",
+				etcdIdentity(user), name, err)
+		}
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
 	}
 	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Observer: cfg.observer})
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
-	return &backend{
+	return refusing(&backend{
 		engine: "etcd",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
@@ -95,8 +103,47 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
 			}
 		},
-	}, nil
+	}, markEtcdRefusal), nil
 }
+
+// etcdPlainErr is etcdErr, except that a plain-text client whose
+// failure was not a refusal learns when the endpoints speak TLS.
+func etcdPlainErr(ctx context.Context, useTLS bool, endpoints []string, err error) error {
+	err = etcdErr(err)
+	if useTLS || errors.Is(err, baton.ErrAuth) {
+		return err
+	}
+	if tlsErr := plainToTLS(ctx, endpoints, "etcds"); tlsErr != nil {
+		return fmt.Errorf("%w (%w)", tlsErr, err)
+	}
+	return err
+}
+
+// etcdIdentity names who the server took the client for: the user, or
+// the client certificate's common name when no user is given.
+func etcdIdentity(user string) string {
+	if user == "" {
+		return "the client certificate's identity (no user given)"
+	}
+	return fmt.Sprintf("user %q", user)
+}
+
+// etcdRefused reports whether an etcd error's text is a refusal of the
+// user's rights or credentials (gRPC may carry it as text only).
+func etcdRefused(msg string) bool {
+	for _, p := range []string{"etcdserver: permission denied", "etcdserver: user name is empty",
+		"etcdserver: invalid auth token", "etcdserver: authentication failed"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// markEtcdRefusal marks an acquire's refusal with baton.ErrAuth: a role
+// that may read the lock's prefix but not write it passes the connect
+// probe and is refused only by the acquire.
+func markEtcdRefusal(err error) error { return markRefusal(err, etcdRefused) }
 
 // etcdErr marks authentication and TLS failures with baton.ErrAuth and
 // everything else with baton.ErrUnavailable. gRPC flattens TLS handshake
@@ -120,26 +167,4 @@ func etcdErr(err error) error {
 
 // etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
 // system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
-func etcdTLS() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca := os.Getenv("BATON_ETCD_CACERT"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CACERT: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usagef("BATON_ETCD_CACERT %s: no PEM certificates", ca)
-		}
-		tc.RootCAs = pool
-	}
-	cert, key := os.Getenv("BATON_ETCD_CERT"), os.Getenv("BATON_ETCD_KEY")
-	if cert != "" || key != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, usagef("BATON_ETCD_CERT/BATON_ETCD_KEY: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return tc, nil
-}
+func etcdTLS() (*tls.Config, error) { return tlsFromEnv("BATON_ETCD") }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,16 @@ import (
 	"github.com/baton-go/baton/redislock"
 )
 
+// quietRedis drops go-redis' own log lines: it prints connection-pool
+// events (a connection retired after a TLS refusal, …) to stderr by
+// itself, which would break --log-format json's one JSON object a line;
+// baton reports every failure that matters through its own errors.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func init() {
+	redis.SetLogger(quietRedis{})
 	register(&engine{
 		schemes: []string{"redis", "rediss"},
 		parse: func(u engineURL) error {
@@ -62,28 +70,14 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 	return o, nil
 }
 
-// redisTLS completes go-redis' TLS config from the environment.
+// redisTLS completes go-redis' TLS config from the environment:
+// BATON_REDIS_CACERT and the client pair BATON_REDIS_CERT/_KEY.
 func redisTLS(tc *tls.Config) error {
-	tc.MinVersion = tls.VersionTLS12
-	if ca := os.Getenv("BATON_REDIS_CACERT"); ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return usagef("BATON_REDIS_CACERT: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return usagef("BATON_REDIS_CACERT %s: no PEM certificates", ca)
-		}
-		tc.RootCAs = pool
+	env, err := tlsFromEnv("BATON_REDIS")
+	if err != nil {
+		return err
 	}
-	cert, key := os.Getenv("BATON_REDIS_CERT"), os.Getenv("BATON_REDIS_KEY")
-	if cert != "" || key != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return usagef("BATON_REDIS_CERT/BATON_REDIS_KEY: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
+	tc.MinVersion, tc.RootCAs, tc.Certificates = env.MinVersion, env.RootCAs, env.Certificates
 	return nil
 }
 
@@ -93,15 +87,29 @@ func redisErr(err error) error {
 	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
 		return err
 	}
-	msg := err.Error()
-	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
-		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
-		if strings.Contains(msg, p) {
-			return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-		}
+	if redisRefused(err.Error()) {
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
 	}
 	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 }
+
+// redisRefused reports whether a Redis error's text is a refusal: bad or
+// missing credentials, an ACL that denies a key, channel or command, or
+// TLS (the server's certificate, or ours refused by the server).
+func redisRefused(msg string) bool {
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
+		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// markRedisRefusal marks an acquire's Redis refusal with baton.ErrAuth: a
+// user whose ACL lacks the lock's keys connects fine and is refused only
+// by the acquire script.
+func markRedisRefusal(err error) error { return markRefusal(err, redisRefused) }
 
 // openRedis connects to a Redis primary: the connection (and AUTH) is
 // proved by a PING, retried until --connect-timeout.
@@ -121,9 +129,14 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 	defer cancel()
 	if err := pingRedis(cctx, rdb); err != nil {
 		closeAll()
+		if o.TLSConfig == nil && !errors.Is(err, baton.ErrAuth) {
+			if tlsErr := plainToTLS(ctx, []string{o.Addr}, "rediss"); tlsErr != nil {
+				err = fmt.Errorf("%w (%w)", tlsErr, err)
+			}
+		}
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
 	}
-	return &backend{
+	return refusing(&backend{
 		engine: "redis",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
@@ -132,7 +145,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedis(a, w, c.Inspect) },
 		view:     redisView(c.Inspect),
 		close:    closeAll,
-	}, nil
+	}, markRedisRefusal), nil
 }
 
 // pingRedis pings until it works, the server refuses the credentials, or

@@ -5,34 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/zklock"
 )
 
 func init() {
-	register(&engine{schemes: []string{"zk"}, parse: parseZK, open: openZK})
+	register(&engine{schemes: []string{"zk", "zk+tls"}, parse: parseZK, open: openZK})
 }
 
-// parseZK checks a zk:// URL offline.
+// zkURL returns the zk:// form zklock parses of a zk:// or zk+tls:// URL
+// (without credentials), and whether it asks for TLS.
+func zkURL(u engineURL) (string, bool) {
+	_, rest, _ := strings.Cut(u.raw, "://")
+	return "zk://" + rest, u.scheme == "zk+tls"
+}
+
+// parseZK checks a zk:// or zk+tls:// URL offline.
 func parseZK(u engineURL) error {
 	if u.hasUser && u.user == "" {
 		return usagef("backend %s: empty ZooKeeper user", u.redacted)
 	}
-	if _, _, err := zklock.ParseURL(u.raw); err != nil {
+	raw, _ := zkURL(u)
+	if _, _, err := zklock.ParseURL(raw); err != nil {
 		return usagef("backend %s: %v", u.redacted, err)
 	}
 	return nil
 }
 
+// openZK connects to ZooKeeper. zk+tls:// connects to the servers'
+// secureClientPort with BATON_ZK_CACERT (else the system roots) and the
+// client pair BATON_ZK_CERT/_KEY; the digest user comes from the URL or
+// BATON_ZK_USER / BATON_ZK_PASSWORD, and baton's nodes then carry an ACL
+// naming that user alone.
 func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
-	servers, chroot, err := zklock.ParseURL(u.raw)
+	raw, useTLS := zkURL(u)
+	servers, chroot, err := zklock.ParseURL(raw)
 	if err != nil {
 		return nil, usagef("backend %s: %v", u.redacted, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
 	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot, Observer: cfg.observer}
+	if useTLS {
+		if opts.TLS, err = tlsFromEnv("BATON_ZK"); err != nil {
+			return nil, err
+		}
+	}
 	user, pass := u.user, u.password
 	if !u.hasUser {
 		user, pass = os.Getenv("BATON_ZK_USER"), os.Getenv("BATON_ZK_PASSWORD")
@@ -44,6 +64,11 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+		}
+		if !useTLS && ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) {
+			if tlsErr := plainToTLS(ctx, servers, "zk+tls"); tlsErr != nil {
+				err = fmt.Errorf("%w (%w)", tlsErr, err)
+			}
 		}
 		return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
 	}

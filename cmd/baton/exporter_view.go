@@ -218,5 +218,5 @@ func listerOf(b *backend) func(ctx context.Context, prefix string) ([]string, er
 // the locks under a prefix.
 func canList(raw string) bool {
 	u, err := splitURL(raw)
-	return err == nil && u.scheme == "zk"
+	return err == nil && (u.scheme == "zk" || u.scheme == "zk+tls")
 }
