@@ -217,8 +217,8 @@ func inspectRedis(a *adminSession, w io.Writer, read func(context.Context, strin
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "POS\tKIND\tSTATE\tOWNER\tTOKEN\tLEFT\tNOTE")
 		for i, e := range out {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, e.Kind, e.State, e.Session,
-				tokenText(in.Entries[i].Token), in.Entries[i].TTL.Round(time.Millisecond), e.Note)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, termSafe(e.Kind), e.State, termSafe(e.Session),
+				tokenText(in.Entries[i].Token), in.Entries[i].TTL.Round(time.Millisecond), termSafe(e.Note))
 		}
 		err = tw.Flush()
 	}

@@ -362,7 +362,7 @@ func inspectRedlock(a *adminSession, w io.Writer, read func(context.Context, str
 				left = es[i].TTLLeft.Round(time.Millisecond).String()
 				nodeTok, tok = tokenText(es[i].Token), tokenText(es[i].Grant)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.Node, j.Addr, j.State, orDash(j.Session), tok, nodeTok, left, j.Counter)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.Node, j.Addr, j.State, termSafe(orDash(j.Session)), tok, nodeTok, left, j.Counter)
 		}
 		err = tw.Flush()
 	}
