@@ -290,12 +290,39 @@ func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
 		return sqlTarget{}, err
 	}
 	warning := mysqlWarning(pu.Hostname(), mc.TLSConfig) // before the driver normalises it
+	if err := mysqlTLSFiles(mc, pu.Hostname()); err != nil {
+		return sqlTarget{}, err
+	}
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
 	}
 	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil },
 		warning: warning}, nil
+}
+
+// mysqlTLSFiles gives tls=true a private CA and a client certificate from
+// BATON_SQL_CACERT, BATON_SQL_CERT and BATON_SQL_KEY (as the other engines'
+// BATON_*_CACERT…): the driver's tls=true knows only the system roots.
+// Without those variables it changes nothing.
+func mysqlTLSFiles(mc *mysql.Config, host string) error {
+	set := false
+	for _, v := range []string{"BATON_SQL_CACERT", "BATON_SQL_CERT", "BATON_SQL_KEY"} {
+		set = set || os.Getenv(v) != ""
+	}
+	if !set {
+		return nil
+	}
+	if mc.TLSConfig != "true" {
+		return usagef("BATON_SQL_CACERT, BATON_SQL_CERT or BATON_SQL_KEY is set: MySQL URLs need tls=true for them")
+	}
+	tc, err := tlsFromEnv("BATON_SQL")
+	if err != nil {
+		return err
+	}
+	tc.ServerName = host
+	mc.TLS = tc
+	return nil
 }
 
 // mysqlParams applies a MySQL URL's parameters: only tls=, with the

@@ -129,7 +129,8 @@ TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
 credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
 else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
 MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
-preferred (MySQL). Towards a host that is not loopback (or a socket), baton
+preferred (MySQL; with tls=true, BATON_SQL_CACERT, BATON_SQL_CERT and
+BATON_SQL_KEY give a private CA and a client certificate). Towards a host that is not loopback (or a socket), baton
 warns in one line before connecting when PostgreSQL's sslmode (else
 PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true. baton always sets parseTime and interpolateParams on
 MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
@@ -152,7 +153,8 @@ variables whose value is a password (BATON_ZK_PASSWORD, BATON_ETCD_PASSWORD,
 BATON_REDIS_PASSWORD, BATON_SQL_PASSWORD, PGPASSWORD, MYSQL_PWD,
 REDISCLI_AUTH, ETCDCTL_PASSWORD, and ETCDCTL_USER, which may hold
 user:password) and those naming a password or private-key file
-(PGPASSFILE, PGSSLKEY, BATON_ETCD_KEY, BATON_REDIS_KEY, ETCDCTL_KEY). User
+(PGPASSFILE, PGSSLKEY, BATON_ETCD_KEY, BATON_REDIS_KEY, BATON_ZK_KEY,
+BATON_SQL_KEY, ETCDCTL_KEY). User
 names and certificates stay; a nested baton run then needs its password
 from elsewhere.
 

@@ -23,7 +23,7 @@ var secretEnv = []string{"BATON_ZK_PASSWORD", "BATON_ETCD_PASSWORD", "BATON_REDI
 // them. Users' own variables are not guessed at.
 var scrubbedEnv = append(slices.Clone(secretEnv),
 	"ETCDCTL_USER",
-	"PGPASSFILE", "PGSSLKEY", "BATON_ETCD_KEY", "BATON_REDIS_KEY", "ETCDCTL_KEY")
+	"PGPASSFILE", "PGSSLKEY", "BATON_ETCD_KEY", "BATON_REDIS_KEY", "BATON_ZK_KEY", "BATON_SQL_KEY", "ETCDCTL_KEY")
 
 // scrubEnv returns env without the variables of scrubbedEnv.
 func scrubEnv(env []string) []string {

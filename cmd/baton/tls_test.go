@@ -175,6 +175,12 @@ func TestMySQLTLSAuth(t *testing.T) {
 			cause: "certificate signed by unknown authority"},
 		{name: "no TLS", env: ca, backend: withQuery(t, raw, "tls", "false"), want: 77, cause: "access denied"},
 		{name: "no grant on the database", env: ca, backend: withUser(t, good, "outsider", outsider), want: 77, cause: "access denied"},
+		{name: "BATON_SQL_CACERT and a client certificate", backend: good, env: []string{"BATON_SQL_CACERT=" + tlsFile(t, "ca.pem"),
+			"BATON_SQL_CERT=" + tlsFile(t, "client.pem"), "BATON_SQL_KEY=" + tlsFile(t, "client.key")}},
+		{name: "BATON_SQL_CACERT of another CA", env: []string{"BATON_SQL_CACERT=" + tlsFile(t, "rogue-ca.pem")}, backend: good, want: 77,
+			cause: "certificate signed by unknown authority"},
+		{name: "BATON_SQL_CACERT without tls=true", env: []string{"BATON_SQL_CACERT=" + tlsFile(t, "ca.pem")},
+			backend: withQuery(t, raw, "tls", "false"), want: 64, cause: "need tls=true"},
 	})
 }
 
