@@ -36,13 +36,17 @@ var markShapes = map[string]string{
 	"pause":          "M-5,-6h3v12h-3zM2,-6h3v12h-3z",
 	"resume":         "M-5,-6L6,0L-5,6z",
 	"kill":           "M-6,-6L6,6M6,-6L-6,6",
-	"cut":            "M-6,-6L0,0L-6,6M6,-6L0,0L6,6",
+	"cut":            "M-1,-7L4,-1L-3,1L2,7",
 	"heal":           "M-6,0h12M0,-6v12",
 	"lost":           "M0,-7L7,6h-14z",
 	"write-ok":       "M-4,0a4,4 0 1,0 8,0a4,4 0 1,0 -8,0",
 	"write-refused":  "M-5,-5h10v10h-10z",
 	"stale-accepted": "M0,-7L2,-2L7,-2L3,1L5,7L0,3L-5,7L-3,1L-7,-2L-2,-2z",
 }
+
+// faultMarks are the injected faults: the moment every lane is judged
+// against.
+var faultMarks = map[string]bool{"pause": true, "kill": true, "cut": true}
 
 // markOrder is the legend's order of the mark kinds.
 var markOrder = []string{"pause", "resume", "kill", "cut", "heal", "lost", "write-ok", "write-refused", "stale-accepted"}
@@ -77,6 +81,7 @@ type htmlTimeline struct {
 	Spans         []htmlSpan
 	Marks         []htmlMark
 	Ticks         []htmlTick
+	Faults        []htmlTick // a line across every lane where a fault was injected
 }
 
 type htmlLane struct {
@@ -156,6 +161,9 @@ func layoutTimeline(tl scenario.Timeline) htmlTimeline {
 		}
 		out.Marks = append(out.Marks, htmlMark{Kind: m.Kind, Title: title, Shape: markShapes[m.Kind],
 			X: x(m.At), Y: float64(lane[m.Client] + tlLane/2)})
+		if faultMarks[m.Kind] {
+			out.Faults = append(out.Faults, htmlTick{X: x(m.At), Label: m.Kind})
+		}
 	}
 	step := tickStep(end)
 	for t := time.Duration(0); t <= end; t += step {
