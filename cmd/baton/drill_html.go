@@ -38,6 +38,8 @@ var markShapes = map[string]string{
 	"kill":           "M-6,-6L6,6M6,-6L-6,6",
 	"cut":            "M-1,-7L4,-1L-3,1L2,7",
 	"heal":           "M-6,0h12M0,-6v12",
+	"cancel":         "M-5,0a5,5 0 1,0 10,0a5,5 0 1,0 -10,0M-3.5,3.5L3.5,-3.5",
+	"release":        "M0,-6V5M-4,1L0,5L4,1",
 	"lost":           "M0,-7L7,6h-14z",
 	"write-ok":       "M-4,0a4,4 0 1,0 8,0a4,4 0 1,0 -8,0",
 	"write-refused":  "M-5,-5h10v10h-10z",
@@ -46,10 +48,10 @@ var markShapes = map[string]string{
 
 // faultMarks are the injected faults: the moment every lane is judged
 // against.
-var faultMarks = map[string]bool{"pause": true, "kill": true, "cut": true}
+var faultMarks = map[string]bool{"pause": true, "kill": true, "cut": true, "cancel": true}
 
 // markOrder is the legend's order of the mark kinds.
-var markOrder = []string{"pause", "resume", "kill", "cut", "heal", "lost", "write-ok", "write-refused", "stale-accepted"}
+var markOrder = []string{"pause", "resume", "kill", "cut", "heal", "cancel", "release", "lost", "write-ok", "write-refused", "stale-accepted"}
 
 type htmlReport struct {
 	Engine, Prefix string

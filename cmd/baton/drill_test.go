@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/chromedp/chromedp"
 	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/baton-go/baton/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -266,4 +268,73 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestDrillHTML opens the --html report of a real drill in headless
+// chromium: the summary table has the --json report's rows and figures,
+// every trial that ran has a timeline with its clients' lanes and marks,
+// and the page logs no error.
+func TestDrillHTML(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	page, out := filepath.Join(dir, "drill.html"), filepath.Join(dir, "drill.json")
+	r := startBaton(t, nil, "drill", "--backend", "etcd://"+testenv.Etcd(t), "--ttl", "1s", "--trials", "1",
+		"--scenarios", "paused,killed,cut", "--html", page, "--json", out).wait(t, drillLimit)
+	if r.code != 0 {
+		t.Fatalf("baton drill: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	rep := readDrillJSON(t, out)
+	ctx, console := browser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1100, 900), chromedp.Navigate("file://"+page)); err != nil {
+		t.Fatalf("open %s: %v", page, err)
+	}
+	eval := func(expr string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return n
+	}
+	for _, s := range rep.Scenarios {
+		sel := `section.scenario[data-scenario="` + s.Name + `"]`
+		timelines := eval(`document.querySelectorAll('` + sel + ` svg.timeline').length`)
+		if s.Skipped != "" {
+			if timelines != 0 {
+				t.Errorf("%s was skipped but has %d timelines", s.Name, timelines)
+			}
+			continue
+		}
+		unfenced := eval(`+document.querySelector('#summary tr[data-scenario="` + s.Name + `"] td:nth-child(4)').textContent`)
+		if unfenced != s.UnfencedStaleAccepted {
+			t.Errorf("%s: the table shows %d unfenced stale writes, the JSON %d", s.Name, unfenced, s.UnfencedStaleAccepted)
+		}
+		if timelines != s.Trials {
+			t.Errorf("%s: %d timelines, want one per trial (%d)", s.Name, timelines, s.Trials)
+		}
+		lanes := eval(`Math.min(...[...document.querySelectorAll('` + sel + ` svg.timeline')].map((s) => s.querySelectorAll('g.lane').length))`)
+		marks := eval(`Math.min(...[...document.querySelectorAll('` + sel + ` svg.timeline')].map((s) => s.querySelectorAll('g.mark').length))`)
+		drawn := eval(`[...document.querySelectorAll('` + sel + ` svg.timeline rect.span')].filter((r) => r.getBBox().width > 0).length`)
+		if lanes < 2 || marks < 1 || drawn < 1 {
+			t.Errorf("%s: a timeline has %d lanes, %d marks, %d spans drawn; want ≥ 2, ≥ 1, ≥ 1", s.Name, lanes, marks, drawn)
+		}
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shots := os.Getenv("BATON_ARTIFACTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	shot := filepath.Join(shots, "drill-report.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatalf("save the screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", shot)
+	for _, m := range console() {
+		if m.Type == chromedp.ConsoleError || m.IsException() {
+			t.Errorf("console: %v (%s:%d)", m, m.URL, m.Line)
+		}
+	}
 }
