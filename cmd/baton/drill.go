@@ -63,8 +63,8 @@ drill's holder processes through their environment, never their argv.
 
 Exit codes: 0 every invariant held; 1 one broke (the failing trial's
 history is kept and its path printed); 64 usage; 69 backend unreachable;
-77 authentication or TLS refused; 128+n interrupted by signal n (after
-cleaning up).
+73 --json or --html could not be written; 77 authentication or TLS
+refused; 128+n interrupted by signal n (after cleaning up).
 `
 
 // Defaults of `baton drill`.
@@ -198,6 +198,24 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) >> 1 // fits a JSON number users paste back
 }
 
+// drillHelp is drillUsage with the scenarios of this build, wrapped.
+func drillHelp() string {
+	var lines []string
+	line := ""
+	for i, n := range scenario.Names() {
+		if i > 0 {
+			line += ", "
+		}
+		if len(line)+len(n) > 50 {
+			lines = append(lines, strings.TrimRight(line, " "))
+			line = ""
+		}
+		line += n
+	}
+	lines = append(lines, line)
+	return fmt.Sprintf(drillUsage, strings.Join(lines, "\n"+strings.Repeat(" ", 25)))
+}
+
 // drillMain is `baton drill`.
 func drillMain(args []string) int {
 	cfg, err := parseDrill(args, os.Getenv)
@@ -205,7 +223,7 @@ func drillMain(args []string) int {
 		return fail(err)
 	}
 	if cfg.help {
-		fmt.Fprintf(os.Stderr, drillUsage, strings.Join(scenario.Names(), ", "))
+		fmt.Fprint(os.Stderr, drillHelp())
 		return exitOK
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)

@@ -151,6 +151,12 @@ func TestDrillUsage(t *testing.T) {
 			t.Errorf("baton drill %q: exit %d, stdout %q; want 64, nothing, a message on stderr:\n%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
+	for _, args := range [][]string{{"help", "drill"}, {"drill", "--help"}} {
+		r := runBaton(t, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stderr, "--scenarios") || !strings.Contains(r.stderr, "paused") {
+			t.Errorf("baton %q: exit %d; want 0 and the drill's flags and scenarios:\n%s", args, r.code, r.stderr)
+		}
+	}
 }
 
 // TestDrillRefused: a closed port exits 69; a MariaDB user given the wrong

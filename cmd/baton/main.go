@@ -24,9 +24,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
-
-	"github.com/baton-go/baton/drill/scenario"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); else the
@@ -351,7 +348,7 @@ func helpMain(w io.Writer, args []string) int {
 	case "exporter":
 		fmt.Fprint(w, exporterUsage)
 	case "drill":
-		fmt.Fprintf(w, drillUsage, strings.Join(scenario.Names(), ", "))
+		fmt.Fprint(w, drillHelp())
 	default:
 		fmt.Fprintf(w, "baton: no help for %q\n", args[0])
 		return exitUsage
