@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -342,5 +343,34 @@ func TestDrillHTML(t *testing.T) {
 		if m.Type == chromedp.ConsoleError || m.IsException() {
 			t.Errorf("console: %v (%s:%d)", m, m.URL, m.Line)
 		}
+	}
+}
+
+// TestDrillTerminal: on a terminal the progress is one line rewritten in
+// place; in a log (the other tests' pipes) it is a line per trial.
+func TestDrillTerminal(t *testing.T) {
+	t.Parallel()
+	master, slave := openPTY(t)
+	var screen syncBuffer
+	drained := make(chan struct{})
+	go func() { // owned by the test: ends when the pty closes
+		defer close(drained)
+		_, _ = io.Copy(&screen, master)
+	}()
+	env := []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}
+	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = slave }, env, "drill", "--trials", "2", "--ttl", "1s", "--scenarios", "paused")
+	r := p.wait(t, drillLimit)
+	slave.Close()
+	master.Close()
+	<-drained
+	out := screen.String()
+	if r.code != 0 {
+		t.Fatalf("baton drill: exit %d, want 0\n%q", r.code, out)
+	}
+	if !strings.Contains(out, "\r\033[K") || strings.Contains(out, "baton: drill: paused: trial") {
+		t.Errorf("terminal progress: want lines rewritten in place, no log lines:\n%q", out)
+	}
+	if !strings.Contains(r.stdout, "paused") {
+		t.Errorf("the summary table is not on stdout:\n%s", r.stdout)
 	}
 }
