@@ -104,10 +104,11 @@ func (c drillClient) Mutex(name string) (baton.Locker, error) { return c.b.locke
 func (c drillClient) Close() error { c.b.close(); return nil }
 
 // drillHolderMain is the holder child of a drill: it rebuilds the Target
-// from its environment and hands over to the scenario's holder.
+// from its environment and hands over to the scenario's holder, whose
+// history is this process's stdout (notes go to stderr).
 func drillHolderMain(args []string) int {
-	if len(args) > 0 {
-		return fail(usagef("%s takes no arguments", drillHolderCmd))
+	if len(args) > 0 || !scenario.IsHolder() {
+		return fail(usagef("%s is a drill's holder process: baton drill starts it", drillHolderCmd))
 	}
 	cfg := runConfig{backend: os.Getenv(envDrillBackend), embedded: os.Getenv(envDrillEmbedded) == "true"}
 	var err error
