@@ -31,7 +31,7 @@ func newProgress(f *os.File) *progress {
 
 func (p *progress) start(engine string, cfg *drillConfig) {
 	fmt.Fprintf(p.w, "baton: drill on %s (%s): %d trial(s) per scenario, seed %d, TTL %v, names under %s/\n",
-		engine, redactQuery(redactURL(cfg.backend)), cfg.trials, cfg.seed, cfg.ttl, cfg.prefix)
+		engine, redactURL(cfg.backend), cfg.trials, cfg.seed, cfg.ttl, cfg.prefix)
 }
 
 // step is the scenario's Progress callback.
