@@ -21,12 +21,14 @@
 // child process (frozen with SIGSTOP, killed with SIGKILL) writes its own
 // history to its parent, which merges it in true order (Recorder.Ingest).
 //
-// Run ties a trial to a test: it logs the seed (BATON_DRILL_SEED replays
-// it), writes history.jsonl into a directory kept when the test fails, and
-// puts porcupine's HTML visualisation next to it when a resource history is
-// not linearizable. Trials gives the number of seeded trials: a few by
-// default, BATON_DRILL_TRIALS for the long randomized drill
-// (scripts/drill.sh).
+// Package drilltest ties a trial to a Go test (drilltest.Run): it logs
+// the seed (BATON_DRILL_SEED replays it), writes history.jsonl into a
+// directory kept when the test fails, and puts porcupine's HTML
+// visualisation next to it when a resource history is not linearizable.
+// drilltest.Trials gives the number of seeded trials: a few by default,
+// BATON_DRILL_TRIALS for the long randomized drill (scripts/drill.sh).
+// Package drill itself does not import package testing, so a program (the
+// CLI's `baton drill`) links it without test code.
 //
 // # Checkers
 //
@@ -64,6 +66,16 @@
 // holders share, so the fenced Permits keeps an admission table of at most
 // N grants (a newer grant evicts the oldest) and rejects the uses of an
 // evicted one; the unfenced twin admits everyone.
+//
+// # Scenarios
+//
+// Package drill/scenario holds the fault scenarios that `baton drill`
+// runs against a user's deployment — a holder paused, killed, cut off,
+// blackholed or slowed, a lost release answer, waiters cancelled in bulk,
+// a herd, a waiter's session expiring — written once against a Target
+// (open a client, start a holder child, scan for leftovers) and checked
+// with this package's checkers. The drill tests run them on the test
+// servers (scenario_test.go).
 //
 // The drills themselves (the _test files of this package, one or more rows
 // per file: TestRow01… to TestRow15…) run the rows of docs/faults.md on

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
@@ -477,7 +478,7 @@ func TestRow04RedlockMinority(t *testing.T) {
 }
 
 func minorityPartition(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row04minority", e, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

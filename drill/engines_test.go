@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/faultproxy"
@@ -303,7 +304,7 @@ func lockName(row string, e *engine, seed uint64) string {
 // lease states go into the run's history.
 type holder struct {
 	id  string
-	run *drill.Run
+	run *drilltest.Run
 	e   *engine
 	lc  *lockClient
 	m   baton.Locker
@@ -316,7 +317,7 @@ type holder struct {
 	wg sync.WaitGroup // lease observers
 }
 
-func newHolder(t *testing.T, run *drill.Run, e *engine, id, name string, o clientOpts) *holder {
+func newHolder(t *testing.T, run *drilltest.Run, e *engine, id, name string, o clientOpts) *holder {
 	t.Helper()
 	n, err := baton.ValidateName(name)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func TestRow09Herd(t *testing.T) {
 			herdLeaseRow(t, e)
 			return
 		}
-		seed := drill.BaseSeed()
+		seed := drilltest.BaseSeed()
 		var small, perLarge float64
 		large := herdSize()
 		for i, n := range []int{5, 5, 5, 5, large} {
@@ -63,7 +64,7 @@ func herdSize() int {
 	if n, err := strconv.Atoi(os.Getenv("BATON_DRILL_HERD")); err == nil && n > 0 {
 		return n
 	}
-	if drill.Trials(0) > 0 {
+	if drilltest.Trials(0) > 0 {
 		return 500
 	}
 	return 100
@@ -72,7 +73,7 @@ func herdSize() int {
 // herd runs one round with n waiters behind a plug holder and returns the
 // waiters' server requests per handoff (pings and keepalives excluded).
 func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row09", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 )
 
 // The holder child process: the test binary re-executed with holderEnv set
@@ -125,7 +126,7 @@ type child struct {
 
 // startHolder starts the holder child for e on name, working at res,
 // ingesting its history into run's recorder.
-func startHolder(t *testing.T, run *drill.Run, e *engine, id, name string, res *counters) *child {
+func startHolder(t *testing.T, run *drilltest.Run, e *engine, id, name string, res *counters) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 )
 
 // The rows whose lease-engine form differs from the queue engines': the
@@ -27,7 +28,7 @@ import (
 // increase, nothing overlaps at the resource — and no hot loop: the
 // server requests per waiter and handoff stay bounded as the herd grows.
 func herdLeaseRow(t *testing.T, e *engine) {
-	seed := drill.BaseSeed()
+	seed := drilltest.BaseSeed()
 	var small float64
 	large := herdSize()
 	for i, n := range []int{5, 5, large} {
@@ -58,7 +59,7 @@ const herdAttemptBound = 3.0
 // behind a plug holder and returns the acquire attempts per waiting waiter
 // and handoff, counted on the wire; -1 on an engine without one.
 func herdLease(t *testing.T, e *engine, seed uint64, n int) float64 {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row09", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -151,7 +152,7 @@ func herdLease(t *testing.T, e *engine, seed uint64, n int) float64 {
 // and when it returns the error it holds nothing: next, waiting too, is
 // granted within a TTL, not blocked by a grant the racer abandoned.
 func cancelAtRelease(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row10r", e, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -245,7 +246,7 @@ func waiterBackendKilled(t *testing.T, e *engine, seed uint64) {
 	if e.name != "postgres" && e.name != "mysql" {
 		t.Skipf("%s: no server connections to end", e.name)
 	}
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row12", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

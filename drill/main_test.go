@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/baton-go/baton/drill/internal/etcdtest"
+	"github.com/baton-go/baton/drill/scenario"
 )
 
 // nopZap silences clientv3's logger.
@@ -18,6 +19,10 @@ var nopZap = zap.NewNop()
 var etcdServer *etcdtest.Server
 
 func TestMain(m *testing.M) {
+	if scenario.IsHolder() {
+		// Re-executed as the holder child of a scenario (package scenario).
+		os.Exit(scenarioHolderMain())
+	}
 	if os.Getenv(holderEnv) != "" {
 		// Re-executed as the holder of a process-fault drill (row 2).
 		os.Exit(holderMain())

@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/etcdtest"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/queue"
@@ -169,7 +170,7 @@ func recipeName(row string, e *engine, rc recipe, seed uint64) string {
 // states go into the run's history under the recipe's name.
 type actor struct {
 	id   string
-	run  *drill.Run
+	run  *drilltest.Run
 	rc   recipe
 	name string // normalised, as the lease reports it
 	lc   *lockClient
@@ -177,7 +178,7 @@ type actor struct {
 	wg sync.WaitGroup // lease observers
 }
 
-func newActor(t *testing.T, run *drill.Run, e *engine, rc recipe, id, name string, o clientOpts) *actor {
+func newActor(t *testing.T, run *drilltest.Run, e *engine, rc recipe, id, name string, o clientOpts) *actor {
 	t.Helper()
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -249,7 +250,7 @@ type stage struct {
 	fp, up *drill.Permits // sem: fenced and unfenced
 }
 
-func newStage(t *testing.T, run *drill.Run, rc recipe) *stage {
+func newStage(t *testing.T, run *drilltest.Run, rc recipe) *stage {
 	t.Helper()
 	s := &stage{rc: rc, res: newCounters(t, run)}
 	if rc.name == "sem" {
@@ -333,7 +334,7 @@ func (s *stage) end(ctx context.Context, rec *drill.Recorder, client string, g r
 // check runs the resource checkers. The fenced resource must keep the
 // role's exclusion (I1, I3); wantControlRed says the fault can break it,
 // so the unfenced twin must show the violation.
-func (s *stage) check(t *testing.T, run *drill.Run, wantControlRed bool) {
+func (s *stage) check(t *testing.T, run *drilltest.Run, wantControlRed bool) {
 	t.Helper()
 	if s.rc.name != "sem" {
 		s.res.check(t, run, wantControlRed)
@@ -362,12 +363,12 @@ func (s *stage) check(t *testing.T, run *drill.Run, wantControlRed bool) {
 
 // checkHolders is I7 for the recipe: CheckExclusive, or CheckHolders with
 // N for the semaphore.
-func (s *stage) checkHolders(run *drill.Run, name string) {
+func (s *stage) checkHolders(run *drilltest.Run, name string) {
 	run.Report(drill.CheckHolders(run.Rec.Events(), name, s.rc.permits))
 }
 
 // orphans checks I8 on every directory of the recipe.
-func (s *stage) orphans(ctx context.Context, run *drill.Run, a *actor, wait time.Duration) {
+func (s *stage) orphans(ctx context.Context, run *drilltest.Run, a *actor, wait time.Duration) {
 	for _, d := range s.rc.dirs(a.name) {
 		run.Report(drill.Orphans(ctx, d, wait, a.lc.entries))
 	}
@@ -473,7 +474,7 @@ func recipeHolderMain() int {
 
 // startRecipeHolder starts the recipe holder child for e, ingesting its
 // history into run's recorder.
-func startRecipeHolder(t *testing.T, run *drill.Run, e *engine, rc recipe, id, name, dbPath string) *child {
+func startRecipeHolder(t *testing.T, run *drilltest.Run, e *engine, rc recipe, id, name, dbPath string) *child {
 	t.Helper()
 	return startChild(t, run, recipeHolderEnv+"="+e.name, recipeEnv+"="+rc.name, holderEndpoint+"="+e.endpoint,
 		holderName+"="+name, holderDB+"="+dbPath, holderClient+"="+id)
@@ -482,7 +483,7 @@ func startRecipeHolder(t *testing.T, run *drill.Run, e *engine, rc recipe, id, n
 // startChild re-executes the test binary with env added, ingesting the
 // history lines it prints into run's recorder. The child is killed at
 // cleanup (after a SIGCONT, should it be stopped).
-func startChild(t *testing.T, run *drill.Run, env ...string) *child {
+func startChild(t *testing.T, run *drilltest.Run, env ...string) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

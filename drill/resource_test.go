@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -31,7 +32,7 @@ type counters struct {
 	unfenced     *drill.Counter
 }
 
-func newCounters(t *testing.T, run *drill.Run) *counters {
+func newCounters(t *testing.T, run *drilltest.Run) *counters {
 	t.Helper()
 	return newCountersAt(t, run, "sqlite:"+filepath.Join(run.Dir, "resource.db"), resFenced, resUnfenced)
 }
@@ -40,7 +41,7 @@ func newCounters(t *testing.T, run *drill.Run) *counters {
 // fence in the same database as the locks (fence.Table on PostgreSQL or
 // MySQL); on other engines they are newCounters'. The names are private to
 // the trial: the database outlives it.
-func newCountersFor(t *testing.T, run *drill.Run, e *engine) *counters {
+func newCountersFor(t *testing.T, run *drilltest.Run, e *engine) *counters {
 	t.Helper()
 	if e.sql == nil || e.sql.driver == "sqlite" {
 		return newCounters(t, run)
@@ -49,7 +50,7 @@ func newCountersFor(t *testing.T, run *drill.Run, e *engine) *counters {
 	return newCountersAt(t, run, e.sql.driver+":"+e.sql.dsn, resFenced+sfx, resUnfenced+sfx)
 }
 
-func newCountersAt(t *testing.T, run *drill.Run, spec, fName, uName string) *counters {
+func newCountersAt(t *testing.T, run *drilltest.Run, spec, fName, uName string) *counters {
 	t.Helper()
 	db, d, err := openResource(spec)
 	if err != nil {
@@ -102,14 +103,14 @@ func openCounters(spec, fName, uName string) (*counters, *sql.DB, error) {
 }
 
 // increment does one recorded read-modify-write on both counters.
-func (c *counters) increment(ctx context.Context, run *drill.Run, client string, token uint64, owner string) (fencedErr, unfencedErr error) {
+func (c *counters) increment(ctx context.Context, run *drilltest.Run, client string, token uint64, owner string) (fencedErr, unfencedErr error) {
 	return c.fenced.Increment(ctx, run.Rec, client, token, owner), c.unfenced.Increment(ctx, run.Rec, client, token, owner)
 }
 
 // check runs the resource checkers: the fenced counter must be
 // linearizable and lose nothing (I1, I3). wantControlRed says the fault
 // can break exclusion, so the unfenced control must show it.
-func (c *counters) check(t *testing.T, run *drill.Run, wantControlRed bool) {
+func (c *counters) check(t *testing.T, run *drilltest.Run, wantControlRed bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

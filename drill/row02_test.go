@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 )
 
 // TestRow02PausedHolder is Jepsen's etcd 3.4.3 lock test: the holder, in a child process, is frozen with SIGSTOP
@@ -25,8 +26,8 @@ func TestRow02PausedHolder(t *testing.T) {
 		if e.name == "redis" || e.name == "redlock" {
 			def = 1
 		}
-		base := drill.BaseSeed()
-		for i := range drill.Trials(def) {
+		base := drilltest.BaseSeed()
+		for i := range drilltest.Trials(def) {
 			seed := base + uint64(i)
 			t.Run("", func(t *testing.T) { pausedHolder(t, e, seed) })
 		}
@@ -34,7 +35,7 @@ func TestRow02PausedHolder(t *testing.T) {
 }
 
 func pausedHolder(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row02", e, seed)
 	// On SQL the resource and its fence live in the locks' own database.
 	res := newCountersFor(t, run, e)

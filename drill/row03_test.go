@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 )
 
 // TestRow03HolderKilled: the holder of the RW lock's write side, of a
@@ -36,7 +37,7 @@ func TestRow03HolderKilled(t *testing.T) {
 }
 
 func holderKilled(t *testing.T, e *engine, rc recipe, seed uint64, sig syscall.Signal) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := recipeName("row03", e, rc, seed)
 	st := newStage(t, run, rc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

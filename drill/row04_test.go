@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/faultproxy"
 )
 
@@ -60,7 +61,7 @@ type grantResult struct {
 // has decided on a write it has not sent), peer holds the semaphore's other
 // permit, next waits.
 type recipeScene struct {
-	run       *drill.Run
+	run       *drilltest.Run
 	st        *stage
 	old, next *actor
 	peer      *actor
@@ -74,7 +75,7 @@ type recipeScene struct {
 // next queues. It returns once next's entry is in the queue. prepare, if
 // set, runs on old before it takes the role (a fault under which it must
 // acquire).
-func setScene(t *testing.T, ctx context.Context, run *drill.Run, e *engine, rc recipe, name string, oldOpts, otherOpts clientOpts, prepare func(*actor)) *recipeScene {
+func setScene(t *testing.T, ctx context.Context, run *drilltest.Run, e *engine, rc recipe, name string, oldOpts, otherOpts clientOpts, prepare func(*actor)) *recipeScene {
 	t.Helper()
 	sc := &recipeScene{run: run, st: newStage(t, run, rc), got: make(chan grantResult, 1)}
 	sc.old = newActor(t, run, e, rc, "old", name, oldOpts)
@@ -215,7 +216,7 @@ func stateEvent(events []drill.Event, client, detail string) (drill.Event, bool)
 }
 
 func partition(t *testing.T, e *engine, rc recipe, seed uint64, kind string) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := recipeName("row04"+kind, e, rc, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

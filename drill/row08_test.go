@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/faultproxy"
 )
 
@@ -71,7 +72,7 @@ func deadlineHonoured(t *testing.T, a *actor, name string, d time.Duration) {
 }
 
 func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := recipeName(fmt.Sprintf("row08-%.2f", x), e, rc, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -203,7 +204,7 @@ func TestRow08ServerPaused(t *testing.T) {
 }
 
 func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := recipeName("row08-stop", e, rc, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -249,7 +250,7 @@ func serverPaused(t *testing.T, e *engine, rc recipe, seed uint64, srv *pausable
 // holder, which kept its lease (how: the cell says), is still exclusive —
 // the waiter was not granted, its fenced commit is accepted — and then
 // hands over by releasing, after which the next holder and the peer work.
-func (sc *recipeScene) holdsThenHandsOver(t *testing.T, ctx context.Context, run *drill.Run, e *engine, how string) {
+func (sc *recipeScene) holdsThenHandsOver(t *testing.T, ctx context.Context, run *drilltest.Run, e *engine, how string) {
 	t.Helper()
 	select {
 	case r := <-sc.got:

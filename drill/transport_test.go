@@ -15,16 +15,17 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/zklock"
 )
 
-// trials runs f for drill.Trials(def) seeded trials of one engine.
+// trials runs f for drilltest.Trials(def) seeded trials of one engine.
 func trials(t *testing.T, e *engine, def int, f func(t *testing.T, e *engine, seed uint64)) {
-	base := drill.BaseSeed()
-	for i := range drill.Trials(def) {
+	base := drilltest.BaseSeed()
+	for i := range drilltest.Trials(def) {
 		seed := base + uint64(i)
 		t.Run("", func(t *testing.T) { f(t, e, seed) })
 	}
@@ -50,7 +51,7 @@ func TestRow01CreateResponseLost(t *testing.T) {
 }
 
 func createResponseLost(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row01", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -205,7 +206,7 @@ func TestRow11ReleaseResponseLost(t *testing.T) {
 }
 
 func releaseResponseLost(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row11", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -323,7 +324,7 @@ func TestRow13Unreachable(t *testing.T) {
 const deadlineSlack = 250 * time.Millisecond
 
 func unreachable(t *testing.T, e *engine, seed uint64, fault string) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row13", e, seed)
 	time.Sleep(200 * time.Millisecond) // the engine's scan client has settled
 	baseline := batonGoroutines()
@@ -502,7 +503,7 @@ func TestRow15PredecessorGoneBeforeWatch(t *testing.T) {
 }
 
 func predecessorGone(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row15", e, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

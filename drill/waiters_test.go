@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/drillhook"
 )
 
@@ -35,7 +36,7 @@ func TestRow12WaiterSessionExpires(t *testing.T) {
 }
 
 func waiterSessionExpires(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row12", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -163,7 +164,7 @@ const cancelSlack = 250 * time.Millisecond
 
 func cancelWaiters(t *testing.T, e *engine, seed uint64) {
 	const n, cancelled = 100, 20
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row10", e, seed)
 	res := newCounters(t, run)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -262,7 +263,7 @@ func cancelWaiters(t *testing.T, e *engine, seed uint64) {
 // the grant and Lock's return (the BeforeReturn hook). Lock returns the
 // error and gives the grant back: the next waiter gets it.
 func cancelAtGrant(t *testing.T, e *engine, seed uint64) {
-	run := drill.Start(t, seed)
+	run := drilltest.Start(t, seed)
 	name := lockName("row10r", e, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

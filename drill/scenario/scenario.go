@@ -10,6 +10,33 @@
 // Every lock name a drill uses starts with Options.Prefix, so a drill
 // never touches a user's lock, and everything a drill created is removed
 // when it ends, also when its context is cancelled.
+//
+// # Holders in child processes
+//
+// A process can only be frozen (SIGSTOP) or killed (SIGKILL) from outside,
+// so the paused, killed, cut, blackhole and slow scenarios run their
+// holder in a child process: Target.Holder re-executes the running binary,
+// whose main sees IsHolder and calls HolderMain. The child writes its
+// history to its stdout on CLOCK_MONOTONIC, which the parent shares, and
+// the parent merges it. The transport faults sit in fault proxies (package
+// internal/faultproxy), one per server of Target.Addrs, between the
+// drill's own clients and the servers: the servers are never touched.
+//
+// # Stale writes
+//
+// The resource is a counter in a SQLite file under Options.Dir, twice:
+// fenced (package fence rejects a token older than one it has served)
+// and unfenced. After the fault, a holder that survived it sends the
+// write it had decided on before — read+1 — without looking at its lease,
+// as a paused process does. A write is counted stale when the resource
+// accepted it although an operation under a newer token had already
+// completed there: the fenced counter must count none, the unfenced twin
+// counts the danger the fence removed. A scenario whose fault leaves such
+// a write must see the unfenced twin accept it, or the fault was not
+// exercised and the trial fails.
+//
+// This package and the packages it links import no test code: the CLI
+// ships it.
 package scenario
 
 import (
@@ -46,7 +73,10 @@ type Target struct {
 	Open func(ctx context.Context, dial []string) (Client, error)
 	// Holder returns the command of a holder child process: a re-exec of
 	// the running binary with env set so that it calls HolderMain with
-	// this Target; dial as for Open.
+	// this Target; dial as for Open. Run appends the child's instructions
+	// (lock name, counters, client id, dial list; see IsHolder) to the
+	// command's Env (os.Environ() when Env is nil) and owns its stdin and
+	// stdout; a nil Stderr is kept, and shown when the child fails.
 	Holder func(dial []string) *exec.Cmd
 	// Scan lists what is left on the servers under name: a queue's
 	// entries, a lease's row or key. Orphans are counted with it.
@@ -68,12 +98,18 @@ type Options struct {
 	Dir       string   // histories and the resource's database live here
 	// Progress, if set, is called as trials start and end.
 	Progress func(Progress)
+	// Keep keeps every trial's history file; by default only a failing
+	// trial's is kept (Result.History), the rest are removed.
+	Keep bool
+	// Herd is the number of waiters of the herd and cancel-bulk
+	// scenarios; 0 means DefaultHerd.
+	Herd int
 }
 
 // Progress is one step of a running drill.
 type Progress struct {
 	Scenario      string
-	Trial, Trials int
+	Trial, Trials int   // Trial counts from 0
 	Done          bool  // the trial ended
 	Err           error // its violations, when it failed
 }
@@ -107,13 +143,23 @@ type Result struct {
 	// accepted: the danger the fence removed.
 	FencedStaleAccepted   int
 	UnfencedStaleAccepted int
-	NextGrant             []time.Duration // per trial: fault to the next grant
-	// LostLead is, per trial where the holder kept running, how long
-	// before the server-side expiry the holder was told Lost.
+	// NextGrant is, per trial, the time from the fault (a holder's pause,
+	// kill or cut; a waiter's cut; the bulk cancel; the herd's plug
+	// released) to the next grant of the lock to another client.
+	NextGrant []time.Duration
+	// LostLead is, per trial where the holder kept running through the
+	// fault (cut, blackhole, slow), how long before the server-side
+	// expiry the holder was told Lost. The expiry is taken as fault time
+	// + TTL: the last renewal the server heard came before the fault, so
+	// that is when it expired the lease at the latest, and LostLead is an
+	// upper bound of the true lead (longer by the time from the last
+	// renewal to the fault, at most a renewal interval). Negative: told
+	// after that bound. Whether the holder was told before anyone else
+	// was granted is checked as a violation (I7).
 	LostLead   []time.Duration
-	Orphans    int      // entries left after the scenario (must be 0)
+	Orphans    int      // entries left after the trials, 3×TTL after each (must be 0)
 	Violations []string // invariant violations, "I3: …"
-	History    string   // path of a failing trial's kept history
+	History    string   // path of the first failing trial's kept history (JSON lines, package drill's Event)
 	Passed     bool
 	Timelines  []Timeline // per trial, for reports
 }
@@ -135,8 +181,8 @@ type Span struct {
 }
 
 // Mark is a point event of one client: Kind "pause", "resume", "kill",
-// "cut", "heal", "lost", "write-ok", "write-refused" or
-// "stale-accepted".
+// "cut" (any transport fault: Detail says which), "heal", "cancel",
+// "release", "lost", "write-ok", "write-refused" or "stale-accepted".
 type Mark struct {
 	Client string
 	Kind   string

@@ -1,8 +1,12 @@
-package drill
+// Package drilltest binds package drill's trials to Go tests: the seed of a
+// trial and its replay (BATON_DRILL_SEED), the number of trials
+// (BATON_DRILL_TRIALS), a history directory kept when the test fails, and
+// violations reported as test errors. It is apart from package drill so
+// that a program linking drill (the CLI's `baton drill`) does not link
+// package testing.
+package drilltest
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-go/baton/drill"
 )
 
 // Trials returns how many seeded trials a scenario runs: def (CI keeps
@@ -40,7 +46,7 @@ type Run struct {
 	Dir  string
 	Seed uint64
 	Rand *rand.Rand
-	Rec  *Recorder
+	Rec  *drill.Recorder
 }
 
 // Start begins a trial of t with seed, logging the seed so that
@@ -66,9 +72,9 @@ func Start(t testing.TB, seed uint64) *Run {
 	if err != nil {
 		t.Fatalf("drill: history file: %v", err)
 	}
-	r := &Run{T: t, Dir: dir, Seed: seed, Rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), Rec: NewRecorder(f)}
+	r := &Run{T: t, Dir: dir, Seed: seed, Rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), Rec: drill.NewRecorder(f)}
 	t.Logf("drill seed %d (replay with BATON_DRILL_SEED=%d)", seed, seed)
-	r.Rec.Record(Event{Client: "drill", Op: OpSeed, Phase: Info, Value: Int(int64(seed)), Detail: t.Name()})
+	r.Rec.Record(drill.Event{Client: "drill", Op: drill.OpSeed, Phase: drill.Info, Value: drill.Int(int64(seed)), Detail: t.Name()})
 	t.Cleanup(func() {
 		f.Close()
 		if err := r.Rec.Err(); err != nil {
@@ -84,7 +90,7 @@ func Start(t testing.TB, seed uint64) *Run {
 }
 
 // Report fails the test with every violation.
-func (r *Run) Report(vs []Violation) {
+func (r *Run) Report(vs []drill.Violation) {
 	r.T.Helper()
 	for _, v := range vs {
 		r.T.Errorf("%s", v)
@@ -96,9 +102,9 @@ func (r *Run) Report(vs []Violation) {
 // the history. It fails the test only on a check that could not run; the
 // caller asserts the result (true for fenced resources, false for the
 // unfenced control after a fault).
-func (r *Run) Register(resource string) RegisterResult {
+func (r *Run) Register(resource string) drill.RegisterResult {
 	r.T.Helper()
-	res, err := CheckRegister(r.Rec.Events(), resource, time.Minute)
+	res, err := drill.CheckRegister(r.Rec.Events(), resource, time.Minute)
 	if err != nil {
 		r.T.Fatalf("CheckRegister(%q): %v", resource, err)
 	}
@@ -111,24 +117,4 @@ func (r *Run) Register(resource string) RegisterResult {
 		}
 	}
 	return res
-}
-
-// Orphans polls entries until it lists nothing or wait has passed, and
-// returns an I8 violation naming what is left. entries is the engine's
-// orphan scan (zklock and etcdlock Client.Entries).
-func Orphans(ctx context.Context, name string, wait time.Duration, entries func(context.Context, string) ([]string, error)) []Violation {
-	deadline := time.Now().Add(wait)
-	for {
-		es, err := entries(ctx, name)
-		if err == nil && len(es) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				return []Violation{{"I8", fmt.Sprintf("%q: orphan scan failed: %v", name, err)}}
-			}
-			return []Violation{{"I8", fmt.Sprintf("%q: %d entries left after %v: %v", name, len(es), wait, es)}}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
