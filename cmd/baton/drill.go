@@ -273,6 +273,9 @@ func drillFinish(ctx context.Context, cfg *drillConfig, rep scenario.Report, run
 		_ = os.RemoveAll(dir) // nothing failed in it: passing histories are not kept
 	}
 	switch {
+	case errors.Is(runErr, scenario.ErrOptions):
+		code = exitUsage
+		note("drill: %v", runErr)
 	case runErr != nil:
 		code = classify(ctx, runErr, false)
 		if ctx.Err() != nil {
