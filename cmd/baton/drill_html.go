@@ -74,6 +74,7 @@ type htmlScenario struct {
 
 type htmlTimeline struct {
 	Trial         int
+	Number        int // Trial counted from 1, as the progress lines do
 	Seed          uint64
 	Width, Height int
 	LaneH         int // a lane's background, a pixel short of the lane
@@ -143,7 +144,7 @@ func layoutTimeline(tl scenario.Timeline) htmlTimeline {
 	end = max(end, time.Millisecond)
 	x := func(d time.Duration) float64 { return tlLabel + float64(d)/float64(end)*tlWidth }
 	lane := map[string]int{}
-	out := htmlTimeline{Trial: tl.Trial, Seed: tl.Seed, Width: tlLabel + tlWidth + 20,
+	out := htmlTimeline{Trial: tl.Trial, Number: tl.Trial + 1, Seed: tl.Seed, Width: tlLabel + tlWidth + 20,
 		Height: tlTop + len(clients)*tlLane + tlAxis, LaneH: tlLane - 1,
 		GridBottom: tlTop + len(clients)*tlLane, AxisY: tlTop + len(clients)*tlLane + 15}
 	for i, c := range clients {

@@ -41,12 +41,12 @@ func (p *progress) step(s scenario.Progress) {
 	var line string
 	switch {
 	case !s.Done:
-		line = fmt.Sprintf("%s: trial %d/%d running", s.Scenario, s.Trial, s.Trials)
+		line = fmt.Sprintf("%s: trial %d/%d running", s.Scenario, s.Trial+1, s.Trials)
 	case s.Err != nil:
 		p.failed++
-		line = fmt.Sprintf("%s: trial %d/%d FAILED: %v", s.Scenario, s.Trial, s.Trials, s.Err)
+		line = fmt.Sprintf("%s: trial %d/%d FAILED: %v", s.Scenario, s.Trial+1, s.Trials, s.Err)
 	default:
-		line = fmt.Sprintf("%s: trial %d/%d ok", s.Scenario, s.Trial, s.Trials)
+		line = fmt.Sprintf("%s: trial %d/%d ok", s.Scenario, s.Trial+1, s.Trials)
 	}
 	if p.tty {
 		if s.Err != nil { // a failure stays on the screen
