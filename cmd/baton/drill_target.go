@@ -32,7 +32,8 @@ const (
 
 // drillTarget connects an admin client to cfg's backend — which proves it
 // reachable, creates the SQL schema, and lists what a scenario leaves
-// behind — and returns the Target of the deployment and its close.
+// behind — and returns the Target of the deployment and its close. It
+// sets cfg.ttl to the TTL the server really gives (serverTTL).
 func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func(), error) {
 	u, err := splitURL(cfg.backend)
 	if err != nil {
@@ -41,6 +42,15 @@ func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func()
 	admin, err := openBackend(ctx, &cfg.runConfig, cfg.prefix)
 	if err != nil {
 		return scenario.Target{}, nil, err
+	}
+	ttl, err := serverTTL(ctx, cfg.runConfig, u)
+	if err != nil {
+		admin.close()
+		return scenario.Target{}, nil, err
+	}
+	if ttl != cfg.ttl {
+		note("drill: --ttl %v: the server gives its clients %v; the drill uses %v", cfg.ttl, ttl, ttl)
+		cfg.ttl = ttl // the clients ask for what they get: no note per client
 	}
 	t := newTarget(cfg.runConfig, u, admin.engine)
 	view := viewOf(admin)
