@@ -142,6 +142,7 @@ func layoutTimeline(tl scenario.Timeline) htmlTimeline {
 		see(m.Client, m.At)
 	}
 	end = max(end, time.Millisecond)
+	end += end / 10 // room for the marks at the very end
 	x := func(d time.Duration) float64 { return tlLabel + float64(d)/float64(end)*tlWidth }
 	lane := map[string]int{}
 	out := htmlTimeline{Trial: tl.Trial, Number: tl.Trial + 1, Seed: tl.Seed, Width: tlLabel + tlWidth + 20,
@@ -157,13 +158,28 @@ func layoutTimeline(tl scenario.Timeline) htmlTimeline {
 		out.Spans = append(out.Spans, htmlSpan{Kind: s.Kind, X: x(s.From), Y: float64(lane[s.Client] + 6), W: w, H: tlLane - 12,
 			Title: fmt.Sprintf("%s %s %v – %v", s.Client, s.Kind, roundMS(s.From), roundMS(s.To))})
 	}
+	type cluster struct {
+		x float64 // where the cluster's first mark is
+		n int     // marks in it so far
+	}
+	near := map[string]*cluster{} // per client: its latest cluster of marks
 	for _, m := range tl.Marks {
+		mx, y := x(m.At), float64(lane[m.Client]+tlLane/2)
+		if c := near[m.Client]; c != nil && mx-c.x < 2*tlMarkSz {
+			// Marks at about the same time (a write to each twin, a
+			// refusal and an acceptance) are dodged sideways in order;
+			// their titles keep the exact times.
+			c.n++
+			mx = c.x + float64(c.n)*(2*tlMarkSz+1)
+		} else {
+			near[m.Client] = &cluster{x: mx}
+		}
 		title := fmt.Sprintf("%s %s at %v", m.Client, m.Kind, roundMS(m.At))
 		if m.Detail != "" {
 			title += ": " + m.Detail
 		}
 		out.Marks = append(out.Marks, htmlMark{Kind: m.Kind, Title: title, Shape: markShapes[m.Kind],
-			X: x(m.At), Y: float64(lane[m.Client] + tlLane/2)})
+			X: mx, Y: y})
 		if faultMarks[m.Kind] {
 			out.Faults = append(out.Faults, htmlTick{X: x(m.At), Label: m.Kind})
 		}

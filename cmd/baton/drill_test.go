@@ -326,7 +326,7 @@ func TestDrillHTML(t *testing.T) {
 			t.Errorf("%s: a timeline has %d lanes, %d marks, %d spans drawn; want ≥ 2, ≥ 1, ≥ 1", s.Name, lanes, marks, drawn)
 		}
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
