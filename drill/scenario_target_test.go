@@ -3,6 +3,7 @@ package drill_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-go/baton"
@@ -182,8 +184,45 @@ func scenarioTarget(t *testing.T, e *engine) scenario.Target {
 		return cmd
 	}
 	tg.Scan = e.scan
+	if e.name == "zk" {
+		tg.Clean = func(ctx context.Context, prefix string) error { return zkDeleteTree(e.endpoint, "/"+prefix) }
+	}
 	return tg
 }
+
+// zkDeleteTree deletes root and everything under it: the lock
+// directories a drill's names leave on ZooKeeper.
+func zkDeleteTree(server, root string) error {
+	conn, _, err := zk.Connect([]string{server}, zkTimeout, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var del func(p string) error
+	del = func(p string) error {
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := del(p + "/" + k); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	return del(root)
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
 
 // scenarioEngine returns the drills' engine of that name.
 func scenarioEngine(t *testing.T, name string) *engine {

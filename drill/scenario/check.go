@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -92,15 +93,7 @@ func (tr *trial) checkCounter(events []drill.Event, c *drill.Counter) {
 // sortedEvents orders a history by time: a child's events are ingested
 // as they arrive, a little after events of the parent recorded later.
 func sortedEvents(es []drill.Event) []drill.Event {
-	slices.SortStableFunc(es, func(a, b drill.Event) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(es, func(a, b drill.Event) int { return cmp.Compare(a.T, b.T) })
 	return es
 }
 
@@ -224,7 +217,7 @@ func timeline(events []drill.Event, trial int, seed uint64, fenced, unfenced str
 	}
 	tl.Spans = append(tl.Spans, suspensions(events, at, end)...)
 	tl.Marks = marks(events, at, fenced, unfenced)
-	slices.SortStableFunc(tl.Spans, func(a, b Span) int { return int(a.From - b.From) })
+	slices.SortStableFunc(tl.Spans, func(a, b Span) int { return cmp.Compare(a.From, b.From) })
 	return tl
 }
 

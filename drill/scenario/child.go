@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,8 @@ type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{} // closed when its stdout ended
+
+	frozen atomic.Bool // SIGSTOPped and not yet SIGCONTinued
 
 	mu     sync.Mutex
 	seen   []drill.Event // every event of the child, as ingested
@@ -134,6 +137,12 @@ func (c *child) tell(line string) error {
 }
 
 func (c *child) signal(sig syscall.Signal) error {
+	switch sig {
+	case syscall.SIGSTOP:
+		c.frozen.Store(true)
+	case syscall.SIGCONT:
+		c.frozen.Store(false)
+	}
 	return c.cmd.Process.Signal(sig)
 }
 
@@ -143,12 +152,17 @@ const stopGrace = time.Second
 
 // stop ends the child: its stdin is closed (a running child releases
 // and exits), then it is thawed and killed if it has not exited within
-// stopGrace. It returns when the process is reaped.
+// stopGrace — at once when it is frozen, as it cannot act on its stdin.
+// It returns when the process is reaped.
 func (c *child) stop() {
 	_ = c.stdin.Close()
+	grace := stopGrace
+	if c.frozen.Load() {
+		grace = 0
+	}
 	select {
 	case <-c.done:
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		_ = c.cmd.Process.Signal(syscall.SIGCONT)
 		_ = c.cmd.Process.Kill()
 		<-c.done

@@ -303,7 +303,9 @@ func (a *actor) work(l *baton.Lease, hold time.Duration) {
 // whether it finished.
 func (tr *trial) waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }() // owner: wg's goroutines, all trial work
+	// owner: wg, whose goroutines are trial work that close ends, so
+	// this ends by the trial's close at the latest.
+	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return true

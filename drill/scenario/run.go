@@ -30,7 +30,8 @@ const resourceFile = "resource.db"
 // Result.Orphans). When ctx is cancelled Run stops the running trial —
 // children thawed and killed, in-process leases released, proxies and
 // clients closed, its name scanned for leftovers — and returns the report
-// so far with ctx's error. Errors about o or t wrap ErrOptions.
+// so far with ctx's error. At the end, cancelled or not, it calls
+// t.Clean. Errors about o or t wrap ErrOptions.
 func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	rep := Report{Engine: t.Engine, Seed: o.Seed, Prefix: o.Prefix}
 	run, err := o.validate(t)
@@ -58,11 +59,25 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	}()
 	for _, s := range run {
 		rep.Scenarios = append(rep.Scenarios, runScenario(ctx, t, o, s, db, dbPath))
-		if err := ctx.Err(); err != nil {
-			return rep, err
+		if ctx.Err() != nil {
+			break
 		}
 	}
-	return rep, nil
+	return rep, errors.Join(ctx.Err(), clean(ctx, t, o.Prefix))
+}
+
+// clean runs t.Clean on prefix, with a context of its own: a cancelled
+// drill cleans up too.
+func clean(ctx context.Context, t Target, prefix string) error {
+	if t.Clean == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second+3*t.TTL)
+	defer cancel()
+	if err := t.Clean(cctx, prefix); err != nil {
+		return fmt.Errorf("scenario: clean %q: %w", prefix, err)
+	}
+	return nil
 }
 
 // runScenario runs the trials of one scenario and sums them up.
@@ -140,6 +155,9 @@ func runTrial(ctx context.Context, t Target, o Options, s spec, i int, db *sql.D
 		}
 	}
 	tr.close()
+	if ctx.Err() != nil {
+		tr.sweep(ctx)
+	}
 	out := tr.check(ctx)
 	out.history = tr.history
 	if len(out.violations) == 0 && !o.Keep {

@@ -81,6 +81,13 @@ type Target struct {
 	// Scan lists what is left on the servers under name: a queue's
 	// entries, a lease's row or key. Orphans are counted with it.
 	Scan func(ctx context.Context, name string) ([]string, error)
+	// Clean, if set, removes what the engine keeps under prefix once
+	// nothing holds or waits there: ZooKeeper's persistent lock
+	// directories, a Redis engine's token counters. Run calls it once at
+	// the end, also when cancelled, so that a drill leaves nothing
+	// behind; nil when the engine keeps nothing (etcd deletes a lock's
+	// keys with its last entry).
+	Clean func(ctx context.Context, prefix string) error
 }
 
 // Client is one lock client of a drill.
@@ -98,8 +105,9 @@ type Options struct {
 	Dir       string   // histories and the resource's database live here
 	// Progress, if set, is called as trials start and end.
 	Progress func(Progress)
-	// Keep keeps every trial's history file; by default only a failing
-	// trial's is kept (Result.History), the rest are removed.
+	// Keep keeps every trial's history file and the counters' database;
+	// by default only a failing trial's history is kept (Result.History),
+	// the rest is removed.
 	Keep bool
 	// Herd is the number of waiters of the herd and cancel-bulk
 	// scenarios; 0 means DefaultHerd.

@@ -246,13 +246,43 @@ func (tr *trial) sleep(d time.Duration) {
 	}
 }
 
-// close stops everything the trial started. Children first (a frozen one
-// is thawed and killed), then the proxies are healed so that releases and
-// client closes reach the servers, then the work goroutines (which
-// release their own grants), then what is still held, the clients, the
-// lease observers, and the proxies.
+// sweep takes the lock once and releases it, so that what a killed or
+// frozen holder of an interrupted trial left — a lease engine's expired
+// row or key, which stays listed until someone takes the lock over — is
+// gone. Only an interrupted trial is swept: a trial that ran to its end
+// always hands the lock on, so what is left after it is an orphan.
+func (tr *trial) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*tr.t.TTL)
+	defer cancel()
+	es, err := tr.t.Scan(sctx, tr.name)
+	if err != nil || len(es) == 0 {
+		return
+	}
+	c, err := tr.t.Open(sctx, nil)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	m, err := c.Mutex(tr.name)
+	if err != nil {
+		return
+	}
+	if l, err := m.Lock(sctx); err == nil {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), tr.t.TTL)
+		_ = l.Release(rctx)
+		rcancel()
+	}
+}
+
+// close stops everything the trial started. The proxies are healed
+// first, so that releases and client closes reach the servers; then the
+// children stop (a running one releases its lease, a frozen one is thawed
+// and killed), then the work goroutines (which release their own
+// grants), then what is still held, the clients, the lease observers,
+// and the proxies.
 func (tr *trial) close() {
 	tr.cancel()
+	tr.healProxies()
 	tr.mu.Lock()
 	children := tr.children
 	tr.mu.Unlock()
@@ -261,7 +291,6 @@ func (tr *trial) close() {
 		wg.Go(c.stop)
 	}
 	wg.Wait()
-	tr.healProxies()
 	tr.work.Wait()
 	tr.mu.Lock()
 	leases, clients, proxies := tr.leases, tr.clients, tr.proxies
