@@ -71,6 +71,7 @@ func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func()
 		}
 		return out, nil
 	}
+	t.Clean = drillClean(cfg, u, admin)
 	return t, admin.close, nil
 }
 
