@@ -49,6 +49,8 @@ Flags:
   --ttl D                session timeout or lease TTL of the drill's clients
                          (default 2s: a short TTL keeps the drill short;
                          raise it to your production TTL to drill that)
+  --herd N               waiters of the herd and cancel-bulk scenarios
+                         (default %d)
   --prefix P             lock names start with P/<random>/ (default
                          baton-drill/<random>/)
   --json FILE            write the results as one JSON object to FILE
@@ -91,6 +93,7 @@ type drillConfig struct {
 	jsonFile  string
 	htmlFile  string
 	keepDir   string
+	herd      int // waiters of herd and cancel-bulk; 0: the scenario's default
 }
 
 // parseDrill parses `baton drill` arguments; it takes no operands.
@@ -118,6 +121,7 @@ func parseDrill(args []string, getenv func(string) string) (*drillConfig, error)
 	fs.StringVar(&cfg.jsonFile, "json", "", "")
 	fs.StringVar(&cfg.htmlFile, "html", "", "")
 	fs.StringVar(&cfg.keepDir, "keep-dir", "", "")
+	fs.IntVar(&cfg.herd, "herd", scenario.DefaultHerd, "")
 	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -135,6 +139,9 @@ func parseDrill(args []string, getenv func(string) string) (*drillConfig, error)
 	}
 	if cfg.trials < 1 {
 		return nil, usagef("drill: --trials %d: want at least 1", cfg.trials)
+	}
+	if cfg.herd < 1 {
+		return nil, usagef("drill: --herd %d: want at least 1 waiter", cfg.herd)
 	}
 	if !seedSet {
 		cfg.seed = randomSeed()
@@ -213,7 +220,7 @@ func drillHelp() string {
 		line += n
 	}
 	lines = append(lines, line)
-	return fmt.Sprintf(drillUsage, strings.Join(lines, "\n"+strings.Repeat(" ", 25)))
+	return fmt.Sprintf(drillUsage, strings.Join(lines, "\n"+strings.Repeat(" ", 25)), scenario.DefaultHerd)
 }
 
 // drillMain is `baton drill`.
@@ -241,7 +248,7 @@ func drillMain(args []string) int {
 	prog.start(t.Engine, cfg)
 	rep, runErr := scenario.Run(ctx, t, scenario.Options{
 		Scenarios: cfg.scenarios, Trials: cfg.trials, Seed: cfg.seed, Prefix: cfg.prefix, Dir: dir,
-		Progress: prog.step,
+		Herd: cfg.herd, Progress: prog.step,
 	})
 	prog.end()
 	return drillFinish(ctx, cfg, rep, runErr, dir)

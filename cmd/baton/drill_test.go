@@ -93,7 +93,10 @@ func TestDrillEngines(t *testing.T) {
 			t.Parallel()
 			u, env := tt.url(t)
 			out := filepath.Join(t.TempDir(), "drill.json")
-			args := []string{"drill", "--trials", "1", "--ttl", "1s", "--json", out}
+			// A TTL of 2s and a herd of 8: the engines drill side by side,
+			// under -race, on a host of two cores; a shorter TTL lets a
+			// starved keeper miss its renewals.
+			args := []string{"drill", "--trials", "1", "--ttl", "2s", "--herd", "8", "--json", out}
 			if u != "" {
 				args = append(args, "--backend", u)
 			}
@@ -138,6 +141,7 @@ func TestDrillUsage(t *testing.T) {
 		{"--scenarios", "paused,nope"},
 		{"--trials", "0"},
 		{"--trials", "many"},
+		{"--herd", "0"},
 		{"--seed", "-1"},
 		{"--ttl", "0"},
 		{"--ttl", "100ms", "--backend", "sqlite:///nonexistent/x.db"},
