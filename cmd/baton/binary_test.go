@@ -10,14 +10,16 @@ import (
 
 // testOnly are the modules and packages that only tests may link: the
 // shipped binary must contain none of them. baton demo embeds etcd's
-// server through a package of its own that imports no test code.
+// server through a package of its own that imports no test code. baton
+// drill ships the fault harness — drill/scenario, package drill's history
+// and checkers (porcupine among them) and internal/faultproxy — so those
+// are not listed; drill/drilltest, which binds the harness to package
+// testing, is. The "testing." symbol check below keeps them honest.
 var testOnly = []string{
 	"go.uber.org/goleak",
-	"github.com/anishathalye/porcupine",
 	"github.com/Shopify/toxiproxy",
-	"github.com/baton-go/baton/drill",
+	"github.com/baton-go/baton/drill/drilltest",
 	"github.com/baton-go/baton/internal/testenv",
-	"github.com/baton-go/baton/internal/faultproxy",
 	"github.com/baton-go/baton/internal/etcdtest",
 	"github.com/chromedp/",
 }

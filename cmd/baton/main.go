@@ -7,6 +7,7 @@
 //	baton clean [flags] NAME
 //	baton exporter [flags] NAME|PREFIX...
 //	baton demo
+//	baton drill [flags]
 //	baton help [COMMAND]
 //	baton version
 //
@@ -42,6 +43,8 @@ Usage:
   baton exporter [flags] NAME|PREFIX...        serve metrics and a live page of locks
                                                (default http://127.0.0.1:9187/)
   baton demo                                   the paused-holder story on an embedded etcd
+  baton drill [flags]                          run the fault matrix against a backend
+                                               (its own lock names; cleans up after itself)
   baton help [COMMAND]                         this text, or a command's
   baton version                                print the version
 
@@ -335,6 +338,10 @@ func dispatch(args []string) int {
 		return demoMain()
 	case demoHolderCmd:
 		return demoHolderMain(rest)
+	case "drill":
+		return drillMain(rest)
+	case drillHolderCmd:
+		return drillHolderMain(rest)
 	case "help", "-h", "--help", "-help":
 		return helpMain(os.Stderr, rest)
 	case "version", "--version":
@@ -373,6 +380,8 @@ func helpMain(w io.Writer, args []string) int {
 		fmt.Fprint(w, demoUsage)
 	case "exporter":
 		fmt.Fprint(w, exporterUsage)
+	case "drill":
+		fmt.Fprint(w, drillHelp())
 	default:
 		fmt.Fprintf(w, "baton: no help for %q\n", args[0])
 		return exitUsage

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/drill/scenario"
+)
+
+// defaultPorts are the ports of the schemes whose URLs may omit them.
+var defaultPorts = map[string]string{
+	"zk": "2181", "etcd": "2379", "etcds": "2379", "redis": "6379", "rediss": "6379",
+	"postgres": "5432", "postgresql": "5432", "mysql": "3306",
+}
+
+// Environment of a drill's holder child: the backend it rebuilds its
+// Target from (credentials included, which is why it is not in argv) and
+// the client settings.
+const (
+	envDrillBackend  = "BATON_DRILL_BACKEND"
+	envDrillEmbedded = "BATON_DRILL_EMBEDDED"
+	envDrillTTL      = "BATON_DRILL_TTL"
+	envDrillConnect  = "BATON_DRILL_CONNECT_TIMEOUT"
+)
+
+// drillTarget connects an admin client to cfg's backend — which proves it
+// reachable, creates the SQL schema, and lists what a scenario leaves
+// behind — and returns the Target of the deployment and its close. It
+// sets cfg.ttl to the TTL the server really gives (serverTTL).
+func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func(), error) {
+	u, err := splitURL(cfg.backend)
+	if err != nil {
+		return scenario.Target{}, nil, err
+	}
+	admin, err := openBackend(ctx, &cfg.runConfig, cfg.prefix)
+	if err != nil {
+		return scenario.Target{}, nil, err
+	}
+	ttl, err := serverTTL(ctx, cfg.runConfig, u)
+	if err != nil {
+		admin.close()
+		return scenario.Target{}, nil, err
+	}
+	if ttl != cfg.ttl {
+		note("drill: --ttl %v: the server gives its clients %v; the drill uses %v", cfg.ttl, ttl, ttl)
+		cfg.ttl = ttl // the clients ask for what they get: no note per client
+	}
+	t := newTarget(cfg.runConfig, u, admin.engine)
+	view := viewOf(admin)
+	t.Scan = func(ctx context.Context, name string) ([]string, error) {
+		v, err := view(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(v.Entries))
+		for _, e := range v.Entries {
+			if e.State == "expired" && strings.HasSuffix(e.Marker, "wait") {
+				// A SQL waiter's intent row past its deadline: its waiter
+				// is gone and nothing reads the row any more (the engine's
+				// own orphan scan does not list it either).
+				continue
+			}
+			out = append(out, entryLabel(e))
+		}
+		return out, nil
+	}
+	t.Clean = drillClean(cfg, u, admin)
+	return t, admin.close, nil
+}
+
+// newTarget returns the Target of the backend u for the engine (without
+// Scan, which needs a connection): its clients and holder children
+// connect with cfg's TTL and connect timeout.
+func newTarget(cfg runConfig, u engineURL, engine string) scenario.Target {
+	t := scenario.Target{Engine: engine, Family: scenario.Lease, TTL: cfg.ttl}
+	if engine == "zk" || engine == "etcd" {
+		t.Family = scenario.Queue // every waiter is an entry on the server
+	}
+	if engine != "sqlite" {
+		t.Addrs = urlHosts(u)
+	}
+	t.Open = func(ctx context.Context, dial []string) (scenario.Client, error) {
+		c := cfg
+		c.backend = withHosts(u.orig, dial)
+		b, err := openBackend(ctx, &c, "drill")
+		if err != nil {
+			return nil, err
+		}
+		return drillClient{b}, nil
+	}
+	t.Holder = func(dial []string) *exec.Cmd {
+		self, err := os.Executable()
+		if err != nil {
+			self = os.Args[0]
+		}
+		cmd := exec.Command(self, drillHolderCmd)
+		cmd.Env = append(os.Environ(),
+			envDrillBackend+"="+u.orig,
+			envDrillEmbedded+"="+fmt.Sprint(cfg.embedded),
+			envDrillTTL+"="+cfg.ttl.String(),
+			envDrillConnect+"="+cfg.connectTimeout.String())
+		// A holder dies with its drill, whatever happens to the drill.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		return cmd
+	}
+	return t
+}
+
+// drillClient is one connected client of a drill: a backend of its own.
+type drillClient struct{ b *backend }
+
+func (c drillClient) Mutex(name string) (baton.Locker, error) { return c.b.locker(name, modeMutex, 0) }
+
+func (c drillClient) Close() error { c.b.close(); return nil }
+
+// drillHolderMain is the holder child of a drill: it rebuilds the Target
+// from its environment and hands over to the scenario's holder, whose
+// history is this process's stdout (notes go to stderr).
+func drillHolderMain(args []string) int {
+	if len(args) > 0 || !scenario.IsHolder() {
+		return fail(usagef("%s is a drill's holder process: baton drill starts it", drillHolderCmd))
+	}
+	cfg := runConfig{backend: os.Getenv(envDrillBackend), embedded: os.Getenv(envDrillEmbedded) == "true"}
+	var err error
+	if cfg.ttl, err = time.ParseDuration(os.Getenv(envDrillTTL)); err != nil {
+		return fail(usagef("%s: %v", envDrillTTL, err))
+	}
+	if cfg.connectTimeout, err = time.ParseDuration(os.Getenv(envDrillConnect)); err != nil {
+		return fail(usagef("%s: %v", envDrillConnect, err))
+	}
+	u, err := splitURL(cfg.backend)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := engineOf(u); err != nil {
+		return fail(err)
+	}
+	return scenario.HolderMain(newTarget(cfg, u, engineName(u)))
+}
+
+// engineName is the BATON_ENGINE of u's scheme, as its backend reports
+// it, without connecting.
+func engineName(u engineURL) string {
+	switch u.scheme {
+	case "etcds":
+		return "etcd"
+	case "rediss":
+		return "redis"
+	}
+	if s := sqlEngine(u.scheme); s != "" {
+		return s
+	}
+	return u.scheme
+}
+
+// splitAuthority cuts a backend URL into what precedes its host list
+// (scheme and userinfo), the host list, and what follows it (path and
+// query). Every scheme baton knows puts a comma-separated host list
+// between "://" (or the last "@" of the authority) and the path.
+func splitAuthority(raw string) (head, hosts, tail string) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	head = scheme + "://"
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	tail = rest[end:]
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		head += authority[:i+1]
+		authority = authority[i+1:]
+	}
+	return head, authority, tail
+}
+
+// urlHosts returns the host:port of every server of u, in the URL's
+// order, with the scheme's default port where the URL omits it.
+func urlHosts(u engineURL) []string {
+	_, hosts, _ := splitAuthority(u.orig)
+	var out []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), defaultPorts[u.scheme])
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// withHosts returns raw with its host list replaced by dial (raw itself
+// when dial is empty): credentials, path and query are kept.
+func withHosts(raw string, dial []string) string {
+	if len(dial) == 0 {
+		return raw
+	}
+	head, _, tail := splitAuthority(raw)
+	return head + strings.Join(dial, ",") + tail
+}
+
+// entryLabel names an entry a scan found, for a report of orphans.
+func entryLabel(e entryJSON) string {
+	if e.Entry != "" {
+		return e.Entry
+	}
+	return e.Marker + "/" + e.State + "/" + e.Session
+}
