@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
-	"unsafe"
 
 	"github.com/baton-go/baton/drill/scenario"
 )
@@ -26,7 +24,7 @@ type progress struct {
 }
 
 func newProgress(f *os.File) *progress {
-	return &progress{w: f, tty: isTerminal(f.Fd())}
+	return &progress{w: f, tty: isTerminal(f)}
 }
 
 func (p *progress) start(engine string, cfg *drillConfig) {
@@ -68,12 +66,6 @@ func (p *progress) end() {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-}
-
-// isTerminal reports whether fd is a terminal.
-func isTerminal(fd uintptr) bool {
-	var t syscall.Termios
-	return ioctl(fd, syscall.TCGETS, unsafe.Pointer(&t)) == nil
 }
 
 // redactURL hides the password of a backend URL for a message.
