@@ -78,6 +78,9 @@ func redisTLS(tc *tls.Config) error {
 		return err
 	}
 	tc.MinVersion, tc.RootCAs, tc.Certificates = env.MinVersion, env.RootCAs, env.Certificates
+	if env.ServerName != "" {
+		tc.ServerName = env.ServerName
+	}
 	return nil
 }
 

@@ -230,6 +230,13 @@ func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error)
 	if err != nil {
 		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
 	}
+	if tlsServerName != "" {
+		for _, tc := range append([]*tls.Config{cc.TLSConfig}, fallbackTLS(cc)...) {
+			if tc != nil && !tc.InsecureSkipVerify {
+				tc.ServerName = tlsServerName
+			}
+		}
+	}
 	if !u.hasUser {
 		if v := os.Getenv("BATON_SQL_USER"); v != "" {
 			cc.User = v
@@ -310,7 +317,7 @@ func mysqlTLSFiles(mc *mysql.Config, host string) error {
 	for _, v := range []string{"BATON_SQL_CACERT", "BATON_SQL_CERT", "BATON_SQL_KEY"} {
 		set = set || os.Getenv(v) != ""
 	}
-	if !set {
+	if !set && (tlsServerName == "" || mc.TLSConfig != "true") {
 		return nil
 	}
 	if mc.TLSConfig != "true" {
@@ -320,7 +327,9 @@ func mysqlTLSFiles(mc *mysql.Config, host string) error {
 	if err != nil {
 		return err
 	}
-	tc.ServerName = host
+	if tc.ServerName == "" {
+		tc.ServerName = host
+	}
 	mc.TLS = tc
 	return nil
 }
@@ -557,4 +566,14 @@ func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
 		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
 	}
 	return exitOK
+}
+
+// fallbackTLS is the TLS configs of cc's fallbacks (sslmode=prefer tries
+// TLS, then plain text).
+func fallbackTLS(cc *pgx.ConnConfig) []*tls.Config {
+	var out []*tls.Config
+	for _, f := range cc.Fallbacks {
+		out = append(out, f.TLSConfig)
+	}
+	return out
 }

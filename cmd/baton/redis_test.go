@@ -55,7 +55,7 @@ func startRedis(t *testing.T, tc *tlsFiles) string {
 	if tc != nil {
 		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", tc.cert, "--tls-key-file", tc.key,
 			"--tls-ca-cert-file", tc.ca, "--tls-auth-clients", "no")
-		o.TLSConfig = &tls.Config{RootCAs: tc.pool, MinVersion: tls.VersionTLS12}
+		o.TLSConfig = &tls.Config{RootCAs: tc.pool, ServerName: tc.name, MinVersion: tls.VersionTLS12}
 	}
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
@@ -84,12 +84,20 @@ func startRedis(t *testing.T, tc *tlsFiles) string {
 // tlsFiles are a throw-away CA and a server certificate for 127.0.0.1.
 type tlsFiles struct {
 	ca, cert, key string
+	name          string // the server's name in its certificate
 	pool          *x509.CertPool
 }
 
 // selfSigned writes a CA and a server certificate signed by it (for the IP
 // 127.0.0.1) into dir.
 func selfSigned(t *testing.T, dir string) *tlsFiles {
+	t.Helper()
+	return selfSignedFor(t, dir, "127.0.0.1")
+}
+
+// selfSignedFor is selfSigned for the certificate name host: an IP
+// address, or a DNS name (then the certificate names no IP at all).
+func selfSignedFor(t *testing.T, dir, host string) *tlsFiles {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -110,10 +118,14 @@ func selfSigned(t *testing.T, dir string) *tlsFiles {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{host}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
@@ -123,7 +135,7 @@ func selfSigned(t *testing.T, dir string) *tlsFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tlsFiles{ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "server.pem"), key: filepath.Join(dir, "server.key"), pool: x509.NewCertPool()}
+	f := &tlsFiles{name: host, ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "server.pem"), key: filepath.Join(dir, "server.key"), pool: x509.NewCertPool()}
 	f.pool.AddCert(ca)
 	for path, block := range map[string]*pem.Block{
 		f.ca: {Type: "CERTIFICATE", Bytes: caDER}, f.cert: {Type: "CERTIFICATE", Bytes: der}, f.key: {Type: "EC PRIVATE KEY", Bytes: keyDER},
