@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/queue"
@@ -35,6 +36,10 @@ type backend struct {
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
+	// serverTTL, if set, asks the server which TTL it gives a client that
+	// asks for --ttl (etcd rounds and clamps leases, ZooKeeper negotiates
+	// sessions); the other engines keep what they are given.
+	serverTTL func(ctx context.Context) (time.Duration, error)
 }
 
 // queueAdmin is what `inspect` and `clean` need of a queue engine.

@@ -103,6 +103,16 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
 			}
 		},
+		serverTTL: func(ctx context.Context) (time.Duration, error) {
+			// A lease granted and revoked at once (else it expires by
+			// itself within the TTL).
+			g, err := cli.Grant(ctx, int64(ttl/time.Second))
+			if err != nil {
+				return 0, fmt.Errorf("probe the lease TTL on %s: %w", u.redacted, etcdErr(err))
+			}
+			_, _ = cli.Revoke(ctx, g.ID)
+			return time.Duration(g.TTL) * time.Second, nil
+		},
 	}, markEtcdRefusal), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/zklock"
@@ -84,5 +85,8 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 		inspect:  inspectQueue,
 		queue:    c, // a queue.TokenBounder too: Pzxid tokens are bounds
 		close:    func() { _ = c.Close() },
+		serverTTL: func(context.Context) (time.Duration, error) {
+			return c.SessionTimeout(), nil
+		},
 	}, nil
 }

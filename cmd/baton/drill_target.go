@@ -43,7 +43,7 @@ func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func()
 	if err != nil {
 		return scenario.Target{}, nil, err
 	}
-	ttl, err := serverTTL(ctx, cfg.runConfig, u)
+	ttl, err := serverTTL(ctx, cfg.runConfig, admin)
 	if err != nil {
 		admin.close()
 		return scenario.Target{}, nil, err
