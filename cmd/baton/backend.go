@@ -255,6 +255,7 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 		return nil, err
 	}
 	warnArgvPassword(cfg, u)
+	warnTransport(u)
 	return e.open(ctx, cfg, u, name)
 }
 

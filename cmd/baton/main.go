@@ -135,7 +135,10 @@ MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
 preferred (MySQL; with tls=true, BATON_SQL_CACERT, BATON_SQL_CERT and
 BATON_SQL_KEY give a private CA and a client certificate). Towards a host that is not loopback (or a socket), baton
 warns in one line before connecting when PostgreSQL's sslmode (else
-PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true. baton always sets parseTime and interpolateParams on
+PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true.
+The same goes for credentials given to zk://, etcd://, redis:// or
+redlock:// without TLS, and for ZooKeeper without digest auth (baton's
+entries then carry the open ACL: any client may delete them). baton always sets parseTime and interpolateParams on
 MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
 Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
 BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:

@@ -228,22 +228,28 @@ func TestSafeSQLTransportWarning(t *testing.T) {
 		{"mysql loopback", "mysql://u:" + secret + "@127.0.0.1:1/x", "", nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			env := append([]string{"BATON_BACKEND=" + tt.url}, tt.env...)
-			r := runBaton(t, env, "inspect", "--connect-timeout", "300ms", "n")
-			if r.code != 69 && r.code != 77 {
-				t.Errorf("inspect exit = %d, want 69 (or 77); stderr:\n%s", r.code, r.stderr)
-			}
-			noSecret(t, r.stderr, secret)
-			warnings := strings.Count(r.stderr, "baton: warning:")
-			switch {
-			case tt.want == "" && warnings != 0:
-				t.Errorf("warned on %s:\n%s", tt.url, r.stderr)
-			case tt.want != "" && (warnings != 1 || !strings.Contains(r.stderr, tt.want)):
-				t.Errorf("stderr has %d warnings, want one saying %q:\n%s", warnings, tt.want, r.stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { transportWarning(t, tt.url, tt.want, secret, tt.env) })
+	}
+}
+
+// transportWarning runs inspect on url (an address nothing answers, or a
+// closed loopback port) from BATON_BACKEND, so no argv warning mixes in:
+// stderr must hold exactly one warning saying want (none when want is
+// empty), and never the secret.
+func transportWarning(t *testing.T, url, want, secret string, env []string) {
+	t.Parallel()
+	env = append([]string{"BATON_BACKEND=" + url}, env...)
+	r := runBaton(t, env, "inspect", "--connect-timeout", "300ms", "n")
+	if r.code != 69 && r.code != 77 {
+		t.Errorf("inspect exit = %d, want 69 (or 77); stderr:\n%s", r.code, r.stderr)
+	}
+	noSecret(t, r.stderr, secret)
+	warnings := strings.Count(r.stderr, "baton: warning:")
+	switch {
+	case want == "" && warnings != 0:
+		t.Errorf("warned on %s:\n%s", url, r.stderr)
+	case want != "" && (warnings != 1 || !strings.Contains(r.stderr, want)):
+		t.Errorf("stderr has %d warnings, want one saying %q:\n%s", warnings, want, r.stderr)
 	}
 }
 
