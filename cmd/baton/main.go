@@ -133,13 +133,15 @@ credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
 else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
 MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
 preferred (MySQL; with tls=true, BATON_SQL_CACERT, BATON_SQL_CERT and
-BATON_SQL_KEY give a private CA and a client certificate). Towards a host that is not loopback (or a socket), baton
-warns in one line before connecting when PostgreSQL's sslmode (else
-PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true.
-The same goes for credentials given to zk://, etcd://, redis:// or
-redlock:// without TLS, and for ZooKeeper without digest auth (baton's
-entries then carry the open ACL: any client may delete them). baton always sets parseTime and interpolateParams on
-MySQL, and a busy timeout, WAL and immediate transactions on SQLite.
+BATON_SQL_KEY give a private CA and a client certificate). Towards a
+host that is not loopback (or a socket), baton warns in one line before
+connecting when PostgreSQL's sslmode (else PGSSLMODE, else prefer) is not
+verify-full, or MySQL's tls is not true; the same goes for credentials
+given to zk://, etcd://, redis:// or redlock:// without TLS, and for
+ZooKeeper without digest auth (baton's entries then carry the open ACL:
+any client may delete them). baton always sets parseTime and
+interpolateParams on MySQL, and a busy timeout, WAL and immediate
+transactions on SQLite.
 Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
 BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:
 BATON_REDIS_CACERT, BATON_REDIS_CERT, BATON_REDIS_KEY. Redlock uses the same
