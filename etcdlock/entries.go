@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // kindValue is the marker that starts an entry's value. A mutex entry has
@@ -375,10 +377,47 @@ func (s *session) Delete(ctx context.Context, e queue.Entry) error {
 		delete(s.fresh, dir)
 	}
 	s.mu.Unlock()
-	if _, err := s.c.cli.Txn(ctx).If(guard(e, s.id)).Then(clientv3.OpDelete(e.Key)).Commit(); err != nil {
-		return opErr(ctx, "delete", e.Key, err)
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
+		_, err := s.c.cli.Txn(actx).If(guard(e, s.id)).Then(clientv3.OpDelete(e.Key)).Commit()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !retryDelete(err) {
+			return opErr(ctx, "delete", e.Key, err)
+		}
+		// Each attempt is balanced to a member of its own: one that is
+		// frozen or cut off would otherwise hold the release until the
+		// caller's deadline while the others could answer. The guarded
+		// delete is idempotent, so a retry never deletes a newer entry.
+		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return opErr(ctx, "delete", e.Key, err)
+		}
 	}
-	return nil
+}
+
+// deleteTimeout bounds one attempt of Delete: a healthy member answers in
+// milliseconds; TTL/4 (at least 250 ms) leaves room for a loaded one.
+func (s *session) deleteTimeout() time.Duration { return max(s.granted/4, 250*time.Millisecond) }
+
+// retryDelete reports whether a failed delete attempt may have met a
+// member that does not answer (its own timeout, a broken connection, no
+// leader yet), rather than a refusal that a retry would meet again.
+func retryDelete(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, rpctypes.ErrNoLeader) ||
+		errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail)
 }
 
 // guard is the condition under which deleting e's key deletes e: its create

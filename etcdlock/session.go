@@ -182,8 +182,8 @@ type kaResult struct {
 }
 
 // keepalives are the keepalive attempts in flight: at most two. The
-// second, a hedge, goes out when the first is still unanswered as the
-// lease turns Suspended. Each attempt opens a stream of its own, which the
+// second, a hedge, goes out when the first is still unanswered halfway
+// between its send and the time the lease would turn Suspended. Each attempt opens a stream of its own, which the
 // client may balance to another member: a member that is frozen or cut off
 // from its peers holds a keepalive routed to it until the deadline, and
 // without the hedge one slow member of three would cost sessions while the
@@ -191,12 +191,16 @@ type kaResult struct {
 type keepalives struct {
 	results chan kaResult // buffered for both attempts
 	cancels []context.CancelFunc
-	n       int  // attempts in flight
-	hedged  bool // the second attempt went out
-	ignore  int  // attempts cancelled after an answer: their errors mean nothing
+	n       int       // attempts in flight
+	first   time.Time // send time of the attempt a hedge would back up
+	hedged  bool      // the second attempt went out
+	ignore  int       // attempts cancelled after an answer: their errors mean nothing
 }
 
 func (k *keepalives) start(s *session, sent, deadline time.Time) {
+	if k.n == 0 {
+		k.first = sent
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	k.cancels = append(k.cancels, cancel)
 	k.n++
@@ -245,6 +249,11 @@ func (k *keepalives) drain() {
 func (s *session) run() {
 	defer s.c.wg.Done()
 	interval, suspect, lost := timing(s.granted)
+	// A healthy member answers in milliseconds: an attempt still
+	// unanswered after hedgeAfter is likely stuck on a member that does
+	// not answer, and the hedge then reaches another before the lease
+	// turns Suspended.
+	hedgeAfter := (suspect - interval) / 2
 	lastAck := s.sent // send time of the last answered keepalive (or grant)
 	nextSend := lastAck.Add(interval)
 	ka := &keepalives{results: make(chan kaResult, 2)}
@@ -278,13 +287,16 @@ loop:
 				break loop
 			}
 			ka.start(s, now, lostAt)
-		case ka.n == 1 && !ka.hedged && late:
+		case ka.n == 1 && !ka.hedged && (late || now.Sub(ka.first) >= hedgeAfter):
 			ka.hedged = true
 			ka.start(s, now, lostAt)
 		}
 		wake := lostAt
-		if st, _ := s.Observe(); st == baton.Held || (ka.n == 1 && !ka.hedged) {
+		if st, _ := s.Observe(); st == baton.Held {
 			wake = minTime(wake, lastAck.Add(suspect))
+		}
+		if ka.n == 1 && !ka.hedged {
+			wake = minTime(wake, ka.first.Add(hedgeAfter))
 		}
 		if ka.n == 0 {
 			wake = minTime(wake, nextSend)
