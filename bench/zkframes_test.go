@@ -81,12 +81,22 @@ func (p *zkFrameProxy) requests() int64 {
 	return n
 }
 
-// all is the running count of every frame clients sent, pings included:
-// what the server receives from them.
+// Conns is the number of proxied connections open now (each has two
+// pump goroutines).
+func (p *zkFrameProxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2
+}
+
+// all is the running count of every frame clients sent after their
+// ConnectRequest, pings included: what the server receives from them.
 func (p *zkFrameProxy) all() int64 {
 	var n int64
-	for _, v := range p.snapshot() {
-		n += v
+	for k, v := range p.snapshot() {
+		if k != "connect" {
+			n += v
+		}
 	}
 	return n
 }
