@@ -42,3 +42,15 @@ func recordUncontended(engine string, baton, floor, peerUS float64, peer string)
 	runRec.uncontended[engine] = [3]float64{baton, floor, peerUS}
 	runRec.peerNames[engine] = peer
 }
+
+// recordRes records an engine's medians from interleaved results; the
+// peer is the impl peerImpl, named peer.
+func recordRes(engine string, res map[string]*uncontended, peerImpl, peer string) {
+	us := func(impl string) float64 {
+		if u := res[impl]; u != nil {
+			return u.median() / 1e3
+		}
+		return 0
+	}
+	recordUncontended(engine, us("baton"), us("floor"), us(peerImpl), peer)
+}

@@ -564,6 +564,7 @@ func sqlReport(t *testing.T, rounds int) {
 		ok := countFlights(t, "sql/"+b.name, res, r.counted, r.turns, 200)
 		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
 			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"))
+		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
 
 		f := newFenceRig(t, b)
@@ -582,7 +583,7 @@ func sqlReport(t *testing.T, rounds int) {
 	}
 	lw.Flush()
 	ww.Flush()
-	t.Logf("SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process):\n%s\n"+
+	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
 }
