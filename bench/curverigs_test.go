@@ -2,8 +2,8 @@ package bench_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +41,9 @@ type curveRig struct {
 	pumps func() int
 	// floor makes a floor pair on a direct client and a name of its own.
 	floor func(tb testing.TB) *pair
+	// maxClients, when > 0, caps the clients of a handoff point: waiters
+	// share them (a lease engine's waiter is an acquire, not a session).
+	maxClients int
 }
 
 // curveEngines lists the engines of the cost curves, in report order.
@@ -198,10 +201,11 @@ func redlockCurveRig(tb testing.TB) *curveRig {
 	}
 }
 
-// sqlCurveRig shares one *sql.DB among its clients (two for PostgreSQL
-// and MariaDB: direct and counted), capped at 32 open connections each, so
-// that two thousand waiters do not exhaust the shared server's
-// max_connections.
+// sqlCurveRig gives every client a *sql.DB of its own, as a process of
+// its own would have: a client pins a renewal connection out of its pool,
+// so clients sharing one capped pool starve each other. A server's
+// max_connections cannot hold two thousand of them, so the handoff curve
+// spreads its waiters over sqlClients clients (maxClients).
 func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 	var be sqlBackend
 	for _, b := range sqlBackends(tb.TempDir()) {
@@ -213,31 +217,26 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 		tb.Fatalf("no SQL backend %q", engine)
 	}
 	direct, _ := be.open(tb, false)
-	direct.SetMaxOpenConns(32)
-	counted, turns := direct, (*turnProxy)(nil)
-	if be.dialect != fence.SQLite {
-		counted, turns = be.open(tb, true)
-		counted.SetMaxOpenConns(32)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var tbl string
-	for _, db := range []*sql.DB{direct, counted} {
-		c, err := sqllock.New(db, sqllock.Options{TablePrefix: benchTablePrefix})
-		if err != nil {
-			tb.Fatalf("sqllock.New(%s) = %v", engine, err)
-		}
-		if err := c.Migrate(ctx); err != nil {
-			tb.Fatalf("Migrate(%s) = %v", engine, err)
-		}
-		tbl = c.Table()
-		_ = c.Close()
+	c, err := sqllock.New(direct, sqllock.Options{TablePrefix: benchTablePrefix})
+	if err != nil {
+		tb.Fatalf("sqllock.New(%s) = %v", engine, err)
 	}
-	r := &curveRig{engine: engine,
-		client: func(tb testing.TB, isCounted bool, ttl time.Duration) curveClient {
-			db := direct
-			if isCounted {
-				db = counted
+	if err := c.Migrate(ctx); err != nil {
+		tb.Fatalf("Migrate(%s) = %v", engine, err)
+	}
+	tbl := c.Table()
+	_ = c.Close()
+	var mu sync.Mutex
+	sum := &turnSum{}
+	r := &curveRig{engine: engine, maxClients: sqlClients,
+		client: func(tb testing.TB, counted bool, ttl time.Duration) curveClient {
+			db, p := be.open(tb, counted)
+			if p != nil {
+				mu.Lock()
+				sum.ps = append(sum.ps, p)
+				mu.Unlock()
 			}
 			c, err := sqllock.New(db, sqllock.Options{TablePrefix: benchTablePrefix, TTL: ttl, NoMigrate: true})
 			if err != nil {
@@ -248,9 +247,26 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 		pumps: func() int { return 0 },
 		floor: func(tb testing.TB) *pair { return sqlFloorPair(tb, be, direct, tbl) },
 	}
-	if turns != nil {
-		r.requests, r.atRest = turns.Turns, turns.Turns
-		r.pumps = func() int { return 2 * turns.Conns() }
+	if be.dialect != fence.SQLite {
+		turns := func() int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return sum.Turns()
+		}
+		r.requests, r.atRest = turns, turns
+		r.pumps = func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			g := 0
+			for _, p := range sum.ps {
+				g += 2 * p.Conns()
+			}
+			return g
+		}
 	}
 	return r
 }
+
+// sqlClients is the most SQL clients (each a *sql.DB with its pinned
+// renewal connection) a handoff point makes; waiters share them.
+const sqlClients = 16
