@@ -77,7 +77,13 @@ func handoffChart(dir string, c curves) (chart, error) {
 	for i, e := range append(slices.Clone(curveEngines), "etcd-peer") {
 		var pts plotter.XYs
 		for _, hp := range c.handoff[e] {
+			if hp.failed != nil {
+				continue
+			}
 			pts = append(pts, plotter.XY{X: float64(hp.waiters), Y: max(float64(hp.p50.Microseconds()), 1)})
+		}
+		if len(pts) == 0 {
+			continue
 		}
 		name := e
 		if e == "etcd-peer" {

@@ -233,6 +233,10 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 	r := &curveRig{engine: engine, maxClients: sqlClients,
 		client: func(tb testing.TB, counted bool, ttl time.Duration) curveClient {
 			db, p := be.open(tb, counted)
+			// Many waiters share a handoff point's client: a capped pool
+			// keeps them within the server's max_connections (the pinned
+			// renewal connection leaves fifteen for attempts).
+			db.SetMaxOpenConns(16)
 			if p != nil {
 				mu.Lock()
 				sum.ps = append(sum.ps, p)

@@ -259,6 +259,11 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
+// errHandoffRule marks a handoff that broke a rule (a grant out of queue
+// order, to a contender that was not waiting, or a token that did not
+// grow), as opposed to an operation that failed.
+var errHandoffRule = errors.New("handoff rule broken")
+
 // grant is a contender's Lock returning.
 type grant struct {
 	i  int
@@ -315,7 +320,7 @@ func runHandoff(r *handoffRig, cfg handoffConfig) (res handoffResult, err error)
 				l, err := c.lock(ctx)
 				if err != nil {
 					if ctx.Err() == nil {
-						failed <- fmt.Errorf("contender %d: Lock = %v", i, err)
+						failed <- fmt.Errorf("contender %d: Lock = %w", i, err)
 					}
 					return
 				}
@@ -431,12 +436,12 @@ func runHandoff(r *handoffRig, cfg handoffConfig) (res handoffResult, err error)
 		at := slices.Index(queued, g.i)
 		switch {
 		case at < 0:
-			return res, fmt.Errorf("handoff %d granted contender %d, which was not waiting", res.handoffs, g.i)
+			return res, fmt.Errorf("%w: handoff %d granted contender %d, which was not waiting", errHandoffRule, res.handoffs, g.i)
 		case at != 0 && !r.unordered:
-			return res, fmt.Errorf("handoff %d granted contender %d, want %d (queue order)", res.handoffs, g.i, queued[0])
+			return res, fmt.Errorf("%w: handoff %d granted contender %d, want %d (queue order)", errHandoffRule, res.handoffs, g.i, queued[0])
 		}
 		if g.l.Token() <= prev.l.Token() {
-			return res, fmt.Errorf("handoff %d: token %d after %d, want increasing", res.handoffs, g.l.Token(), prev.l.Token())
+			return res, fmt.Errorf("%w: handoff %d: token %d after %d, want increasing", errHandoffRule, res.handoffs, g.l.Token(), prev.l.Token())
 		}
 		res.latencies = append(res.latencies, g.at.Sub(t0))
 		res.releases = append(res.releases, released)
