@@ -233,10 +233,11 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 	r := &curveRig{engine: engine, maxClients: sqlClients,
 		client: func(tb testing.TB, counted bool, ttl time.Duration) curveClient {
 			db, p := be.open(tb, counted)
-			// Many waiters share a handoff point's client: a capped pool
-			// keeps them within the server's max_connections (the pinned
-			// renewal connection leaves fifteen for attempts).
-			db.SetMaxOpenConns(16)
+			// Many waiters share a handoff point's client: a small pool
+			// keeps their attempts queued in the client rather than as
+			// hundreds of transactions waiting on one row in the server
+			// (the pinned renewal connection leaves three for attempts).
+			db.SetMaxOpenConns(4)
 			if p != nil {
 				mu.Lock()
 				sum.ps = append(sum.ps, p)
