@@ -32,8 +32,9 @@ type curveRig struct {
 	// order and tells, through the BeforeWatch hook, when one has queued.
 	// The lease engines' waiters retry or wake on a release; any may win.
 	ordered bool
-	// client makes a client with lease time (or session timeout) ttl.
-	client func(tb testing.TB, counted bool, ttl time.Duration) curveClient
+	// client makes a client with lease time (or session timeout) ttl;
+	// shared: many waiters will share it (SQL: a small pool).
+	client func(tb testing.TB, counted bool, ttl time.Duration, shared bool) curveClient
 	// requests counts the counted clients' requests, pings and keepalives
 	// left out; atRest counts them all. Both nil without a wire (SQLite).
 	requests, atRest func() int64
@@ -69,7 +70,7 @@ func zkCurveRig(tb testing.TB) *curveRig {
 	addr := zkAddr(tb)
 	p := startZKFrameProxy(tb, addr)
 	return &curveRig{engine: "zk", ordered: true,
-		client: func(tb testing.TB, counted bool, ttl time.Duration) curveClient {
+		client: func(tb testing.TB, counted bool, ttl time.Duration, shared bool) curveClient {
 			target := addr
 			if counted {
 				target = p.Addr()
@@ -99,7 +100,7 @@ func etcdCurveRig(tb testing.TB) *curveRig {
 		return n
 	}
 	return &curveRig{engine: "etcd", ordered: true,
-		client: func(tb testing.TB, isCounted bool, ttl time.Duration) curveClient {
+		client: func(tb testing.TB, isCounted bool, ttl time.Duration, shared bool) curveClient {
 			// Counted clients share one counted clientv3.Client (each
 			// etcdlock client still grants a lease of its own: a session);
 			// direct ones have a connection each, as processes would.
@@ -125,7 +126,7 @@ func redisCurveRig(tb testing.TB) *curveRig {
 	counted, turns, _ := newRedisClient(tb, addr, true)
 	prefix := redisPrefix(tb, direct, "curve")
 	return &curveRig{engine: "redis",
-		client: func(tb testing.TB, isCounted bool, ttl time.Duration) curveClient {
+		client: func(tb testing.TB, isCounted bool, ttl time.Duration, shared bool) curveClient {
 			rdb := direct
 			if isCounted {
 				rdb = counted
@@ -170,7 +171,7 @@ func redlockCurveRig(tb testing.TB) *curveRig {
 		return g
 	}
 	return &curveRig{engine: "redlock",
-		client: func(tb testing.TB, isCounted bool, ttl time.Duration) curveClient {
+		client: func(tb testing.TB, isCounted bool, ttl time.Duration, shared bool) curveClient {
 			nodes := direct
 			if isCounted {
 				nodes = counted
@@ -231,13 +232,15 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 	var mu sync.Mutex
 	sum := &turnSum{}
 	r := &curveRig{engine: engine, maxClients: sqlClients,
-		client: func(tb testing.TB, counted bool, ttl time.Duration) curveClient {
+		client: func(tb testing.TB, counted bool, ttl time.Duration, shared bool) curveClient {
 			db, p := be.open(tb, counted)
-			// Many waiters share a handoff point's client: a small pool
-			// keeps their attempts queued in the client rather than as
-			// hundreds of transactions waiting on one row in the server
-			// (the pinned renewal connection leaves three for attempts).
-			db.SetMaxOpenConns(4)
+			if shared {
+				// Many waiters share a handoff point's client: a small pool
+				// keeps their attempts queued in the client rather than as
+				// hundreds of transactions waiting on one row in the server
+				// (the pinned renewal connection leaves three for attempts).
+				db.SetMaxOpenConns(4)
+			}
 			if p != nil {
 				mu.Lock()
 				sum.ps = append(sum.ps, p)
