@@ -62,7 +62,7 @@ func line(p *plot.Plot, i int, name string, pts plotter.XYs, dashed bool) error 
 func logAxes(p *plot.Plot) {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 }
 

@@ -501,7 +501,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			verdict = "MISS"
 		case lr > 1.5 || rr > 1.1 || math.IsNaN(rr) && lr > 1.5:
 			verdict = "MISS"
-			misses = append(misses, fmt.Sprintf("%s handoff curve (p50 %.2f×, requests %.2f× from %d to %d waiters)", e, lr, rr, first.waiters, last.waiters))
+			misses = append(misses, fmt.Sprintf("%s handoff curve (p50 %.2f×, requests %s× from %d to %d waiters)", e, lr, fmtReq(rr), first.waiters, last.waiters))
 		}
 		fmt.Fprintf(w, "%s%.2f\t%s\t≤1.5× p50, ≤1.1× req\t%s\t\n", line, lr, fmtReq(rr), verdict)
 	}
@@ -541,6 +541,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 
 	tw.Reset()
 	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var heldFailures []string
 	fmt.Fprintln(w, "engine\tleases\tgoroutines (1 lease)\tgoroutines (all)\theap B/lease\treq/s at rest\tacquire all\trelease all\ttarget\tresult\t")
 	for _, e := range curveEngines {
 		h, ok := c.held[e]
@@ -553,7 +554,8 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			if i := strings.IndexByte(msg, '\n'); i > 0 {
 				msg = msg[:i] + " …"
 			}
-			fmt.Fprintf(w, "%s\t%d\tfailed: %s\t\t\t\t\t\t\t\tMISS\t\n", e, h.leases, msg)
+			fmt.Fprintf(w, "%s\t%d\tfailed\t–\t–\t–\t–\t–\tgoroutines independent of leases\tMISS\t\n", e, h.leases)
+			heldFailures = append(heldFailures, fmt.Sprintf("%s: %s", e, msg))
 			misses = append(misses, fmt.Sprintf("%s %d held leases failed: %s", e, h.leases, msg))
 			continue
 		}
@@ -565,6 +567,9 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			fmtReq(h.restPerSec), h.acquire.Round(time.Millisecond), h.release.Round(time.Millisecond), verdict)
 	}
 	w.Flush()
+	if len(heldFailures) > 0 {
+		tw.WriteString("failed (a lease lost or an operation failed under the load): " + strings.Join(heldFailures, "\n"))
+	}
 	report(t, "curve-held", "held leases on one client (lease time / session timeout %v): goroutines the client added, live heap per lease, requests per second at rest over %v (pings, keepalives and renewals included), acquiring and releasing all on 32 goroutines:\n%s", heldTTL, s.rest, tw.String())
 	return c, misses
 }
