@@ -71,6 +71,32 @@
 //     per-round ratios (target ≤ 1.10×). The nil row must allocate what
 //     the Redis row's own pair, built with no Observer, allocates.
 //
+//   - Cost curves, on every engine (ZooKeeper, etcd, Redis, Redlock,
+//     PostgreSQL, MariaDB, SQLite): handoff p50/p99 and requests per
+//     handoff at 5, 50, 500 and 2 000 waiters (BATON_BENCH_MAX_WAITERS),
+//     each waiter on a client of its own, etcd's concurrency.Mutex beside
+//     them; throughput of 32 clients over 1, 10, 100 and 1 000 names
+//     beside the floor's on as many clients; 10 000 leases held by one
+//     client (BATON_BENCH_HELD): goroutines, live heap per lease, requests
+//     per second at rest, the time to acquire and to release them all.
+//     Targets: requests per handoff flat (≤ 1.1× from the fewest waiters
+//     to the most), p50 at the most ≤ 1.5× at the fewest, goroutines
+//     independent of the leases held, throughput over the most names
+//     ≥ 0.8× the floor's. The curves count requests exactly on the
+//     client's side: ZooKeeper request frames by opcode through a proxy
+//     (pings told apart by opcode), etcd calls (keepalives left out), and
+//     request flights through turnProxy for the others.
+//
+// A full run (every section) regenerates README.md, the whole file, from
+// its own tables, and draws its charts into results/ with gonum/plot:
+// handoff latency against waiters, uncontended time beside floor and
+// peer, throughput against names.
+//
+// TestRequestGuard, part of the smoke, fails when an engine's uncontended
+// lock+unlock sends more requests than its protocol needs, counted
+// exactly on the client's side (see requestGuards for each number and
+// why).
+//
 // Round trips are counted for SQL, Redis and Redlock by a TCP proxy in
 // front of the server (turnProxy): every burst the client sends after a
 // reply is one request flight, so a pipeline is one and a transaction of

@@ -458,6 +458,6 @@ func leaderReport(t *testing.T) (misses []string) {
 		})
 	}
 	w.Flush()
-	t.Logf("leader handoff: from the start of Resign (or the kill: connection closed, reconnects refused) to the next candidate's Campaign returning; step = Resign's own duration (resign) or kill → old leader's context ended (kill); T = session timeout / lease TTL of the killed candidate:\n%s", tw.String())
+	report(t, "leader", "leader handoff: from the start of Resign (or the kill: connection closed, reconnects refused) to the next candidate's Campaign returning; step = Resign's own duration (resign) or kill → old leader's context ended (kill); T = session timeout / lease TTL of the killed candidate:\n%s", tw.String())
 	return misses
 }

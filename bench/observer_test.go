@@ -169,7 +169,7 @@ func observerReport(t *testing.T, rounds int) (misses []string) {
 		o := res[p.impl]
 		notes = append(notes, fmt.Sprintf("%s = %s: rounds %s µs/op, %.1f–%.1f allocs/op", p.impl, p.what, o.u.spread(), slices.Min(o.allocs), slices.Max(o.allocs)))
 	}
-	t.Logf("observer cost on redislock's uncontended mutex lock+unlock, %d interleaved rounds (/nil: median of per-round time ratios; allocs/op: median over rounds, the whole process's mallocs):\n%s\n%s",
+	report(t, "observer", "observer cost on redislock's uncontended mutex lock+unlock, %d interleaved rounds (/nil: median of per-round time ratios; allocs/op: median over rounds, the whole process's mallocs):\n%s\n%s",
 		rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }

@@ -29,6 +29,10 @@ import (
 // per-round ratios (the two sides of a round ran seconds apart), and the
 // µs/op columns are per-implementation medians, with the spread in the
 // notes.
+//
+// The last section draws the cost curves (curveReport). When every section
+// ran and none failed, the run regenerates README.md and results/*.png
+// from its own figures (writeReadme).
 func TestRatios(t *testing.T) {
 	if !benchEnabled() {
 		t.Skip("set BATON_BENCH=1 for the ratio report (takes a few minutes)")
@@ -45,6 +49,7 @@ func TestRatios(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = f.Value.Set("1s") })
 	}
+	start := time.Now()
 	var misses []string
 	t.Run("uncontended", func(t *testing.T) {
 		misses = append(misses, uncontendedReport(t, rounds)...)
@@ -68,6 +73,19 @@ func TestRatios(t *testing.T) {
 	t.Run("observer", func(t *testing.T) {
 		misses = append(misses, observerReport(t, rounds)...)
 	})
+	var cv curves
+	curvesRan := t.Run("curves", func(t *testing.T) {
+		var m []string
+		cv, m = curveReport(t, sizesFor(true))
+		misses = append(misses, m...)
+	})
+	if curvesRan && !t.Failed() {
+		if err := writeReadme(".", start, rounds, cv, misses); err != nil {
+			t.Logf("README.md not regenerated: %v", err)
+		} else {
+			t.Logf("README.md and %s/*.png regenerated from this run", resultsDir)
+		}
+	}
 	if len(misses) > 0 {
 		msg := "targets missed: " + strings.Join(misses, "; ")
 		if os.Getenv("BATON_BENCH_STRICT") == "1" {
@@ -152,6 +170,7 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 		}
 		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f·%.2f·%.2f\t%s\t%s\t\n", r.engine,
 			b.median()/1e3, f.median()/1e3, pe.median()/1e3, bf, bp, b.reqOp, f.reqOp, pe.reqOp, target, verdict)
+		recordUncontended(r.engine, b.median()/1e3, f.median()/1e3, pe.median()/1e3, map[string]string{"zk": "zk.Lock", "etcd": "concurrency.Mutex"}[r.engine])
 		for _, p := range r.pairs {
 			u := res[p.impl]
 			note := fmt.Sprintf("%s %s = %s: rounds %s µs/op", r.engine, p.impl, p.what, u.spread())
@@ -162,7 +181,7 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 		}
 	}
 	w.Flush()
-	t.Logf("uncontended lock+unlock, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
+	report(t, "uncontended", "uncontended lock+unlock, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }
 
@@ -260,6 +279,6 @@ func handoffReport(t *testing.T) (misses []string) {
 		}
 	}
 	w.Flush()
-	t.Logf("handoff: p50/p90 from Release start to the next Lock's return; release = the Release call; wake = Release's return to the next Lock's return; windows of %v:\n%s\n%s", zkPingPeriod(), tw.String(), strings.Join(notes, "\n"))
+	report(t, "handoff", "handoff: p50/p90 from Release start to the next Lock's return; release = the Release call; wake = Release's return to the next Lock's return; windows of %v:\n%s\n%s", zkPingPeriod(), tw.String(), strings.Join(notes, "\n"))
 	return misses
 }

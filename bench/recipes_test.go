@@ -435,6 +435,6 @@ func recipeReport(t *testing.T, rounds int) (misses []string) {
 		}
 	}
 	w.Flush()
-	t.Logf("uncontended recipe acquire+release, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
+	report(t, "recipes", "uncontended recipe acquire+release, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }

@@ -468,10 +468,11 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op b·f·p\ttarget\tresult\t")
 	fmt.Fprintf(w, "redis\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t≤1.05×peer, 2 rt\t%s\t\n", micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
 		bf, bp, flights(true, res, "baton", "floor", "peer"), verdict)
+	recordRes("redis", res, "peer", "bsm/redislock")
 	w.Flush()
 	notes := spreads("redis", r.pairs, res)
 	notes = append(notes, fmt.Sprintf("commands sent by the counted client over the 3×200 counted ops: %v", cmds))
-	t.Logf("Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client):\n%s\n%s",
+	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client):\n%s\n%s",
 		rounds, tw.String(), strings.Join(notes, "\n"))
 
 	const n = 10000
@@ -482,7 +483,7 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	s0t := time.Now()
 	hr := holdMany(t, n, ttl, 5)
 	serverCPU := float64(redisCPU(ctx, rdb)-s0) / float64(time.Since(s0t)) // CPU seconds per second, whole run
-	t.Logf("%d held leases on one client (TTL %v, renewal period %v, %d periods measured):\n"+
+	report(t, "redis-held", "%d held leases on one client (TTL %v, renewal period %v, %d periods measured):\n"+
 		"  goroutines added by the client: %d (with 1 lease: %d)\n"+
 		"  round trips per renewal period: %.2f (renewal rounds in the window: %d, last round took %v; commands %v)\n"+
 		"  process CPU per renewal period: %v (%.2f%% of one core)\n"+

@@ -153,9 +153,33 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	}
 	bp := batonPair(m, "sqllock Mutex", entries(name))
 
-	// The floor's row, in the same table, made once and left free.
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q := `DELETE FROM ` + c.Table() + ` WHERE name = ?`
+		if b.dialect == fence.Postgres {
+			q = `DELETE FROM ` + c.Table() + ` WHERE name = $1`
+		}
+		_, _ = db.ExecContext(ctx, q, name)
+	})
+	floor := sqlFloorPair(tb, b, db, c.Table())
+	pairs := []*pair{bp, floor}
+	if np := nativePair(tb, b, db); np != nil {
+		pairs = append(pairs, np)
+	}
+	return pairs
+}
+
+// sqlFloorPair is the floor of the SQL lock rows on db: the two
+// conditional UPDATEs a lease lock cannot do without, on a row of its own
+// in tbl (made once and left free, deleted at cleanup): take the row if it
+// is free by the database clock, then clear it if it is still ours. No
+// token.
+func sqlFloorPair(tb testing.TB, b sqlBackend, db *sql.DB, tbl string) *pair {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	floorName := benchName("sql-floor")
-	tbl := c.Table()
 	ph := func(n int) string {
 		if b.dialect == fence.Postgres {
 			return fmt.Sprintf("$%d", n)
@@ -179,7 +203,7 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = db.ExecContext(ctx, `DELETE FROM `+tbl+` WHERE name = `+ph(1)+` OR name = `+ph(2), floorName, name)
+		_, _ = db.ExecContext(ctx, `DELETE FROM `+tbl+` WHERE name = `+ph(1), floorName)
 	})
 	take := `UPDATE ` + tbl + ` SET owner = ` + ph(1) + `, expires_at = ` + later +
 		` WHERE name = ` + ph(2) + ` AND slot = 0 AND expires_at <= ` + now
@@ -223,11 +247,7 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 			return n, err
 		},
 	}
-	pairs := []*pair{bp, floor}
-	if np := nativePair(tb, b, db); np != nil {
-		pairs = append(pairs, np)
-	}
-	return pairs
+	return floor
 }
 
 // nativePair is the database's session lock on a pinned connection, or
@@ -544,6 +564,7 @@ func sqlReport(t *testing.T, rounds int) {
 		ok := countFlights(t, "sql/"+b.name, res, r.counted, r.turns, 200)
 		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
 			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"))
+		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
 
 		f := newFenceRig(t, b)
@@ -562,7 +583,7 @@ func sqlReport(t *testing.T, rounds int) {
 	}
 	lw.Flush()
 	ww.Flush()
-	t.Logf("SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process):\n%s\n"+
+	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
 }

@@ -1,0 +1,610 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/baton-go/baton"
+)
+
+// curveSizes are the sizes the cost curves are drawn at, read from the
+// environment: the waiter counts of the handoff curve (up to
+// BATON_BENCH_MAX_WAITERS), the name counts of the throughput curve, the
+// held leases of the held row (BATON_BENCH_HELD) and the time each
+// throughput point runs (BATON_BENCH_TPUT).
+type curveSizes struct {
+	waiters []int
+	names   []int
+	clients int
+	held    int
+	tput    time.Duration
+	handoff time.Duration // the time each handoff point runs
+	rest    time.Duration // the at-rest window of the held row
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// envDuration reads a duration from the environment, else def.
+func envDuration(key string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// sizesFor is the full sizes under BATON_BENCH=1 (2 000 waiters, 10 000
+// held leases) and small ones for the smoke.
+func sizesFor(full bool) curveSizes {
+	s := curveSizes{waiters: []int{5, 50, 500, 2000}, names: []int{1, 10, 100, 1000}, clients: 32}
+	maxW, held := 3, 40
+	s.tput, s.handoff, s.rest = 150*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond
+	if full {
+		maxW, held = 2000, 10000
+		s.tput, s.handoff, s.rest = 3*time.Second, 3*time.Second, 6*time.Second
+	}
+	maxW = envInt("BATON_BENCH_MAX_WAITERS", maxW)
+	s.held = envInt("BATON_BENCH_HELD", held)
+	s.tput = envDuration("BATON_BENCH_TPUT", s.tput)
+	var ws []int
+	for _, w := range s.waiters {
+		if w <= maxW {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 || ws[len(ws)-1] != maxW && maxW < s.waiters[len(s.waiters)-1] {
+		ws = append(ws, maxW) // the largest size asked for is always drawn
+	}
+	s.waiters = ws
+	if !full {
+		s.names, s.clients = []int{1, 4}, 4
+	}
+	return s
+}
+
+// handoffPoint is one point of a handoff curve.
+type handoffPoint struct {
+	waiters  int
+	handoffs int
+	p50, p99 time.Duration
+	req      float64 // requests per handoff; NaN without a wire
+	// failed: a Lock or Release failed under the load (not a broken
+	// handoff rule), so the point has no figures.
+	failed error
+}
+
+// curveHandoffRig queues n waiters and a holder of one curve rig's engine
+// on one name, each on a counted client of its own (the SQL engines: on
+// up to maxClients clients, shared).
+func curveHandoffRig(tb testing.TB, cr *curveRig, n int) *handoffRig {
+	tb.Helper()
+	r := &handoffRig{engine: cr.engine, unordered: !cr.ordered, requeue: 5 * time.Millisecond,
+		requests: func() (int64, error) {
+			if cr.requests == nil {
+				return 0, nil
+			}
+			return cr.requests(), nil
+		},
+		sessionNote: fmt.Sprintf("%d %s clients", n+1, cr.engine)}
+	ttl := benchRedisTTL // lease engines: no renewal falls into a point
+	if cr.engine == "zk" {
+		ttl = zkHandoffTimeout
+	}
+	name := benchName(fmt.Sprintf("%s-curve-%d", cr.engine, n))
+	k := n + 1
+	if cr.maxClients > 0 && k > cr.maxClients {
+		k = cr.maxClients
+		r.sessionNote = fmt.Sprintf("%d waiters and a holder on %d %s clients", n, k, cr.engine)
+	}
+	clients := make([]curveClient, k)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16) // dial 16 at a time
+	for i := range clients {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			clients[i] = cr.client(tb, true, ttl, true)
+		})
+	}
+	wg.Wait()
+	tb.Cleanup(func() {
+		cs := make([]closer, len(clients))
+		for i, c := range clients {
+			cs[i] = closer(c.close)
+		}
+		closeAll(cs)
+	})
+	for i := range n + 1 {
+		m, err := clients[i%k].mutex(name)
+		if err != nil {
+			tb.Fatalf("Mutex(%q) = %v", name, err)
+		}
+		if cr.ordered {
+			c, set := batonContender()
+			set(m)
+			r.contenders = append(r.contenders, c)
+			continue
+		}
+		r.contenders = append(r.contenders, &contender{lock: func(ctx context.Context) (held, error) {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		}})
+	}
+	return r
+}
+
+// closer adapts a close function to closeAll.
+type closer func() error
+
+func (c closer) Close() error { return c() }
+
+// handoffCurve draws the handoff curve of every engine and of etcd's
+// concurrency.Mutex, returning the points by engine.
+func handoffCurve(t *testing.T, s curveSizes) (map[string][]handoffPoint, error) {
+	out := make(map[string][]handoffPoint)
+	engines := append(append([]string(nil), curveEngines[:2]...), append([]string{"etcd-peer"}, curveEngines[2:]...)...)
+	for _, e := range engines {
+		for _, n := range s.waiters {
+			ok := t.Run(fmt.Sprintf("handoff/%s/%d", e, n), func(t *testing.T) {
+				var r *handoffRig
+				if e == "etcd-peer" {
+					r = newEtcdPeerHandoffRig(t, n)
+				} else {
+					r = curveHandoffRig(t, newCurveRig(t, e), n)
+				}
+				res, err := runHandoff(r, handoffConfig{max: 500, budget: s.handoff, settle: time.Millisecond})
+				if err != nil && !errors.Is(err, errHandoffRule) {
+					// A measured outcome, not a broken rule: the engine
+					// could not serve this many waiters here (a Lock or a
+					// Release failed: nodes too slow to answer, no attempt
+					// answered within the lease time).
+					t.Logf("%s handoff with %d waiters: an operation failed: %v", e, n, err)
+					out[e] = append(out[e], handoffPoint{waiters: n, failed: err})
+					return
+				}
+				if err != nil {
+					t.Fatalf("%s handoff with %d waiters: %v", e, n, err)
+				}
+				pt := handoffPoint{waiters: n, handoffs: res.handoffs, p50: res.quantile(0.5), p99: res.quantile(0.99), req: res.perHandoff()}
+				if e == "sqlite" {
+					pt.req = math.NaN()
+				}
+				out[e] = append(out[e], pt)
+			})
+			if !ok {
+				return out, fmt.Errorf("handoff %s/%d failed", e, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+// tputPoint is one point of a throughput curve: lock+unlock per second of
+// all clients together.
+type tputPoint struct {
+	names int
+	ops   float64
+}
+
+// throughputCurve runs s.clients direct clients of each engine, each
+// locking and unlocking a name picked at random among n, for each n of
+// s.names, and the engine's floor on s.clients clients of its own (each
+// on a name of its own: the floor cannot wait).
+func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]float64) {
+	pts, floors := make(map[string][]tputPoint), make(map[string]float64)
+	for _, e := range curveEngines {
+		t.Run("throughput/"+e, func(t *testing.T) {
+			cr := newCurveRig(t, e)
+			prefix := benchName(e + "-tput")
+			clients := make([]curveClient, s.clients)
+			for i := range clients {
+				clients[i] = cr.client(t, false, benchRedisTTL, false)
+				t.Cleanup(func() { _ = clients[i].close() })
+			}
+			for _, n := range s.names {
+				ops, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+					ms := make(map[int]locker)
+					return func(ctx context.Context) error {
+						k := rand.IntN(n)
+						m := ms[k]
+						if m == nil {
+							var err error
+							if m, err = clients[i].mutex(fmt.Sprintf("%s/%d-%d", prefix, n, k)); err != nil {
+								return err
+							}
+							ms[k] = m
+						}
+						l, err := m.Lock(ctx)
+						if err != nil {
+							return err
+						}
+						return l.Release(ctx)
+					}
+				})
+				if err != nil {
+					t.Fatalf("%s throughput over %d names: %v", e, n, err)
+				}
+				pts[e] = append(pts[e], tputPoint{names: n, ops: ops})
+			}
+			floor := make([]*pair, s.clients)
+			for i := range floor {
+				floor[i] = cr.floor(t)
+			}
+			ops, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+				return func(ctx context.Context) error {
+					if err := floor[i].lock(ctx); err != nil {
+						return err
+					}
+					return floor[i].unlock(ctx)
+				}
+			})
+			if err != nil {
+				t.Fatalf("%s floor throughput: %v", e, err)
+			}
+			floors[e] = ops
+		})
+	}
+	return pts, floors
+}
+
+// runClients runs op of k goroutines for d and returns the operations per
+// second of all together.
+func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context) error) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
+	defer cancel()
+	var done atomic.Int64
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for i := range k {
+		op := mk(i)
+		wg.Go(func() { // owner: runClients; ends at end or on an error
+			for time.Now().Before(end) {
+				if err := op(ctx); err != nil {
+					errs[i] = err
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds(), errors.Join(errs...)
+}
+
+// heldPoint is the figures of many leases held by one client.
+type heldPoint struct {
+	leases       int
+	g1, gN       int     // goroutines the client added with one lease and with all
+	heapPerLease float64 // bytes of live heap per lease beyond the first
+	restPerSec   float64 // requests per second at rest, pings and renewals included; NaN without a wire
+	acquire      time.Duration
+	release      time.Duration
+	failed       error // a lease was lost or an operation failed
+}
+
+// heldTTL is the lease time (session timeout) of the held row: renewals
+// every 2 s on every engine.
+const heldTTL = 6 * time.Second
+
+// heldRow makes one counted client of each engine hold s.held leases.
+func heldRow(t *testing.T, s curveSizes) map[string]heldPoint {
+	out := make(map[string]heldPoint)
+	for _, e := range curveEngines {
+		t.Run("held/"+e, func(t *testing.T) {
+			hp, err := holdOn(t, newCurveRig(t, e), s.held, s.rest)
+			if err != nil {
+				// As a handoff point: a measured outcome, reported.
+				t.Logf("%s holding %d leases: %v", e, s.held, err)
+				hp.failed = err
+			}
+			out[e] = hp
+		})
+	}
+	return out
+}
+
+// settledGoroutines is the lowest goroutine count of a few looks, minus
+// the counting proxies' pumps: goroutines that are ending settle in a few
+// ms.
+func settledGoroutines(cr *curveRig) int {
+	g := math.MaxInt
+	for range 5 {
+		time.Sleep(20 * time.Millisecond)
+		g = min(g, runtime.NumGoroutine()-cr.pumps())
+	}
+	return g
+}
+
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func holdOn(t *testing.T, cr *curveRig, n int, rest time.Duration) (hp heldPoint, err error) {
+	hp.leases = n
+	base := settledGoroutines(cr)
+	c := cr.client(t, true, heldTTL, false)
+	closed := false
+	defer func() {
+		if !closed {
+			_ = c.close()
+		}
+	}()
+	prefix := benchName(cr.engine + "-held")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	leases := make([]*baton.Lease, n)
+	lock := func(i int) error {
+		m, err := c.mutex(fmt.Sprintf("%s/%d", prefix, i))
+		if err != nil {
+			return err
+		}
+		leases[i], err = m.Lock(ctx)
+		return err
+	}
+	if err := lock(0); err != nil {
+		return hp, err
+	}
+	hp.g1 = settledGoroutines(cr) - base
+	h1 := liveHeap()
+	start := time.Now()
+	if err := parallel(n-1, func(i int) error { return lock(i + 1) }); err != nil {
+		return hp, err
+	}
+	hp.acquire = time.Since(start)
+	hp.gN = settledGoroutines(cr) - base
+	hp.heapPerLease = (float64(liveHeap()) - float64(h1)) / float64(max(n-1, 1))
+	hp.restPerSec = math.NaN()
+	if cr.atRest != nil {
+		r0, t0 := cr.atRest(), time.Now()
+		time.Sleep(rest)
+		hp.restPerSec = float64(cr.atRest()-r0) / time.Since(t0).Seconds()
+	} else {
+		time.Sleep(rest)
+	}
+	for i, l := range leases {
+		if st := l.State(); st != baton.Held {
+			return hp, fmt.Errorf("lease %d after the rest: %v, want Held", i, st)
+		}
+	}
+	start = time.Now()
+	if err := parallel(n, func(i int) error { return leases[i].Release(ctx) }); err != nil {
+		return hp, err
+	}
+	hp.release = time.Since(start)
+	closed = true
+	return hp, c.close()
+}
+
+// parallel runs f(0…n-1) on 32 goroutines and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	const workers = 32
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { // owner: parallel; ends when its share is done
+			for i := w; i < n; i += workers {
+				if err := f(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// curves is the cost curves of one run.
+type curves struct {
+	sizes     curveSizes
+	handoff   map[string][]handoffPoint
+	tput      map[string][]tputPoint
+	tputFloor map[string]float64
+	held      map[string]heldPoint
+}
+
+// curveReport draws the cost curves and prints them with their targets:
+// requests per handoff flat (≤ 1.1× from the fewest to the most waiters),
+// p50 at the most waiters ≤ 1.5× at the fewest, goroutines independent of
+// the leases held, throughput over the most names ≥ 0.8× the floor's.
+func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
+	c.sizes = s
+	var err error
+	if c.handoff, err = handoffCurve(t, s); err != nil {
+		t.Fatal(err)
+	}
+	c.tput, c.tputFloor = throughputCurve(t, s)
+	c.held = heldRow(t, s)
+	if t.Failed() {
+		return c, nil
+	}
+
+	var handoffFailures []string
+	var tw strings.Builder
+	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "engine\t"
+	for _, n := range s.waiters {
+		head += fmt.Sprintf("p50/p99 µs @%d\t", n)
+	}
+	for _, n := range s.waiters {
+		head += fmt.Sprintf("req @%d\t", n)
+	}
+	fmt.Fprintln(w, head+"p50 ratio\treq ratio\ttarget\tresult\t")
+	for _, e := range append([]string{"etcd-peer"}, curveEngines...) {
+		pts := c.handoff[e]
+		if len(pts) == 0 { // filtered out by -run
+			continue
+		}
+		line := e + "\t"
+		var ok []handoffPoint
+		var failed []string
+		for _, p := range pts {
+			if p.failed != nil {
+				line += "failed\t"
+				failed = append(failed, fmt.Sprintf("%d waiters: %v", p.waiters, p.failed))
+				continue
+			}
+			ok = append(ok, p)
+			line += fmt.Sprintf("%d/%d\t", p.p50.Microseconds(), p.p99.Microseconds())
+		}
+		for _, p := range pts {
+			if p.failed != nil {
+				line += "–\t"
+				continue
+			}
+			line += fmtReq(p.req) + "\t"
+		}
+		if len(failed) > 0 {
+			misses = append(misses, fmt.Sprintf("%s handoff curve: failed at %s", e, strings.Join(failed, "; ")))
+			handoffFailures = append(handoffFailures, fmt.Sprintf("%s at %s", e, strings.Join(failed, "; ")))
+		}
+		if len(ok) == 0 {
+			fmt.Fprintf(w, "%s–\t–\t≤1.5× p50, ≤1.1× req\tMISS\t\n", line)
+			continue
+		}
+		first, last := ok[0], ok[len(ok)-1]
+		lr := float64(last.p50) / float64(first.p50)
+		rr := last.req / first.req
+		verdict := "PASS"
+		switch {
+		case e == "etcd-peer":
+			verdict = "reference"
+		case len(failed) > 0:
+			verdict = "MISS"
+		case lr > 1.5 || rr > 1.1 || math.IsNaN(rr) && lr > 1.5:
+			verdict = "MISS"
+			misses = append(misses, fmt.Sprintf("%s handoff curve (p50 %.2f×, requests %s× from %d to %d waiters)", e, lr, fmtReq(rr), first.waiters, last.waiters))
+		}
+		fmt.Fprintf(w, "%s%.2f\t%s\t≤1.5× p50, ≤1.1× req\t%s\t\n", line, lr, fmtReq(rr), verdict)
+	}
+	w.Flush()
+	var failNote string
+	if len(handoffFailures) > 0 {
+		failNote = "\nfailed (a Lock or Release returned an error under the load: the points are left out of the curve and the chart): " + strings.Join(handoffFailures, "\n")
+	}
+	report(t, "curve-handoff", "%s", fmt.Sprintf("handoff cost curve: p50/p99 from Release start to the next waiter's Lock return, and requests per handoff (exact, client-side: ZooKeeper request frames without pings, etcd calls without keepalives, request flights through a counting proxy for Redis, Redlock, PostgreSQL and MariaDB; SQLite has no wire), every waiter on a client of its own (SQL: spread over %d clients of 4 connections each); lease engines grant any waiter, queue engines the next in line; up to 500 handoffs or %v per point; ratios: most waiters drawn over fewest:\n%s", sqlClients, s.handoff, tw.String())+failNote)
+
+	tw.Reset()
+	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head = "engine\t"
+	for _, n := range s.names {
+		head += fmt.Sprintf("ops/s @%d names\t", n)
+	}
+	fmt.Fprintln(w, head+"floor ops/s\tmost names/floor\ttarget\tresult\t")
+	for _, e := range curveEngines {
+		if len(c.tput[e]) == 0 {
+			continue
+		}
+		line := e + "\t"
+		for _, p := range c.tput[e] {
+			line += fmt.Sprintf("%.0f\t", p.ops)
+		}
+		pts := c.tput[e]
+		r := pts[len(pts)-1].ops / c.tputFloor[e]
+		verdict := "PASS"
+		if r < 0.8 {
+			verdict = "MISS"
+			misses = append(misses, fmt.Sprintf("%s throughput over %d names (%.2f× the floor)", e, pts[len(pts)-1].names, r))
+		}
+		fmt.Fprintf(w, "%s%.0f\t%.2f\t≥0.8×floor\t%s\t\n", line, c.tputFloor[e], r, verdict)
+	}
+	w.Flush()
+	report(t, "curve-throughput", "throughput: lock+unlock per second of %d clients together (direct connections, a client each), each op on a name picked at random among n; the floor: the engine's bare round trips on the same number of clients, each on a name of its own; %v per point:\n%s", s.clients, s.tput, tw.String())
+
+	tw.Reset()
+	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var heldFailures []string
+	fmt.Fprintln(w, "engine\tleases\tgoroutines (1 lease)\tgoroutines (all)\theap B/lease\treq/s at rest\tacquire all\trelease all\ttarget\tresult\t")
+	for _, e := range curveEngines {
+		h, ok := c.held[e]
+		if !ok {
+			continue
+		}
+		verdict := "PASS"
+		if h.failed != nil {
+			msg := h.failed.Error()
+			if i := strings.IndexByte(msg, '\n'); i > 0 {
+				msg = msg[:i] + " …"
+			}
+			fmt.Fprintf(w, "%s\t%d\tfailed\t–\t–\t–\t–\t–\tgoroutines independent of leases\tMISS\t\n", e, h.leases)
+			heldFailures = append(heldFailures, fmt.Sprintf("%s: %s", e, msg))
+			misses = append(misses, fmt.Sprintf("%s %d held leases failed: %s", e, h.leases, msg))
+			continue
+		}
+		if h.gN != h.g1 {
+			verdict = "MISS"
+			misses = append(misses, fmt.Sprintf("%s %d held leases (goroutines %d, %d with one)", e, h.leases, h.gN, h.g1))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%s\t%v\t%v\tgoroutines independent of leases\t%s\t\n", e, h.leases, h.g1, h.gN, h.heapPerLease,
+			fmtReq(h.restPerSec), h.acquire.Round(time.Millisecond), h.release.Round(time.Millisecond), verdict)
+	}
+	w.Flush()
+	if len(heldFailures) > 0 {
+		tw.WriteString("failed (a lease lost or an operation failed under the load): " + strings.Join(heldFailures, "\n"))
+	}
+	report(t, "curve-held", "held leases on one client (lease time / session timeout %v): goroutines the client added, live heap per lease, requests per second at rest over %v (pings, keepalives and renewals included), acquiring and releasing all on 32 goroutines:\n%s", heldTTL, s.rest, tw.String())
+	return c, misses
+}
+
+func fmtReq(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// TestCurvesSmoke draws the cost curves at small sizes on every engine (3
+// waiters, 40 held leases, 4 clients over 1 and 4 names): every handoff
+// follows the rules (queue order on the queue engines, growing tokens),
+// every lease is held through its rest and released, and the curves'
+// charts draw as PNGs. It runs without
+// BATON_BENCH; TestRatios draws the full curves.
+func TestCurvesSmoke(t *testing.T) {
+	if benchEnabled() {
+		t.Skip("TestRatios draws the full curves")
+	}
+	s := sizesFor(false)
+	c, _ := curveReport(t, s)
+	if t.Failed() {
+		return
+	}
+	dir := t.TempDir()
+	charts, err := writeCharts(dir, c, nil, nil)
+	if err != nil {
+		t.Fatalf("writeCharts = %v", err)
+	}
+	for _, ch := range charts {
+		b, err := os.ReadFile(filepath.Join(dir, ch.file))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("chart %s: %d bytes, %v; want a PNG", ch.file, len(b), err)
+		}
+	}
+}
