@@ -158,6 +158,10 @@ public final class CuratorRecipes {
         } finally {
             client.close();
         }
+        // The session is closed. Netty's event loop (the TLS client
+        // socket's) keeps the JVM up for its two-second quiet period after
+        // that; nothing is left to wait for.
+        System.exit(0);
     }
 
     // digest configures the digest user of recipes.digest.user, if set:
