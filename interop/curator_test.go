@@ -62,9 +62,9 @@ var compiled struct {
 	java, cp string
 }
 
-// needJars returns the paths of the jars of names; a missing one skips by
-// hand and fails under CI=true.
-func needJars(t *testing.T, names []string) []string {
+// needJars returns the paths of the jars of names, which Debian's package
+// pkg installs; a missing one skips by hand and fails under CI=true.
+func needJars(t *testing.T, pkg string, names []string) []string {
 	t.Helper()
 	var jars, missing []string
 	for _, name := range names {
@@ -76,7 +76,7 @@ func needJars(t *testing.T, names []string) []string {
 	}
 	if len(missing) > 0 {
 		msg := "Curator interop needs " + strings.Join(missing, ", ") + " in " + javaLib +
-			" (apt-get install libcurator-recipes-java; scripts/test.sh does)"
+			" (apt-get install " + pkg + "; scripts/test.sh does)"
 		if testenv.CI() {
 			t.Fatal(msg + " — fails under CI=true")
 		}
@@ -93,8 +93,8 @@ func curator(t *testing.T, zd zkDeploy) func(recipe, path, dir, who, hold string
 	t.Helper()
 	javac := testenv.Binary(t, "javac")
 	java := testenv.Binary(t, "java")
-	jars := needJars(t, curatorJars)
-	extra := needJars(t, zd.jars)
+	jars := needJars(t, "libcurator-recipes-java", curatorJars)
+	extra := needJars(t, "libnetty-java", zd.jars)
 	if p, ok := findJar(quietJar); ok {
 		jars = append(jars, p)
 	}

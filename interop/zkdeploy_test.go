@@ -30,7 +30,7 @@ type zkDeploy struct {
 	batonEnv []string
 	// jvm are the JVM system properties of Curator's side (see
 	// java/CuratorRecipes.java) and jars what it needs on its class path
-	// beyond Curator's (Netty for TLS).
+	// beyond Curator's (Netty for TLS, from libnetty-java).
 	jvm, jars []string
 	// tls is the inspector's TLS configuration and digest its "user:pass",
 	// both nil for the plain server.
