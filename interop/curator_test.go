@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/go-zookeeper/zk"
@@ -21,7 +20,8 @@ const javaLib = "/usr/share/java"
 // curatorJars are the jars CuratorRecipes needs to compile and run, by their
 // Debian names: libcurator-recipes-java and what it depends on
 // (libzookeeper-java, libguava-java, libslf4j-java). The ZooKeeper client
-// talks NIO by default, so no netty jar is needed.
+// talks NIO by default, so the plain server needs no netty jar (TLS does:
+// zkDeploy.jars).
 var curatorJars = []string{
 	"curator-client", "curator-framework", "curator-recipes",
 	"zookeeper", "zookeeper-jute", "guava", "slf4j-api",
@@ -62,16 +62,12 @@ var compiled struct {
 	java, cp string
 }
 
-// curator compiles java/CuratorRecipes.java (once per test binary) against
-// Debian's jars and returns a function giving the argv of one run of
-// recipe (see the program's usage). A missing JDK or jar skips by hand and
-// fails under CI=true.
-func curator(t *testing.T, zkAddr string) func(recipe, path, dir, who, hold string, n int) []string {
+// needJars returns the paths of the jars of names, which Debian's package
+// pkg installs; a missing one skips by hand and fails under CI=true.
+func needJars(t *testing.T, pkg string, names []string) []string {
 	t.Helper()
-	javac := testenv.Binary(t, "javac")
-	java := testenv.Binary(t, "java")
 	var jars, missing []string
-	for _, name := range curatorJars {
+	for _, name := range names {
 		if p, ok := findJar(name); ok {
 			jars = append(jars, p)
 		} else {
@@ -80,12 +76,25 @@ func curator(t *testing.T, zkAddr string) func(recipe, path, dir, who, hold stri
 	}
 	if len(missing) > 0 {
 		msg := "Curator interop needs " + strings.Join(missing, ", ") + " in " + javaLib +
-			" (apt-get install libcurator-recipes-java; scripts/test.sh does)"
+			" (apt-get install " + pkg + "; scripts/test.sh does)"
 		if testenv.CI() {
 			t.Fatal(msg + " — fails under CI=true")
 		}
 		t.Skip(msg)
 	}
+	return jars
+}
+
+// curator compiles java/CuratorRecipes.java (once per test binary) against
+// Debian's jars and returns a function giving the argv of one run of
+// recipe on zd (see the program's usage). A missing JDK or jar skips by
+// hand and fails under CI=true.
+func curator(t *testing.T, zd zkDeploy) func(recipe, path, dir, who, hold string, n int) []string {
+	t.Helper()
+	javac := testenv.Binary(t, "javac")
+	java := testenv.Binary(t, "java")
+	jars := needJars(t, "libcurator-recipes-java", curatorJars)
+	extra := needJars(t, "libnetty-java", zd.jars)
 	if p, ok := findJar(quietJar); ok {
 		jars = append(jars, p)
 	}
@@ -103,20 +112,20 @@ func curator(t *testing.T, zkAddr string) func(recipe, path, dir, who, hold stri
 		}
 		compiled.java, compiled.cp = java, classes+":"+cp
 	}
-	java, cp := compiled.java, compiled.cp
+	java, cp := compiled.java, strings.Join(append([]string{compiled.cp}, extra...), ":")
 	return func(recipe, path, dir, who, hold string, n int) []string {
 		// A small serial heap and the C1 compiler start a JVM fastest on
 		// the two shared cores.
-		return []string{java, "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-			"-cp", cp, "CuratorRecipes", zkAddr, recipe, path, dir, who, hold, strconv.Itoa(n)}
+		argv := append([]string{java, "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, zd.jvm...)
+		return append(argv, "-cp", cp, "CuratorRecipes", zd.addr, recipe, path, dir, who, hold, strconv.Itoa(n))
 	}
 }
 
 // curatorSides returns a maker of Curator participants taking recipe on
-// the lock's path ("/" + name).
-func curatorSides(t *testing.T, addr string) func(who, recipe string) side {
+// the lock's path ("/" + name) of zd.
+func curatorSides(t *testing.T, zd zkDeploy) func(who, recipe string) side {
 	t.Helper()
-	cur := curator(t, addr)
+	cur := curator(t, zd)
 	return func(who, recipe string) side {
 		return side{who: who, gated: true, argv: func(name, dir, who, hold string, n int) []string {
 			return cur(recipe, "/"+name, dir, who, hold, n)
@@ -124,19 +133,20 @@ func curatorSides(t *testing.T, addr string) func(who, recipe string) side {
 	}
 }
 
-// zkServer connects a plain go-zookeeper client to inspect the lock
-// directory from outside both clients.
-func zkServer(t *testing.T, addr string) server {
+// zkServer connects a go-zookeeper client to inspect the lock directory of
+// zd from outside both clients. While a waiter is queued it checks the
+// ACLs of the lock's nodes, which both clients have created by then.
+func zkServer(t *testing.T, zd zkDeploy) server {
 	t.Helper()
-	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatalf("zk.Connect(%q) = %v", addr, err)
-	}
-	t.Cleanup(conn.Close)
+	conn := zd.connect(t)
 	return server{
 		engine:  "zk",
-		backend: "zk://" + addr,
+		backend: zd.backend,
 		entry:   curatorEntry,
+		waiting: func(t *testing.T, name string) {
+			t.Helper()
+			zd.checkACLs(t, conn, "/"+name)
+		},
 		queue: func(t *testing.T, name string) []string {
 			t.Helper()
 			children, _, err := conn.Children("/" + name)
@@ -158,12 +168,18 @@ func (quiet) Printf(string, ...any) {}
 // TestCuratorAndBatonMutex checks that `baton run` and Curator's
 // InterProcessMutex on the same ZooKeeper path exclude each other in both
 // start orders and under contention.
-func TestCuratorAndBatonMutex(t *testing.T) {
+func TestCuratorAndBatonMutex(t *testing.T) { curatorMutex(t, plainZK) }
+
+// TestCuratorAndBatonMutexTLS runs the same on the TLS server, both clients
+// authenticated as one digest user whose ACL every lock node must carry.
+func TestCuratorAndBatonMutexTLS(t *testing.T) { curatorMutex(t, tlsZK) }
+
+func curatorMutex(t *testing.T, deploy func(*testing.T) zkDeploy) {
 	needBaton(t)
-	addr := testenv.ZK(t)
-	cur := curatorSides(t, addr)
-	srv := zkServer(t, addr)
-	bat := func(who string) side { return batonSide(srv.backend, who, "mutex") }
+	zd := deploy(t)
+	cur := curatorSides(t, zd)
+	srv := zkServer(t, zd)
+	bat := func(who string) side { return zd.baton(who, "mutex") }
 
 	t.Run("CuratorFirst", func(t *testing.T) {
 		ordered(t, srv, cur("curator", "mutex"), bat("baton"))
@@ -181,12 +197,18 @@ func TestCuratorAndBatonMutex(t *testing.T) {
 // Curator's InterProcessReadWriteLock("/NAME"): a writer of either client
 // excludes writers and readers of the other in both start orders, and
 // readers of the two clients hold together (a writer then waits for both).
-func TestCuratorAndBatonRWLock(t *testing.T) {
+func TestCuratorAndBatonRWLock(t *testing.T) { curatorRWLock(t, plainZK) }
+
+// TestCuratorAndBatonRWLockTLS runs the same on the TLS server with digest
+// authentication and ACLs.
+func TestCuratorAndBatonRWLockTLS(t *testing.T) { curatorRWLock(t, tlsZK) }
+
+func curatorRWLock(t *testing.T, deploy func(*testing.T) zkDeploy) {
 	needBaton(t)
-	addr := testenv.ZK(t)
-	cur := curatorSides(t, addr)
-	srv := zkServer(t, addr).recipe(curatorRWEntry, "", 0)
-	bat := func(who, recipe string) side { return batonSide(srv.backend, who, recipe) }
+	zd := deploy(t)
+	cur := curatorSides(t, zd)
+	srv := zkServer(t, zd).recipe(curatorRWEntry, "", 0)
+	bat := zd.baton
 
 	for _, tc := range []struct {
 		name          string
@@ -231,26 +253,34 @@ func TestCuratorAndBatonRWLock(t *testing.T) {
 // queues (its lease entry visible) and enters as soon as one is returned;
 // under contention of two Java and two baton holders at most two are ever
 // inside, and two are.
-func TestCuratorAndBatonSemaphore(t *testing.T) {
+func TestCuratorAndBatonSemaphore(t *testing.T) { curatorSemaphore(t, plainZK) }
+
+// TestCuratorAndBatonSemaphoreTLS runs the same on the TLS server with
+// digest authentication and ACLs.
+func TestCuratorAndBatonSemaphoreTLS(t *testing.T) { curatorSemaphore(t, tlsZK) }
+
+func curatorSemaphore(t *testing.T, deploy func(*testing.T) zkDeploy) {
 	needBaton(t)
-	addr := testenv.ZK(t)
-	cur := curatorSides(t, addr)
+	zd := deploy(t)
+	cur := curatorSides(t, zd)
 	const n = 2
 	recipe := "semaphore:2"
-	zs := zkServer(t, addr)
+	zs := zkServer(t, zd)
 	srv := zs.recipe(curatorLease, "leases", n)
 	// Curator's acquirer holds the guard mutex NAME/locks while it waits
 	// for a permit, so only it watches the leases; a waiter of either
 	// client must hold it the same way, or a Java and a Go acquirer could
 	// count the leases at the same time and both take the last permit.
+	acls := srv.waiting
 	srv.waiting = func(t *testing.T, name string) {
 		t.Helper()
+		acls(t, name)
 		g := zs.queue(t, name+"/locks")
 		if len(g) != 1 || !curatorEntry.MatchString(g[0]) {
 			t.Errorf("guard %q while a waiter is queued = %q, want one entry matching %v (the waiter's)", "/"+name+"/locks", g, curatorEntry)
 		}
 	}
-	bat := func(who string) side { return batonSide(srv.backend, who, recipe) }
+	bat := func(who string) side { return zd.baton(who, recipe) }
 
 	t.Run("CuratorHoldsBoth", func(t *testing.T) {
 		v := queued(t, srv, []side{cur("curator-1", recipe), cur("curator-2", recipe)}, bat("baton"), 1)
@@ -279,12 +309,18 @@ func TestCuratorAndBatonSemaphore(t *testing.T) {
 // LeaderLatch("/NAME"): one leader at a time across the two clients, in
 // both start orders, and leadership passes to the other client's
 // candidate when the leader exits.
-func TestCuratorAndBatonLeader(t *testing.T) {
+func TestCuratorAndBatonLeader(t *testing.T) { curatorLeader(t, plainZK) }
+
+// TestCuratorAndBatonLeaderTLS runs the same on the TLS server with digest
+// authentication and ACLs.
+func TestCuratorAndBatonLeaderTLS(t *testing.T) { curatorLeader(t, tlsZK) }
+
+func curatorLeader(t *testing.T, deploy func(*testing.T) zkDeploy) {
 	needBaton(t)
-	addr := testenv.ZK(t)
-	cur := curatorSides(t, addr)
-	srv := zkServer(t, addr).recipe(curatorLatch, "", 0)
-	bat := func(who string) side { return batonSide(srv.backend, who, "leader") }
+	zd := deploy(t)
+	cur := curatorSides(t, zd)
+	srv := zkServer(t, zd).recipe(curatorLatch, "", 0)
+	bat := func(who string) side { return zd.baton(who, "leader") }
 
 	t.Run("CuratorFirst", func(t *testing.T) {
 		ordered(t, srv, cur("curator", "leader"), bat("baton"))

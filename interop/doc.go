@@ -9,6 +9,13 @@
 // order); these tests are where that promise is checked against the real
 // programs rather than against our reading of them.
 //
+// The Curator tests run twice: on the plain ZooKeeper server, and on the
+// one that speaks only TLS and wants a client certificate
+// (scripts/servers.d/tls.sh), where baton (zk+tls://, BATON_ZK_*) and
+// Curator (ZooKeeper's Netty TLS client) authenticate as one digest user
+// and every node of a lock, whichever client created it, must carry that
+// user's digest ACL alone.
+//
 // Every holder, whatever its client, runs the same critical section
 // (testdata/critical.sh, java/CuratorRecipes.java): it creates a marker
 // directory named after its kind (mutex, write, read, permit, leader) and

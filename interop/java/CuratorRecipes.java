@@ -21,6 +21,19 @@
 //               exists (the test decides when the holder leaves)
 //   ITERATIONS  how many times to acquire, run and release
 //
+// TLS and digest authentication are optional, by JVM system properties,
+// so that no secret is on the command line:
+//
+//   zookeeper.client.secure, zookeeper.clientCnxnSocket, zookeeper.ssl.*
+//       ZooKeeper's own client settings (TLS with Netty; the key and trust
+//       stores' passwords through zookeeper.ssl.*.passwordPath)
+//   recipes.digest.user, recipes.digest.passwordPath
+//       a digest user and the file holding its password: the client adds
+//       the credential to its session and creates every node (entries and
+//       container parents) with an ACL granting all rights to that digest
+//       identity alone, the ACL baton's zklock sets with the same user, so
+//       that each client may read and delete the other's nodes
+//
 // Before the first acquire it connects, creates DIR/ready-WHO and, when
 // DIR/start exists or appears, begins; so the test can start several
 // participants together after the JVMs have paid their start-up cost.
@@ -33,12 +46,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -46,6 +62,10 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
+import org.apache.zookeeper.server.auth.DigestAuthenticationProvider;
 
 public final class CuratorRecipes {
     // The longest a gated holder, a waiter for DIR/start or an acquire
@@ -76,12 +96,13 @@ public final class CuratorRecipes {
         String hold = args[5]; // seconds, or "gate"
         int iterations = Integer.parseInt(args[6]);
 
-        CuratorFramework client = CuratorFrameworkFactory.builder()
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(10_000)
                 .connectionTimeoutMs(10_000)
-                .retryPolicy(new ExponentialBackoffRetry(100, 5))
-                .build();
+                .retryPolicy(new ExponentialBackoffRetry(100, 5));
+        digest(builder);
+        CuratorFramework client = builder.build();
         client.start();
         try {
             if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
@@ -137,6 +158,39 @@ public final class CuratorRecipes {
         } finally {
             client.close();
         }
+        // The session is closed. Netty's event loop (the TLS client
+        // socket's) keeps the JVM up for its two-second quiet period after
+        // that; nothing is left to wait for.
+        System.exit(0);
+    }
+
+    // digest configures the digest user of recipes.digest.user, if set:
+    // its credential on the session and its ACL on every node created.
+    private static void digest(CuratorFrameworkFactory.Builder builder) throws Exception {
+        String user = System.getProperty("recipes.digest.user");
+        if (user == null || user.isEmpty()) {
+            return;
+        }
+        String passwordPath = System.getProperty("recipes.digest.passwordPath");
+        if (passwordPath == null || passwordPath.isEmpty()) {
+            throw new IllegalArgumentException("recipes.digest.user without recipes.digest.passwordPath");
+        }
+        String password = new String(Files.readAllBytes(Paths.get(passwordPath)), StandardCharsets.UTF_8).trim();
+        String credential = user + ":" + password;
+        List<ACL> acl = Collections.singletonList(new ACL(ZooDefs.Perms.ALL,
+                new Id("digest", DigestAuthenticationProvider.generateDigest(credential))));
+        builder.authorization("digest", credential.getBytes(StandardCharsets.UTF_8))
+                .aclProvider(new ACLProvider() {
+                    @Override
+                    public List<ACL> getDefaultAcl() {
+                        return acl;
+                    }
+
+                    @Override
+                    public List<ACL> getAclForPath(String path) {
+                        return acl;
+                    }
+                });
     }
 
     private static Recipe lock(InterProcessLock l, String path) {

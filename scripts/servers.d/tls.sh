@@ -4,7 +4,8 @@
 #
 #   ZooKeeper  21850  Netty secureClientPort only, client certificate needed
 #                     (digest identities are the clients' own: the tests
-#                     check that the ACLs keep other identities out)
+#                     check that the ACLs keep other identities out); Java
+#                     clients take the client pair from client.p12
 #   etcd       23850  https client URL, client certificate needed, then
 #                     user/password auth: user baton (role baton, readwrite
 #                     on the prefix baton/), user outsider (role outsider,
@@ -82,7 +83,7 @@ tls_certs() {
   mkdir -p "$d"
   chmod 755 "$d"
   tls_secret zk-baton >/dev/null # the digest password of the ZooKeeper tests
-  [ -f "$d/client.pem" ] && return 0
+  [ -f "$d/client.pem" ] && { tls_client_p12; return 0; }
   for ca in ca rogue-ca; do
     openssl ecparam -name prime256v1 -genkey -noout -out "$d/$ca.key" 2>/dev/null
     openssl req -x509 -new -key "$d/$ca.key" -subj "/CN=baton test $ca" -days 30 -sha256 \
@@ -102,6 +103,18 @@ extendedKeyUsage=serverAuth,clientAuth"
     -storetype PKCS12 -storepass "$(tls_secret keystore)" >/dev/null 2>&1
   chmod 644 "$d"/*.pem
   chmod 600 "$d"/*.key "$d"/*.p12 # libpq refuses a key others can read
+  tls_client_p12
+}
+
+# tls_client_p12 writes the client pair as PKCS#12 for Java clients (the
+# Curator interop tests), password keystore.pass; a deployment whose
+# certificates predate it gets it on its next start.
+tls_client_p12() {
+  local d="$STATE/tls"
+  [ -f "$d/client.p12" ] && return 0
+  openssl pkcs12 -export -in "$d/client.pem" -inkey "$d/client.key" -name client \
+    -passout "pass:$(tls_secret keystore)" -out "$d/client.p12"
+  chmod 600 "$d/client.p12"
 }
 
 start_tls_zk() {
