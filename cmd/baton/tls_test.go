@@ -198,16 +198,7 @@ func TestRedisTLSAuth(t *testing.T) {
 	addr := testenv.Require(t, "BATON_TEST_REDIS_TLS", "Redis with TLS and ACL users")
 	pass, outsider := tlsPass(t, "redis", "baton"), tlsPass(t, "redis", "outsider")
 	wrong := "wrong-" + pass
-	certs := func(ca, pair string) []string {
-		env := []string{"BATON_REDIS_CACERT=" + tlsFile(t, ca+".pem")}
-		if pair != "" {
-			env = append(env, "BATON_REDIS_CERT="+tlsFile(t, pair+".pem"), "BATON_REDIS_KEY="+tlsFile(t, pair+".key"))
-		}
-		return env
-	}
-	user := func(env []string, name, pass string) []string {
-		return append(env, "BATON_REDIS_USERNAME="+name, "BATON_REDIS_PASSWORD="+pass)
-	}
+	certs, user := tlsEnvFuncs(t, "BATON_REDIS", "USERNAME")
 	good := certs("ca", "client")
 	url := "rediss://" + addr
 	runTLSCases(t, "redis", "", []string{pass, wrong, outsider}, []tlsCase{
@@ -239,16 +230,7 @@ func TestEtcdTLSAuth(t *testing.T) {
 	addr := testenv.Require(t, "BATON_TEST_ETCD_TLS", "etcd with TLS and auth")
 	pass, outsider, reader := tlsPass(t, "etcd", "baton"), tlsPass(t, "etcd", "outsider"), tlsPass(t, "etcd", "reader")
 	wrong := "wrong-" + pass
-	certs := func(ca, pair string) []string {
-		env := []string{"BATON_ETCD_CACERT=" + tlsFile(t, ca+".pem")}
-		if pair != "" {
-			env = append(env, "BATON_ETCD_CERT="+tlsFile(t, pair+".pem"), "BATON_ETCD_KEY="+tlsFile(t, pair+".key"))
-		}
-		return env
-	}
-	user := func(env []string, name, pass string) []string {
-		return append(env, "BATON_ETCD_USER="+name, "BATON_ETCD_PASSWORD="+pass)
-	}
+	certs, user := tlsEnvFuncs(t, "BATON_ETCD", "USER")
 	good := certs("ca", "client")
 	url := "etcds://" + addr
 	runTLSCases(t, "etcd", "baton/", []string{pass, wrong, outsider, reader}, []tlsCase{
@@ -325,16 +307,7 @@ func TestZKTLSAuth(t *testing.T) {
 	pass := tlsPass(t, "zk", "baton")
 	ensureZKChroot(t, net.JoinHostPort("127.0.0.1", port), pass)
 	wrong := "wrong-" + pass
-	certs := func(ca, pair string) []string {
-		env := []string{"BATON_ZK_CACERT=" + tlsFile(t, ca+".pem")}
-		if pair != "" {
-			env = append(env, "BATON_ZK_CERT="+tlsFile(t, pair+".pem"), "BATON_ZK_KEY="+tlsFile(t, pair+".key"))
-		}
-		return env
-	}
-	user := func(env []string, name, pass string) []string {
-		return append(env, "BATON_ZK_USER="+name, "BATON_ZK_PASSWORD="+pass)
-	}
+	certs, user := tlsEnvFuncs(t, "BATON_ZK", "USER")
 	good := certs("ca", "client")
 	host := net.JoinHostPort("localhost", port)
 	url := "zk+tls://" + host + zkTLSChroot
@@ -409,16 +382,7 @@ func TestRedlockTLSAuth(t *testing.T) {
 	pass, outsider := tlsPass(t, "redis", "baton"), tlsPass(t, "redis", "outsider")
 	wrong := "wrong-" + pass
 	url := "redlock://" + strings.Join(startTLSRedlock(t), ",") + "?tls=true"
-	certs := func(ca, pair string) []string {
-		env := []string{"BATON_REDIS_CACERT=" + tlsFile(t, ca+".pem")}
-		if pair != "" {
-			env = append(env, "BATON_REDIS_CERT="+tlsFile(t, pair+".pem"), "BATON_REDIS_KEY="+tlsFile(t, pair+".key"))
-		}
-		return env
-	}
-	user := func(env []string, name, pass string) []string {
-		return append(env, "BATON_REDIS_USERNAME="+name, "BATON_REDIS_PASSWORD="+pass)
-	}
+	certs, user := tlsEnvFuncs(t, "BATON_REDIS", "USERNAME")
 	good := certs("ca", "client")
 	runTLSCases(t, "redlock", "", []string{pass, wrong, outsider}, []tlsCase{
 		{name: "credentials from the environment", env: user(good, "baton", pass), backend: url},
@@ -451,4 +415,22 @@ func TestTLSRefusalJSON(t *testing.T) {
 	if !strings.Contains(r.stderr, "certificate required") {
 		t.Errorf("stderr does not name the cause:\n%s", r.stderr)
 	}
+}
+
+// tlsEnvFuncs returns an engine's environment builders for the TLS
+// deployments: certs(ca, pair) sets PREFIX_CACERT to ca's file and, unless
+// pair is "", the client pair PREFIX_CERT / PREFIX_KEY; user adds the user
+// (PREFIX_<userVar>) and PREFIX_PASSWORD to env.
+func tlsEnvFuncs(t *testing.T, prefix, userVar string) (certs func(ca, pair string) []string, user func(env []string, name, pass string) []string) {
+	certs = func(ca, pair string) []string {
+		env := []string{prefix + "_CACERT=" + tlsFile(t, ca+".pem")}
+		if pair != "" {
+			env = append(env, prefix+"_CERT="+tlsFile(t, pair+".pem"), prefix+"_KEY="+tlsFile(t, pair+".key"))
+		}
+		return env
+	}
+	user = func(env []string, name, pass string) []string {
+		return append(env, prefix+"_"+userVar+"="+name, prefix+"_PASSWORD="+pass)
+	}
+	return certs, user
 }
