@@ -362,7 +362,7 @@ func TestDrillTerminal(t *testing.T) {
 		_, _ = io.Copy(&screen, master)
 	}()
 	env := []string{"HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}
-	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = slave }, env, "drill", "--trials", "2", "--ttl", "1s", "--scenarios", "paused")
+	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = slave }, env, "drill", "--trials", "2", "--ttl", "2s", "--scenarios", "paused")
 	r := p.wait(t, drillLimit)
 	slave.Close()
 	master.Close()
