@@ -330,24 +330,7 @@ func TestDrillHTML(t *testing.T) {
 			t.Errorf("%s: a timeline has %d lanes, %d marks, %d spans drawn; want ≥ 2, ≥ 1, ≥ 1", s.Name, lanes, marks, drawn)
 		}
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	shots := os.Getenv("BATON_ARTIFACTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	shot := filepath.Join(shots, "drill-report.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatalf("save the screenshot: %v", err)
-	}
-	t.Logf("screenshot: %s", shot)
-	for _, m := range console() {
-		if m.Type == chromedp.ConsoleError || m.IsException() {
-			t.Errorf("console: %v (%s:%d)", m, m.URL, m.Line)
-		}
-	}
+	finishPage(ctx, t, console, "drill-report.png")
 }
 
 // TestDrillTerminal: on a terminal the progress is one line rewritten in

@@ -138,6 +138,14 @@ func TestExporterBrowser(t *testing.T) {
 	check("two waiters listed in order", `[...document.querySelectorAll('section.lock')].find(
 		(c) => c.dataset.lock === `+strconv.Quote(backup)+`).querySelectorAll('ol.queue li').length === 2`)
 
+	finishPage(ctx, t, console, "exporter.png")
+}
+
+// finishPage saves a screenshot of the page as name (in BATON_ARTIFACTS,
+// else the test's temporary directory) and fails the test on every console
+// error or exception the page logged.
+func finishPage(ctx context.Context, t *testing.T, console func() []chromedp.ConsoleMessage, name string) {
+	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -146,7 +154,7 @@ func TestExporterBrowser(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	shot := filepath.Join(dir, "exporter.png")
+	shot := filepath.Join(dir, name)
 	if err := os.WriteFile(shot, png, 0o644); err != nil {
 		t.Fatalf("save the screenshot: %v", err)
 	}
