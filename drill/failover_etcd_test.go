@@ -547,12 +547,10 @@ func etcdDeadlineHonoured(t *testing.T, e *engine, c *cluster.Etcd, name string,
 // exclusion holds (the unfenced control stays green), tokens increase,
 // every waiter is served in order before its deadline.
 //
-// Known gap, logged rather than failed: a session whose keepalive stream
-// gRPC's round robin put on the frozen member waits for that answer until
-// the lease's deadline (an attempt may run that long, see etcdlock's
-// "Lease states and their timing"), so the session is lost although two
-// members answer. The losses are safe (Lost comes before the server's
-// expiry, and a lost waiter queues again) but observable.
+// A keepalive or a release that gRPC's round robin puts on the frozen
+// member would wait for it until its deadline; etcdlock hedges the
+// keepalive and retries the guarded delete on another member, so no lease
+// and no waiter session may be lost (the drill fails on any loss).
 func TestFailoverEtcdSlowMember(t *testing.T) {
 	seed := drilltest.BaseSeed()
 	for i := range drilltest.Trials(1) {

@@ -91,6 +91,13 @@
 //     cancelled with a cause wrapping baton.ErrLost, and its waiters fail
 //     with baton.ErrSessionLost.
 //
+// One member that is frozen or cut off must not cost a lease while the
+// others answer: a keepalive still unanswered halfway to Suspended is
+// hedged by a second one on a new stream, which the client balances to
+// another member (the first answer wins), and a release's guarded delete
+// bounds each attempt (TTL/4, at least 250 ms) and retries on another
+// member; the delete is exact, so a retry never removes a newer entry.
+//
 // The etcd lessor checks for expired leases on a 500 ms tick, so the server
 // removes a lease's keys up to half a second after its TTL ran out: a dead
 // holder's lock is free after TTL … TTL + 0.5 s.
