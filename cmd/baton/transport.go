@@ -80,3 +80,46 @@ func tlsSchemeOf(scheme string) string {
 	}
 	return "?tls=true"
 }
+
+// defaultPorts are the ports of the schemes whose URLs may omit them.
+var defaultPorts = map[string]string{
+	"zk": "2181", "etcd": "2379", "etcds": "2379", "redis": "6379", "rediss": "6379",
+	"postgres": "5432", "postgresql": "5432", "mysql": "3306",
+}
+
+// splitAuthority cuts a backend URL into what precedes its host list
+// (scheme and userinfo), the host list, and what follows it (path and
+// query). Every scheme baton knows puts a comma-separated host list
+// between "://" (or the last "@" of the authority) and the path.
+func splitAuthority(raw string) (head, hosts, tail string) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	head = scheme + "://"
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	tail = rest[end:]
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		head += authority[:i+1]
+		authority = authority[i+1:]
+	}
+	return head, authority, tail
+}
+
+// urlHosts returns the host:port of every server of u, in the URL's
+// order, with the scheme's default port where the URL omits it.
+func urlHosts(u engineURL) []string {
+	_, hosts, _ := splitAuthority(u.orig)
+	var out []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), defaultPorts[u.scheme])
+		}
+		out = append(out, h)
+	}
+	return out
+}
