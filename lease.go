@@ -99,11 +99,15 @@ type Lease struct {
 	outer  *Lease // the lease found in the acquire context, for reentrancy
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	base   leaseBase // ctx's parent
+	ctl    Control   // NewLease's, in the same allocation
 
-	mu        sync.Mutex
-	state     State
-	cause     error         // why the lease ended
-	changed   chan struct{} // closed and replaced on every state change
+	mu    sync.Mutex
+	state State
+	cause error // why the lease ended
+	// changed is closed on the next state change; made by the first
+	// Observe after a change, since most leases are never observed.
+	changed   chan struct{}
 	holds     int
 	releasing bool
 
@@ -113,20 +117,44 @@ type Lease struct {
 
 type leaseKey struct{}
 
+// leaseBase is the parent of a lease's context: the acquire context's
+// values, and the lease under leaseKey, without its cancellation or
+// deadline. It is context.WithValue(context.WithoutCancel(parent),
+// leaseKey{}, l) in one value that lives inside the Lease, so that
+// NewLease does not allocate both.
+type leaseBase struct {
+	parent context.Context
+	l      *Lease
+}
+
+func (b *leaseBase) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (b *leaseBase) Done() <-chan struct{}       { return nil }
+func (b *leaseBase) Err() error                  { return nil }
+
+func (b *leaseBase) Value(key any) any {
+	if key == (leaseKey{}) {
+		return b.l
+	}
+	return b.parent.Value(key)
+}
+
+func (b *leaseBase) String() string { return "baton.Lease" }
+
 // NewLease builds the lease for a grant, in state Held with one hold, and
 // the Control through which the engine reports suspension and loss. The
 // lease's context carries parent's values (so nested acquires find it) but
 // not parent's cancellation: the acquire context bounds the wait, not the
 // holding.
 func NewLease(parent context.Context, g Grant) (*Lease, *Control) {
-	l := &Lease{g: g, state: Held, holds: 1, changed: make(chan struct{})}
+	l := &Lease{g: g, state: Held, holds: 1}
 	if g.Observer != nil {
 		l.granted = time.Now()
 	}
 	l.outer, _ = parent.Value(leaseKey{}).(*Lease)
-	base := context.WithValue(context.WithoutCancel(parent), leaseKey{}, l)
-	l.ctx, l.cancel = context.WithCancelCause(base)
-	return l, &Control{l: l}
+	l.base = leaseBase{parent: parent, l: l}
+	l.ctx, l.cancel = context.WithCancelCause(&l.base)
+	l.ctl.l = l
+	return l, &l.ctl
 }
 
 // Name returns the normalised lock name.
@@ -170,6 +198,9 @@ func (l *Lease) State() State {
 func (l *Lease) Observe() (State, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
 	return l.state, l.changed
 }
 
@@ -244,8 +275,10 @@ func (l *Lease) emit(kind EventKind, err error, d, lead time.Duration) {
 
 func (l *Lease) setLocked(s State) {
 	l.state = s
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
 func (l *Lease) endLocked(s State, cause error) {
