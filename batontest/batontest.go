@@ -60,6 +60,12 @@ type Engine struct {
 	// max(0.5s, SessionTTL/4) (I5).
 	SessionTTL time.Duration
 
+	// CleanupBound is how long the engine may take to remove the entries
+	// of a released lease or of an acquire that returned an error, when
+	// longer than the default CleanupBound: an engine that leaves a key
+	// on a node whose delete timed out, to expire there, needs its TTL.
+	CleanupBound time.Duration
+
 	// SemaphoreEntries lists the remote entries of the semaphore called
 	// name (its permits' entries and any guard entries), like Entries.
 	// Nil means Entries(t, name); set it when a semaphore's entries live
@@ -466,3 +472,6 @@ func As[I, T any](v T, err error) (I, error) {
 	}
 	return any(v).(I), nil
 }
+
+// cleanupBound is the engine's CleanupBound, at least the default.
+func (s *suite) cleanupBound() time.Duration { return max(s.e.CleanupBound, CleanupBound) }

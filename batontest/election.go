@@ -360,7 +360,7 @@ func (s *suite) testElectSingleLeader(t *testing.T) {
 		}
 		s.resign(t, ld)
 	}
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every leader resigned = %q, want none", name, got)
 	}
 	if id, err := els[0].Leader(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNoLeader) {
@@ -438,10 +438,10 @@ func (s *suite) testElectResignOrder(t *testing.T) {
 		s.errorf(t, "resign order", "Resign ran %v, want %v", steps, got)
 	}
 	s.checkResigned(t, ld)
-	r, ok := next.wait(CleanupBound)
+	r, ok := next.wait(s.cleanupBound())
 	switch {
 	case !ok:
-		s.fatalf(t, "progress", "next candidate not leading %v after Resign returned", CleanupBound)
+		s.fatalf(t, "progress", "next candidate not leading %v after Resign returned", s.cleanupBound())
 	case r.err != nil:
 		s.fatalf(t, "progress", "next candidate's Campaign = %v, want leadership", r.err)
 	}
@@ -451,7 +451,7 @@ func (s *suite) testElectResignOrder(t *testing.T) {
 		s.errorf(t, "epochs increase", "next leader's epoch %d, want > %d", r.ld.Epoch(), ld.Epoch())
 	}
 	s.resign(t, r.ld)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after both resigned = %q, want none", name, got)
 	}
 }
@@ -495,15 +495,15 @@ func (s *suite) testElectDrainBound(t *testing.T) {
 		s.errorf(t, "resign order", "Checkpoint did not run after a Drain that timed out")
 	}
 	s.checkResigned(t, ld)
-	r, ok := next.wait(CleanupBound)
+	r, ok := next.wait(s.cleanupBound())
 	switch {
 	case !ok:
-		s.fatalf(t, "progress", "next candidate not leading %v after Resign with a stuck Drain", CleanupBound)
+		s.fatalf(t, "progress", "next candidate not leading %v after Resign with a stuck Drain", s.cleanupBound())
 	case r.err != nil:
 		s.fatalf(t, "progress", "next candidate's Campaign = %v, want leadership", r.err)
 	}
 	s.resign(t, r.ld)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after both resigned = %q, want none", name, got)
 	}
 }
@@ -530,7 +530,7 @@ func (s *suite) testElectCancel(t *testing.T) {
 	if r.ld != nil || !errors.Is(r.err, context.Canceled) {
 		s.errorf(t, "context", "cancelled Campaign = %v, %v, want an error wrapping %v", r.ld, r.err, context.Canceled)
 	}
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind (CURATOR-79)", "entries after the cancelled Campaign = %q, want only the leader's %q", got, before)
 	}
 	if !ld.Accepting() {
@@ -540,7 +540,7 @@ func (s *suite) testElectCancel(t *testing.T) {
 	if id, err := el2.Leader(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNoLeader) {
 		s.errorf(t, "no leader", "Leader() after the leader resigned and the only other candidate withdrew = %q, %v, want %v", id, err, baton.ErrNoLeader)
 	}
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 	}
 }
@@ -600,8 +600,8 @@ func (s *suite) testElectObserve(t *testing.T) {
 	})
 	awaitSeen := func(want string, what string) {
 		t.Helper()
-		if !eventually(CleanupBound, func() bool { id, _ := o.last(); return id == want }) {
-			s.errorf(t, "observe", "%s: Observe sent %q, want %q last within %v", what, o.all(), want, CleanupBound)
+		if !eventually(s.cleanupBound(), func() bool { id, _ := o.last(); return id == want }) {
+			s.errorf(t, "observe", "%s: Observe sent %q, want %q last within %v", what, o.all(), want, s.cleanupBound())
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -621,9 +621,9 @@ func (s *suite) testElectObserve(t *testing.T) {
 		s.errorf(t, "leader reported", "Leader() after a second candidate queued = %q, %v, want still %q", id, err, id1)
 	}
 	s.resign(t, ld1)
-	r, ok := next.wait(CleanupBound)
+	r, ok := next.wait(s.cleanupBound())
 	if !ok || r.err != nil {
-		s.fatalf(t, "progress", "second candidate's Campaign after the first resigned = %v (returned: %v), want leadership within %v", r.err, ok, CleanupBound)
+		s.fatalf(t, "progress", "second candidate's Campaign after the first resigned = %v (returned: %v), want leadership within %v", r.err, ok, s.cleanupBound())
 	}
 	id2, err := elo.Leader(opCtx(t, 5*time.Second))
 	if err != nil || id2 == "" || id2 == id1 {
@@ -631,11 +631,11 @@ func (s *suite) testElectObserve(t *testing.T) {
 	}
 	awaitSeen(id2, "second leader")
 	s.resign(t, r.ld)
-	if !eventually(CleanupBound, func() bool {
+	if !eventually(s.cleanupBound(), func() bool {
 		_, err := elo.Leader(opCtx(t, 5*time.Second))
 		return errors.Is(err, baton.ErrNoLeader)
 	}) {
-		s.errorf(t, "no leader", "Leader() after the last leader resigned: want an error wrapping %v within %v", baton.ErrNoLeader, CleanupBound)
+		s.errorf(t, "no leader", "Leader() after the last leader resigned: want an error wrapping %v within %v", baton.ErrNoLeader, s.cleanupBound())
 	}
 	awaitSeen("", "after the last leader resigned")
 	seen := o.all()

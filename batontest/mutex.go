@@ -91,7 +91,7 @@ func (s *suite) testValidNames(t *testing.T) {
 		}
 		s.checkFresh(t, l, tc.name)
 		s.release(t, l)
-		if got, ok := s.awaitEntries(t, strings.Trim(tc.name, "/"), nil, CleanupBound); !ok {
+		if got, ok := s.awaitEntries(t, strings.Trim(tc.name, "/"), nil, s.cleanupBound()); !ok {
 			s.errorf(t, "no entry left behind", "entries of %s name after Release = %q, want none", tc.why, got)
 		}
 	}
@@ -128,7 +128,7 @@ func (s *suite) testTryLock(t *testing.T) {
 			s.errorf(t, "TryLock", "TryLock(%q) #%d on a held lock took %v, want ≤ %v", name, i, took, TryLockBound)
 		}
 	}
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after failed TryLocks = %q, want only the holder's %q", name, got, before)
 	}
 	if st := l1.State(); st != baton.Held {
@@ -145,7 +145,7 @@ func (s *suite) testTryLock(t *testing.T) {
 		s.errorf(t, "tokens increase", "token after handoff = %d, want > %d", l2.Token(), l1.Token())
 	}
 	s.release(t, l2)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -203,7 +203,7 @@ func (s *suite) testRelease(t *testing.T) {
 	if err := l.Release(opCtx(t, 10*time.Second)); !errors.Is(err, baton.ErrNotHeld) {
 		s.errorf(t, "release", "second Release(%q) = %v, want an error wrapping %v", name, err, baton.ErrNotHeld)
 	}
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after Release = %q, want none", name, got)
 	}
 
@@ -268,7 +268,7 @@ func (s *suite) testReentrancy(t *testing.T) {
 			s.release(t, l3)
 		}
 	}
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries after refused re-entries = %q, want only the holder's %q", got, before)
 	}
 	if h := l.Holds(); h != 2 {
@@ -323,7 +323,7 @@ func (s *suite) testReentrancy(t *testing.T) {
 			s.release(t, l5)
 		}
 	}
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 	}
 }
@@ -415,7 +415,7 @@ func (s *suite) testMutualExclusion(t *testing.T) {
 		s.errorf(t, "owner unique to the grant", "%d of %d grants reuse an earlier grant's Owner()", dups, len(grants))
 	}
 	t.Logf("%s: %d grants by %d clients, %d overlaps, tokens %d…%d", s.e.Name, len(grants), clients, overlaps.Load(), first(grants).token, last(grants).token)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind (I8)", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -454,7 +454,7 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 				s.release(t, l)
 			}
 		}
-		if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+		if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 			s.errorf(t, "no entry left behind", "entries after Lock(cancelled context) = %q, want none", got)
 		}
 	})
@@ -496,14 +496,14 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 			if r.l != nil || !errors.Is(r.err, tc.want) {
 				s.errorf(t, "context", "Lock while another holds, context ended = %v, %v, want an error wrapping %v", r.l, r.err, tc.want)
 			}
-			if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
-				s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled Lock = %q, want only the holder's %q", CleanupBound, got, before)
+			if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
+				s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled Lock = %q, want only the holder's %q", s.cleanupBound(), got, before)
 			}
 			if st := holder.State(); st != baton.Held {
 				s.errorf(t, "context", "holder's State() after a waiter gave up = %v, want %v", st, baton.Held)
 			}
 			s.release(t, holder)
-			if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+			if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 				s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 			}
 		})
@@ -535,15 +535,15 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 			s.fatalf(t, "progress", "waiter behind a cancelled waiter: Lock = %v, want a lease", r.err)
 		}
 		t.Logf("%s: waiter behind a cancelled waiter granted %v after release", s.e.Name, r.at.Sub(released).Round(time.Millisecond))
-		if r.at.Sub(released) > CleanupBound {
-			s.errorf(t, "progress", "waiter behind a cancelled waiter granted %v after the release, want ≤ %v", r.at.Sub(released), CleanupBound)
+		if r.at.Sub(released) > s.cleanupBound() {
+			s.errorf(t, "progress", "waiter behind a cancelled waiter granted %v after the release, want ≤ %v", r.at.Sub(released), s.cleanupBound())
 		}
 		s.checkFresh(t, r.l, name)
 		if r.l.Token() <= holder.Token() {
 			s.errorf(t, "tokens increase", "token after handoff = %d, want > %d", r.l.Token(), holder.Token())
 		}
 		s.release(t, r.l)
-		if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+		if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 			s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 		}
 	})
@@ -604,18 +604,18 @@ func (s *suite) testCancelRacingGrant(t *testing.T) {
 			}
 			// The waiter said no: it must hold nothing, now or later.
 			var l3 *baton.Lease
-			got := eventually(CleanupBound, func() bool {
+			got := eventually(s.cleanupBound(), func() bool {
 				l, err := m3.TryLock(opCtx(t, 10*time.Second))
 				l3 = l
 				return err == nil
 			})
 			if !got {
-				s.errorf(t, "cancel racing the grant", "iteration %d: Lock returned %v, yet no other client could acquire within %v: the grant leaked", i, r.err, CleanupBound)
+				s.errorf(t, "cancel racing the grant", "iteration %d: Lock returned %v, yet no other client could acquire within %v: the grant leaked", i, r.err, s.cleanupBound())
 			} else {
 				s.release(t, l3)
 			}
 		}
-		if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+		if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 			s.fatalf(t, "no entry left behind", "iteration %d: entries of %q = %q, want none", i, name, got)
 		}
 	}
@@ -757,7 +757,7 @@ func (s *suite) testWaiterSessionLost(t *testing.T) {
 		s.errorf(t, "no entry left behind (I8)", "entries after the waiter's session died = %q, want only the holder's %q", got, before)
 	}
 	s.release(t, holder)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind (I8)", "entries of %q at the end = %q, want none", name, got)
 	}
 }
@@ -794,18 +794,18 @@ func (s *suite) testClose(t *testing.T) {
 	}
 	m2 := s.mutex(t, c2, name)
 	var l2 *baton.Lease
-	if !eventually(CleanupBound, func() bool {
+	if !eventually(s.cleanupBound(), func() bool {
 		l, err := m2.TryLock(opCtx(t, 10*time.Second))
 		l2 = l
 		return err == nil
 	}) {
-		s.fatalf(t, "close", "no other client could acquire %q within %v of Close", name, CleanupBound)
+		s.fatalf(t, "close", "no other client could acquire %q within %v of Close", name, s.cleanupBound())
 	}
 	if l2.Token() <= l.Token() {
 		s.errorf(t, "tokens increase", "token after Close = %d, want > %d", l2.Token(), l.Token())
 	}
 	s.release(t, l2)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind (I8)", "entries of %q after Close = %q, want none", name, got)
 	}
 	if err := c1.Close(); err != nil && !errors.Is(err, baton.ErrClosed) {

@@ -170,9 +170,9 @@ func (s *suite) testRWReadersShare(t *testing.T) {
 	}
 	s.checkFresh(t, r2, name)
 	// A blocking RLock must not wait for readers either.
-	r3, err := m3.RLock(opCtx(t, CleanupBound))
+	r3, err := m3.RLock(opCtx(t, s.cleanupBound()))
 	if err != nil || r3 == nil {
-		s.fatalf(t, "readers share", "third client's RLock(%q) while two readers hold = %v, %v, want a lease within %v", name, r3, err, CleanupBound)
+		s.fatalf(t, "readers share", "third client's RLock(%q) while two readers hold = %v, %v, want a lease within %v", name, r3, err, s.cleanupBound())
 	}
 	s.checkFresh(t, r3, name)
 	if r1.Owner() == r2.Owner() || r2.Owner() == r3.Owner() || r1.Owner() == r3.Owner() {
@@ -180,7 +180,7 @@ func (s *suite) testRWReadersShare(t *testing.T) {
 	}
 	before := s.entries(t, name)
 	s.refused(t, "writer excludes readers", "TryLock while three readers hold", mw.TryLock)
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries after a refused TryLock = %q, want the readers' %q", got, before)
 	}
 	for _, l := range []*baton.Lease{r1, r2, r3} {
@@ -202,7 +202,7 @@ func (s *suite) testRWReadersShare(t *testing.T) {
 		}
 	}
 	s.release(t, w)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -229,20 +229,20 @@ func (s *suite) testRWWriterExclusive(t *testing.T) {
 	s.stillWaiting(t, pw, 0, "writer excludes writers", "Lock while a writer holds")
 
 	s.release(t, w)
-	r := s.granted(t, pr, CleanupBound, "progress", "reader queued behind the writer, after it released,")
+	r := s.granted(t, pr, s.cleanupBound(), "progress", "reader queued behind the writer, after it released,")
 	s.checkFresh(t, r.l, name)
 	if r.l.Token() <= w.Token() {
 		s.errorf(t, "tokens increase", "reader granted after the writer has token %d, want > the writer's %d", r.l.Token(), w.Token())
 	}
 	s.stillWaiting(t, pw, 300*time.Millisecond, "writer excludes readers", "second writer's Lock while a reader holds")
 	s.release(t, r.l)
-	w2 := s.granted(t, pw, CleanupBound, "progress", "second writer, after the reader released,")
+	w2 := s.granted(t, pw, s.cleanupBound(), "progress", "second writer, after the reader released,")
 	s.checkFresh(t, w2.l, name)
 	if w2.l.Token() <= r.l.Token() || w2.l.Token() <= w.Token() {
 		s.errorf(t, "writer token exceeds earlier grants", "second writer's token %d, want > %d (reader) and > %d (writer)", w2.l.Token(), r.l.Token(), w.Token())
 	}
 	s.release(t, w2.l)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -270,7 +270,7 @@ func (s *suite) testRWQueueOrder(t *testing.T) {
 
 	released := time.Now()
 	s.release(t, r42)
-	w43 := s.granted(t, p43, CleanupBound, "progress", "W43 after R41 and R42 released")
+	w43 := s.granted(t, p43, s.cleanupBound(), "progress", "W43 after R41 and R42 released")
 	t.Logf("%s: W43 granted %v after the last earlier reader released", s.e.Name, w43.at.Sub(released).Round(time.Millisecond))
 	s.checkFresh(t, w43.l, name)
 	for _, r := range []*baton.Lease{r41, r42} {
@@ -283,13 +283,13 @@ func (s *suite) testRWQueueOrder(t *testing.T) {
 	s.refused(t, "writer excludes writers", "TryLock while W43 holds", m5.TryLock)
 
 	s.release(t, w43.l)
-	r44 := s.granted(t, p44, CleanupBound, "progress", "R44 after W43 released")
+	r44 := s.granted(t, p44, s.cleanupBound(), "progress", "R44 after W43 released")
 	s.checkFresh(t, r44.l, name)
 	if r44.l.Token() <= w43.l.Token() {
 		s.errorf(t, "tokens increase", "R44's token %d, want > W43's %d (granted after it)", r44.l.Token(), w43.l.Token())
 	}
 	s.release(t, r44.l)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -317,7 +317,7 @@ func (s *suite) testRWReentrancy(t *testing.T) {
 		}
 		s.release(t, r)
 	}
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "reentrancy", "entries after re-entering the read side = %q, want unchanged %q", got, before)
 	}
 	s.release(t, r)
@@ -345,7 +345,7 @@ func (s *suite) testRWReentrancy(t *testing.T) {
 	if st := w.State(); st != baton.Released {
 		s.errorf(t, "reentrancy", "write lease after releasing every hold: State() = %v, want %v", st, baton.Released)
 	}
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -377,7 +377,7 @@ func (s *suite) testRWUpgradeRefused(t *testing.T) {
 			s.errorf(t, "upgrade refused", "%s(read lease's context) took %v, want a refusal within %v", op.name, took, TryLockBound)
 		}
 	}
-	if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries after refused upgrades = %q, want only the reader's %q", got, before)
 	}
 	if st := r.State(); st != baton.Held {
@@ -393,7 +393,7 @@ func (s *suite) testRWUpgradeRefused(t *testing.T) {
 		s.errorf(t, "writer token exceeds earlier grants", "writer's token %d ≤ the earlier reader's %d", w.Token(), r.Token())
 	}
 	s.release(t, w)
-	if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+	if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -443,11 +443,11 @@ func (s *suite) testRWCancelWhileWaiting(t *testing.T) {
 			if r.l != nil || !errors.Is(r.err, context.Canceled) {
 				s.errorf(t, "context", "cancelled acquire = %s, %v, want an error wrapping %v", leaseDesc(r.l), r.err, context.Canceled)
 			}
-			if got, ok := s.awaitEntries(t, name, before, CleanupBound); !ok {
-				s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled acquire = %q, want only the holder's %q", CleanupBound, got, before)
+			if got, ok := s.awaitEntries(t, name, before, s.cleanupBound()); !ok {
+				s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled acquire = %q, want only the holder's %q", s.cleanupBound(), got, before)
 			}
 			s.release(t, holder)
-			if got, ok := s.awaitEntries(t, name, nil, CleanupBound); !ok {
+			if got, ok := s.awaitEntries(t, name, nil, s.cleanupBound()); !ok {
 				s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 			}
 		})

@@ -117,7 +117,7 @@ func (s *suite) testSemInvalid(t *testing.T) {
 			s.errorf(t, "names", "Semaphore(%q, 2) = %v, %v, want an error wrapping %v", bad, m, err, baton.ErrInvalidName)
 		}
 	}
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after refused semaphores = %q, want none", name, got)
 	}
 }
@@ -148,7 +148,7 @@ func (s *suite) testSemTryAcquire(t *testing.T) {
 	for i := range 2 {
 		s.refused(t, "at most N holders", fmt.Sprintf("TryAcquire while all permits are taken (#%d)", i), m3.TryAcquire)
 	}
-	if got, ok := awaitList(t, s.semEntries, name, before, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, before, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries after refused TryAcquires = %q, want the holders' %q", got, before)
 	}
 	for _, l := range []*baton.Lease{l1, l2} {
@@ -165,7 +165,7 @@ func (s *suite) testSemTryAcquire(t *testing.T) {
 	s.refused(t, "at most N holders", "TryAcquire after the permit was taken again", m1.TryAcquire)
 	s.release(t, l2)
 	s.release(t, l3)
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -228,7 +228,7 @@ func (s *suite) testSemAtMostN(t *testing.T) {
 	if p := peak.Load(); p < 2 {
 		s.errorf(t, "N permits", "at most %d holder at once among %d clients contending for %d permits, want several: the permits are not shared", p, clients, n)
 	}
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind (I8)", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -246,7 +246,7 @@ func (s *suite) testSemReleaseWakes(t *testing.T) {
 	s.stillWaiting(t, p, 300*time.Millisecond, "at most N holders", "Acquire while all permits are taken")
 	released := time.Now()
 	s.release(t, l2)
-	r := s.granted(t, p, CleanupBound, "permit comes back on release", "Acquire blocked on a full semaphore, after a holder released,")
+	r := s.granted(t, p, s.cleanupBound(), "permit comes back on release", "Acquire blocked on a full semaphore, after a holder released,")
 	t.Logf("%s: blocked Acquire granted %v after a release", s.e.Name, r.at.Sub(released).Round(time.Millisecond))
 	s.checkFresh(t, r.l, name)
 	if st := l1.State(); st != baton.Held {
@@ -254,7 +254,7 @@ func (s *suite) testSemReleaseWakes(t *testing.T) {
 	}
 	s.release(t, l1)
 	s.release(t, r.l)
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q after every release = %q, want none", name, got)
 	}
 }
@@ -281,8 +281,8 @@ func (s *suite) testSemCancel(t *testing.T) {
 	if r.l != nil || !errors.Is(r.err, context.Canceled) {
 		s.errorf(t, "context", "cancelled Acquire = %s, %v, want an error wrapping %v", leaseDesc(r.l), r.err, context.Canceled)
 	}
-	if got, ok := awaitList(t, s.semEntries, name, before, CleanupBound); !ok {
-		s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled Acquire = %q, want only the holder's %q", CleanupBound, got, before)
+	if got, ok := awaitList(t, s.semEntries, name, before, s.cleanupBound()); !ok {
+		s.errorf(t, "no entry left behind (CURATOR-79)", "entries %v after the cancelled Acquire = %q, want only the holder's %q", s.cleanupBound(), got, before)
 	}
 	// The semaphore still works for the next acquirer.
 	s.release(t, holder)
@@ -292,7 +292,7 @@ func (s *suite) testSemCancel(t *testing.T) {
 	} else {
 		s.release(t, l)
 	}
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 	}
 }
@@ -315,7 +315,7 @@ func (s *suite) testSemLost(t *testing.T) {
 	s.refused(t, "at most N holders", "TryAcquire after the lost permit was granted again", m4.TryAcquire)
 	s.release(t, l3)
 	s.release(t, l2)
-	if got, ok := awaitList(t, s.semEntries, name, nil, CleanupBound); !ok {
+	if got, ok := awaitList(t, s.semEntries, name, nil, s.cleanupBound()); !ok {
 		s.errorf(t, "no entry left behind", "entries of %q at the end = %q, want none", name, got)
 	}
 }

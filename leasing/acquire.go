@@ -120,7 +120,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 				continue
 			}
 		}
-		wake, err := w.sleep(ctx, step, res.Hint, woke)
+		wake, err := w.sleep(ctx, step, res.Hint, res.Poll, woke)
 		if err != nil {
 			return nil, err
 		}
@@ -247,11 +247,11 @@ func (w *wait) ctxEnded(ctx context.Context) error {
 	return w.errf("%w (last attempt: %w)", ctx.Err(), w.lastErr)
 }
 
-// sleep waits before the next attempt: the backoff step, or the hint
-// (with a little jitter, so that waiters do not all come at once) when it
-// is sooner. wake reports a wake-up (a release).
-func (w *wait) sleep(ctx context.Context, step int, hint time.Duration, woke <-chan struct{}) (wake bool, err error) {
-	delay := w.e.Opts.Backoff.Delay(step)
+// sleep waits before the next attempt: the backoff step (at least poll),
+// or the hint (with a little jitter, so that waiters do not all come at
+// once) when it is sooner. wake reports a wake-up (a release).
+func (w *wait) sleep(ctx context.Context, step int, hint, poll time.Duration, woke <-chan struct{}) (wake bool, err error) {
+	delay := max(w.e.Opts.Backoff.Delay(step), poll)
 	if hint > 0 && hint < delay {
 		delay = hint + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
 	}

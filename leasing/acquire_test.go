@@ -497,3 +497,42 @@ func TestTTLCap(t *testing.T) {
 		t.Errorf("TryLockFor(MaxTTL+1ms) = %v, %v, want an error wrapping %v", l, err, baton.ErrInvalidOption)
 	}
 }
+
+// TestPoll: a refusal's Poll lengthens the sleep before the next attempt
+// beyond the backoff step, and a sooner Hint still cuts it short.
+func TestPoll(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		poll, hint time.Duration
+		min, max   time.Duration // the gap between the two attempts
+	}{
+		{"poll", 300 * time.Millisecond, 0, 300 * time.Millisecond, 3 * time.Second},
+		{"hint-sooner", 10 * time.Second, 50 * time.Millisecond, 50 * time.Millisecond, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Backoff steps of a few ms: only Poll can space the attempts.
+			e, s := newEngine(t, leasing.Options{TTL: 40 * time.Second, Backoff: baton.Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond}})
+			var at []time.Time
+			s.try = func(_ context.Context, n int) (leasing.Result, error) {
+				at = append(at, time.Now())
+				res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: "polled", Owner: baton.NewOwnerID()}}
+				if n == 0 {
+					res.Poll, res.Hint = tc.poll, tc.hint
+					return res, nil
+				}
+				res.Granted, res.Token = true, 1
+				return res, nil
+			}
+			m, _ := e.Mutex("polled")
+			if _, err := m.Lock(opCtx(t, 5*time.Second)); err != nil {
+				t.Fatalf("Lock = %v", err)
+			}
+			if len(at) != 2 {
+				t.Fatalf("%d attempts, want 2", len(at))
+			}
+			if gap := at[1].Sub(at[0]); gap < tc.min || gap > tc.max {
+				t.Errorf("second attempt %v after the first, want in [%v, %v]", gap, tc.min, tc.max)
+			}
+		})
+	}
+}

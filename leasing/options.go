@@ -3,6 +3,7 @@ package leasing
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -121,4 +122,23 @@ func Token(raw, floor uint64) (token uint64, ok bool) {
 		return 0, false
 	}
 	return raw + floor, true
+}
+
+// PollFloor is the least time before the next poll of one of n waiters of
+// a lock that a release wakes one at a time (Result.Poll): n × Max/2 of
+// backoff b, capped at ttl/2 (below the waiter's intent's expiry and the
+// acquire's TTL bound), jittered over its upper half, so that the waiters
+// together poll about once per Max/2 whatever their number; 0 for a lone
+// waiter, which keeps its backoff. b and ttl are validated Options (Max
+// set, at most TTL/4).
+func PollFloor(n int64, b baton.Backoff, ttl time.Duration) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	base := b.Max / 2
+	d := ttl / 2
+	if base > 0 && n < int64(d/base) {
+		d = time.Duration(n) * base
+	}
+	return d/2 + rand.N(d/2+1)
 }

@@ -94,6 +94,12 @@ type Result struct {
 	// Again asks for the next attempt at once, without a backoff step
 	// (a waiter that has just set up its wake-up source).
 	Again bool
+	// Poll, when > 0, lengthens the sleep before the next attempt to at
+	// least Poll (Hint still cuts it short): a store that wakes its
+	// waiters one at a time polls only as a safety net for a lost
+	// wake-up, so that the waiters of one lock together poll at a rate
+	// that does not grow with their number.
+	Poll time.Duration
 	// Reached, on an error, is the time up to which the server was known
 	// to be reachable though the attempt failed (a busy SQLite file, a
 	// deadlock victim, a Redlock majority that answered): a waiter is then
