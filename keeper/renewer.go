@@ -304,8 +304,14 @@ func (k *Keeper) releaseBatch(batch []pendingRelease) {
 		refs[i] = p.ref
 	}
 	// As for renewals (call): a slow answer is worth waiting for, and
-	// cutting the request closes a pooled connection.
-	ctx, fl := k.startFlight(time.Time{}, k.clock.Now().Add(max(k.interval, k.ttl/2)))
+	// cutting the request closes a pooled connection, so the retry goes
+	// out on a cold one. The request runs until the batch's leases must
+	// have expired on the server (their until), when it is moot.
+	end := k.clock.Now().Add(max(k.interval, k.ttl/2))
+	for _, p := range batch {
+		end = later(end, p.until)
+	}
+	ctx, fl := k.startFlight(time.Time{}, end)
 	err := k.store.Release(ctx, refs)
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -317,6 +317,24 @@ func TestAbandonReleasedOnceAnswered(t *testing.T) {
 	}
 }
 
+// TestSlowReleaseWaitedFor: a release the store is slow to answer is not
+// cut short while its lease may still be live on the server (until TTL +
+// TTL/3 after Abandon): it is sent once and its late answer counts.
+// Cutting it at TTL/2 closed the connection it was sent on, and the retry,
+// on a cold connection through a slow link, took longer still.
+func TestSlowReleaseWaitedFor(t *testing.T) {
+	h := newHarness(t, 10, keeper.Options{})
+	h.st.set(func(s *fakeStore) { s.holdRelease = true })
+	h.k.Abandon(keeper.Ref{Key: "x", Owner: "o"})
+	x := h.nextHeld()
+	h.idle = 1 // the renewer waits for the store, not on its timer
+	h.stepTo(ttl + ttl/3 - time.Millisecond)
+	x.answer(nil, nil)
+	h.waitFor("the release answered", func() bool { return h.k.Stats().Releases == 1 })
+	_, releases := h.st.calls()
+	wantCalls(t, "Release", releases, []call{{epoch, []string{"x"}}})
+}
+
 // TestHoldTooLate: a grant whose deadline has passed when Hold is called
 // is refused (ErrLost, ErrDeadline) and released at once; one a tick
 // younger is held, and lost a tick later.
