@@ -103,11 +103,11 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	return queue.NewRWMutex(backend{c}, name, c.queueOptions())
 }
 
-// Semaphore returns the semaphore called name with n permits: the same
-// protocol as on ZooKeeper (a guard mutex under "<name>/locks", leases
-// "<name>/leases/<lease hex>" with the value "lease-baton:permits=<n>"),
-// so the granted leases are the first n by create revision. n below 1
-// returns an error wrapping baton.ErrInvalidOption.
+// Semaphore returns the semaphore called name with n permits: leases
+// "<name>/leases/<lease hex>" with the value "lease-baton:permits=<n>",
+// granted while they are among the first n by create revision, with no
+// guard mutex (see queue.PermitSession). n below 1 returns an error
+// wrapping baton.ErrInvalidOption.
 func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err

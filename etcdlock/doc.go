@@ -29,14 +29,24 @@
 //     other kind of key is before it, so an `etcdctl lock` on the same name
 //     counts as a writer. A reader never overtakes a queued writer;
 //     read→write upgrade fails with baton.ErrUpgradeRefused.
-//   - Semaphore: the protocol of Curator's InterProcessSemaphoreV2, as on
-//     ZooKeeper: a guard mutex "<name>/locks/<lease hex>", leases
-//     "<name>/leases/<lease hex>" with the value "lease-baton:permits=<N>".
-//     Only the guard's holder can have a lease that is not granted, so the
-//     permits are the first N leases by create revision, and only that one
-//     client watches the leases (from the revision of its read + 1): a
-//     release wakes one waiter, not the herd. A lease taken by a baton
-//     client with another N is reported (queue.Semaphore.OnDisagreement).
+//   - Semaphore: leases "<name>/leases/<lease hex>" with the value
+//     "lease-baton:permits=<N>"; a lease holds a permit while it is among
+//     the first N by create revision. There is no Curator to interoperate
+//     with on etcd, so there is no guard mutex either (ZooKeeper keeps
+//     InterProcessSemaphoreV2): an uncontended acquire+release is two
+//     requests, the create that counts the leases and the guarded delete.
+//     A release wakes one waiter: only the first in line watches the
+//     leases before it (one prefix watch, deletions only), every later
+//     waiter watches the lease just before its own, and a lease granted
+//     that was not among the first N at its create touches its key (a put
+//     that keeps value, lease and create revision) to wake the next, now
+//     first in line (see queue.PermitSession). Older baton releases took the guard
+//     "<name>/locks" first; beside them no more than N leases are ever
+//     granted (every grant is among the first N, and a lease's place only
+//     moves forward), though a waiter behind an older client's waiting
+//     lease may wait until that lease is released. A lease taken by a
+//     baton client with another N is reported
+//     (queue.Semaphore.OnDisagreement).
 //   - Election: exactly `etcdctl elect <name> <proposal>` and
 //     concurrency.Election: "<name>/<lease hex>" whose value is the
 //     candidate's ID (baton.DefaultID, "<hostname>:<pid>", or the one given
@@ -56,7 +66,7 @@
 // one). Reusing an idle lease makes an uncontended lock+unlock two round
 // trips, like concurrency.Mutex on a reused session: one transaction that
 // creates the key and counts the keys beside it (a contended acquire then
-// reads the queue), and one guarded delete. At most
+// reads the key just before its own), and one guarded delete. At most
 // MaxIdleSessions idle leases are kept, each for IdleSessionTimeout.
 //
 // # Fencing token
@@ -115,7 +125,10 @@
 // # Traps worked around
 //
 //   - etcd #11456 (a lock granted after its lease expired): every wake-up
-//     re-reads the queue; a read where the own key is missing (its lease is
+//     re-reads the queue (for a waiter, its own key and the newest key
+//     before it: one range capped at its create revision, limit 2, so a
+//     wake-up costs the same in a queue of five or of thousands); a read
+//     where the own key is missing (its lease is
 //     gone) fails the acquire with baton.ErrSessionLost, and a lease baton
 //     already considers Lost never grants, even while the server still
 //     shows its key.

@@ -65,8 +65,10 @@ func valueKind(v []byte) queue.Kind {
 // transaction that also counts the keys under the directory. When ours is
 // the only one the queue is known without reading it, so an uncontended
 // acquire costs a single round trip (as concurrency.Mutex's does); when
-// there are others, a second request reads the queue at the transaction's
-// revision, which is the snapshot the transaction would have read.
+// there are others, a second request reads, at the transaction's revision
+// (the snapshot the transaction would have read), the entry just before
+// ours: all a waiter of the mutex, the RW lock or the election needs to
+// know whom to watch (see ListBefore).
 //
 // The transaction does not read the queue itself: a write transaction is
 // applied in the server's single apply loop, and reading n entries there
@@ -89,8 +91,37 @@ func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (que
 // EnqueueData is Enqueue storing data in the key's value after the kind's
 // marker (see entryValue; queue.DataSession).
 func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+	e, count, err := s.create(ctx, dir, kind, data)
+	if err != nil || count < 0 {
+		return e, err
+	}
+	rev := int64(e.Seq) // a transaction's put is created at its revision
+	snap := s.own(dir, e, data, rev)
+	if count != 1 {
+		// Others queue here: read the entry just before ours (see
+		// ListBefore) as the transaction saw the queue. A read at a
+		// revision the member has applied needs no consensus round
+		// (serializable). If it fails (another member, not yet at rev;
+		// compacted), the first List reads the queue afresh.
+		rctx, cancel := s.bound(ctx)
+		snap, err = s.readBefore(rctx, dir, e, 1, rev)
+		cancel()
+		if err != nil {
+			return e, nil
+		}
+	}
+	s.mu.Lock()
+	s.fresh[dir] = fresh{e: e, snap: snap}
+	s.mu.Unlock()
+	return e, nil
+}
+
+// create runs Enqueue's transaction. count is the number of keys under dir
+// at its revision, ours included, or -1 when an earlier attempt's key was
+// adopted (the count is then unknown).
+func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, int64, error) {
 	if err := s.alive(); err != nil {
-		return queue.Entry{}, err
+		return queue.Entry{}, 0, err
 	}
 	key := dir + "/" + s.hex
 	val := entryValue(kind, data)
@@ -100,9 +131,9 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return s.resolveEnqueue(ctx, dir, key, kind, val, err)
+		e, err := s.resolveEnqueue(ctx, dir, key, kind, val, err)
+		return e, -1, err
 	}
-	rev := resp.Header.Revision // a transaction's put is created at its revision
 	if !resp.Succeeded {
 		// Our key already exists. Only an earlier attempt of this very
 		// enqueue can have made it (the pool never hands out a lease with
@@ -111,35 +142,22 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].Lease != int64(s.id) || string(kvs[0].Value) != val {
 			s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
-			return queue.Entry{}, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
+			return queue.Entry{}, 0, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
 		}
 		seq := kvs[0].CreateRevision
-		return queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}, nil
+		return queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}, -1, nil
 	}
+	rev := resp.Header.Revision // a transaction's put is created at its revision
 	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(rev), Owner: s.hex, ID: grantID(key, rev)}
-	// Ours the only key under the directory at rev: the queue at rev is
-	// exactly our entry, as a read would have returned it.
-	kvs := []*mvccpb.KeyValue{{Key: []byte(key), Value: []byte(val), CreateRevision: rev, ModRevision: rev, Version: 1, Lease: int64(s.id)}}
-	if resp.Responses[1].GetResponseRange().GetCount() != 1 {
-		// Others queue here: read the queue as the transaction saw it. A
-		// read at a revision the member has applied needs no consensus
-		// round (serializable), and it holds only the entries up to ours.
-		// If it fails (another member, not yet at rev; compacted), the
-		// first List reads the queue afresh.
-		rctx, cancel := s.bound(ctx)
-		r, err := s.c.cli.Get(rctx, dir+"/", clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithSerializable(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-		cancel()
-		if err != nil {
-			return e, nil
-		}
-		kvs = r.Kvs
-	}
-	snap := s.snapshot(dir, e, kvs, rev)
-	s.mu.Lock()
-	s.fresh[dir] = fresh{e: e, snap: snap}
-	s.mu.Unlock()
-	return e, nil
+	return e, resp.Responses[1].GetResponseRange().GetCount(), nil
+}
+
+// own is the queue of dir at rev when e, created at rev, is the only key
+// under it, as a read would have returned it.
+func (s *session) own(dir string, e queue.Entry, data []byte, rev int64) queue.Snapshot {
+	kvs := []*mvccpb.KeyValue{{Key: []byte(e.Key), Value: []byte(entryValue(e.Kind, data)), CreateRevision: rev,
+		ModRevision: rev, Version: 1, Lease: int64(s.id)}}
+	return s.snapshot(dir, e, kvs, rev)
 }
 
 // countOp counts the keys under dir: the in-memory index only, no values.
@@ -209,7 +227,8 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 }
 
 // List reads dir in create-revision order. The first List after Enqueue
-// returns the read made by Enqueue's own transaction. When the own entry is
+// returns the read made by Enqueue's own transaction when that read holds
+// the whole queue (not just the entry before ours). When the own entry is
 // missing (the lease expired or was revoked, etcd #11456) Own is -1 and the
 // recipe fails with baton.ErrSessionLost instead of granting; a session
 // already Lost returns that error even if the server still shows the key,
@@ -221,7 +240,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 		delete(s.fresh, dir)
 	}
 	s.mu.Unlock()
-	if !ok || f.e != own {
+	if !ok || f.e != own || f.snap.Partial {
 		if err := s.alive(); err != nil {
 			return queue.Snapshot{}, err
 		}
@@ -239,20 +258,28 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 		}
 		f.snap = s.snapshot(dir, own, resp.Kvs, resp.Header.Revision)
 	}
-	if f.snap.Own < 0 && own.Key != "" {
+	return s.settle(dir, own, f.snap)
+}
+
+// settle finishes a read of dir for own: a read without own asks the
+// keepalive loop to look at the lease now; a session already Lost fails
+// the read even if the server still shows the key; the own entry's token
+// gets the floor.
+func (s *session) settle(dir string, own queue.Entry, snap queue.Snapshot) (queue.Snapshot, error) {
+	if snap.Own < 0 && own.Key != "" {
 		s.kickKeepalive()
 	}
 	if err := s.alive(); err != nil {
 		return queue.Snapshot{}, err
 	}
-	if f.snap.Own >= 0 {
-		tok, err := baton.FloorToken(f.snap.Token, s.c.opts.TokenFloor)
+	if snap.Own >= 0 {
+		tok, err := baton.FloorToken(snap.Token, s.c.opts.TokenFloor)
 		if err != nil {
 			return queue.Snapshot{}, fmt.Errorf("etcdlock: lock %q: %w", dir, err)
 		}
-		f.snap.Token = tok
+		snap.Token = tok
 	}
-	return f.snap, nil
+	return snap, nil
 }
 
 // Watch returns a channel closed once e's key is deleted after snap was

@@ -38,6 +38,9 @@ type recipe struct {
 	// outer is a second reentrancy identity tried before key: the write
 	// side's, on the read side, so that a writer may read.
 	outer any
+	// before marks a rule that looks only at the entries before the own
+	// one, so a PredecessorLister may serve it (see list).
+	before bool
 
 	// obs, if set, is told of each acquire (see track); clk times its
 	// events; label is Event.Recipe.
@@ -109,7 +112,7 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 		return nil, err
 	}
 	for {
-		snap, err := s.List(ctx, r.dir, e)
+		snap, err := r.list(ctx, s, e)
 		if err != nil {
 			return fail(r.ctxErr(ctx, s, err))
 		}
@@ -133,7 +136,7 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 			}
 			return fail(r.errf("%w", baton.ErrNotAcquired))
 		}
-		t.Retry(ctx, snap.Own, nil)
+		t.Retry(ctx, snap.ahead(), nil)
 		var gone <-chan struct{}
 		if blocker < 0 {
 			// The rule waits for any change of the directory.
@@ -194,7 +197,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		r.b.Done(s, r.dir)
 		return nil, r.errf("%w", err)
 	}
-	stop := make(chan struct{})
+	var ctl *baton.Control
 	g := baton.Grant{
 		Name:   r.name,
 		Engine: r.b.Engine(),
@@ -209,39 +212,20 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 			}
 			return err
 		},
+		// OnEnd cannot run before follow below: until then neither the
+		// holder nor the follower has the lease.
 		OnEnd: func() {
-			close(stop)
+			leave(s, ctl)
 			r.b.Done(s, r.dir)
 		},
 	}
 	if t != nil {
 		t.Grant(&g, s.ID())
 	}
-	l, ctl := baton.NewLease(ctx, g)
-	go follow(s, ctl, stop)
+	var l *baton.Lease
+	l, ctl = baton.NewLease(ctx, g)
+	follow(s, ctl)
 	return l, nil
-}
-
-// follow mirrors the session's state onto one lease until the lease ends.
-// Its owner is the lease: OnEnd closes stop.
-func follow(s Session, ctl *baton.Control, stop <-chan struct{}) {
-	for {
-		st, changed := s.Observe()
-		switch st {
-		case baton.Suspended:
-			ctl.Suspend()
-		case baton.Held:
-			ctl.Resume()
-		case baton.Lost:
-			ctl.Lose(fmt.Errorf("session %s ended: %w", s.ID(), baton.ErrSessionLost))
-			return
-		}
-		select {
-		case <-changed:
-		case <-stop:
-			return
-		}
-	}
 }
 
 // ctxErr builds the error for a wait that ended: the context's error,

@@ -34,7 +34,7 @@ func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first}}
+	e := &Election{r: recipe{b: b, name: n, dir: n, kind: KindLatch, rule: first, before: true}}
 	e.r.observe(opts, "election")
 	return e, nil
 }

@@ -37,7 +37,7 @@ func NewMutex(b Backend, name string, opts MutexOptions) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mutex{r: recipe{b: b, name: n, dir: n, kind: KindMutex, rule: first}}
+	m := &Mutex{r: recipe{b: b, name: n, dir: n, kind: KindMutex, rule: first, before: true}}
 	m.r.key = m
 	m.r.observe(opts, "mutex")
 	return m, nil

@@ -55,6 +55,14 @@ type Snapshot struct {
 	// Rev is the engine's position of the read (etcd's header revision),
 	// so a watch can start right after it. 0 where unused.
 	Rev int64
+	// Partial is set when Entries are only the newest entries before Own
+	// (PredecessorLister): older ones may exist. A rule that finds its
+	// blocker among them is right; one that would grant must look further.
+	Partial bool
+	// Ahead counts the entries before Own when Partial and the engine's
+	// read counted them all (ZooKeeper reads the whole directory even when
+	// it returns a window); 0 when it could not (etcd).
+	Ahead int
 }
 
 // Session is one engine session. Entries it creates live as long as it

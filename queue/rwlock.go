@@ -45,8 +45,8 @@ func NewRWMutex(b Backend, name string, opts MutexOptions) (*RWMutex, error) {
 		return nil, err
 	}
 	rw := &RWMutex{}
-	rw.read = recipe{b: b, name: n, dir: n, kind: KindRead, rule: readRule, key: rwKey{rw, false}}
-	rw.write = recipe{b: b, name: n, dir: n, kind: KindWrite, rule: first, key: rwKey{rw, true}}
+	rw.read = recipe{b: b, name: n, dir: n, kind: KindRead, rule: readRule, before: true, key: rwKey{rw, false}}
+	rw.write = recipe{b: b, name: n, dir: n, kind: KindWrite, rule: first, before: true, key: rwKey{rw, true}}
 	// The writer may read: a read acquire under the write lease re-enters it.
 	rw.read.outer = rw.write.key
 	rw.read.observe(opts, "read")

@@ -11,7 +11,9 @@ import (
 	"github.com/baton-go/baton"
 )
 
-// Semaphore hands out up to N permits, with Curator's
+// Semaphore hands out up to N permits. On an engine whose session is a
+// PermitSession (etcd) the permits are the first N lease entries by order,
+// with no guard (see PermitSession). Elsewhere (ZooKeeper) it runs Curator's
 // InterProcessSemaphoreV2 protocol and layout so Java and Go clients share
 // permits: a short guard mutex under "<name>/locks" admits one acquirer at a
 // time; it creates its lease entry under "<name>/leases" and is granted as
@@ -20,8 +22,7 @@ import (
 // holder watches the lease directory, and the guard itself is a fair
 // mutex, so a released permit wakes one client, not the herd. Because only
 // the guard's holder can have a lease that is not granted, the granted
-// leases are always the first ones by sequence (ZooKeeper) or create
-// revision (etcd).
+// leases are always the first ones by sequence, as in the other protocol.
 //
 // A permit comes back when its holder releases it or its session dies.
 // Permits are not exclusive, so permit holders may share a token. Permits
@@ -34,7 +35,8 @@ import (
 // baton stores its N with each lease ("baton:permits=3" as the znode's data
 // or in the etcd value, see PermitsData) and, whenever an acquirer finds
 // the permits taken (it has to wait, or TryAcquire gives up), reads the N
-// of the leases it has not checked yet: one read per lease per Semaphore,
+// of the leases it has not checked yet (with a PermitSession, of those it
+// read: the ones before its own): one read per lease per Semaphore,
 // never on the uncontended path. A lease taken with another N is reported
 // to the function set with OnDisagreement — not returned as an error: the
 // check only runs under contention, so an error would come and go with the
@@ -101,7 +103,7 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 		return nil, fmt.Errorf("%w: semaphore %q needs at least one permit, got %d", baton.ErrInvalidOption, nm, n)
 	}
 	s := &Semaphore{n: n, checked: make(map[string]bool)}
-	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, handOff: true}
+	s.guard = recipe{b: b, name: nm, dir: nm + "/locks", kind: KindMutex, rule: first, before: true, handOff: true}
 	s.leases = recipe{b: b, name: nm, dir: nm + "/leases", kind: KindLease, rule: s.rule,
 		data: PermitsData(n), beforeWait: s.check}
 	s.leases.observe(opts, "semaphore")
@@ -109,9 +111,9 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 }
 
 // OnDisagreement sets the function told about leases taken with another N
-// (nil: none). It runs on the acquiring goroutine while that acquire holds
-// the guard mutex, so it must return quickly; each lease is reported once
-// per Semaphore.
+// (nil: none). It runs on the acquiring goroutine (under V2, while that
+// acquire holds the guard mutex), so it must return quickly; each lease is
+// reported once per Semaphore.
 func (s *Semaphore) OnDisagreement(f func(Disagreement)) {
 	s.mu.Lock()
 	s.report = f
@@ -191,7 +193,21 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*baton.Lease, error
 	return l, err
 }
 
+// permit takes a permit: as the first N entries by order where the
+// engine's session is a PermitSession, else with the guard of Curator's V2
+// protocol.
 func (s *Semaphore) permit(ctx context.Context, wait bool, t *track) (*baton.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.leases.errf("%w", err)
+	}
+	sess, err := s.leases.b.Session(ctx, s.leases.dir)
+	if err != nil {
+		return nil, s.leases.errf("%w", err)
+	}
+	if ps, ok := sess.(PermitSession); ok {
+		return s.firstN(ctx, sess, ps, wait, t)
+	}
+	s.leases.b.Done(sess, s.leases.dir)
 	g, err := s.guard.acquire(ctx, true)
 	if err != nil {
 		return nil, err

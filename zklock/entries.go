@@ -69,23 +69,34 @@ func protectedPath(parent string, kind queue.Kind) (path string, dirLen int) {
 // entries of a known kind (or whose sequence overflowed into a negative
 // number) are not entries.
 func parseEntry(parent, name string) (queue.Entry, bool) {
+	k, seq, ok := parseName(name)
+	if !ok {
+		return queue.Entry{}, false
+	}
+	return queue.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
+}
+
+// parseName is parseEntry without the key: it allocates nothing, so a read
+// can scan a directory of thousands of children and build keys only for
+// the entries it returns.
+func parseName(name string) (queue.Kind, uint64, bool) {
 	i := len(name)
 	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
 		i--
 	}
 	if len(name)-i < 10 {
-		return queue.Entry{}, false
+		return "", 0, false
 	}
 	seq, err := strconv.ParseUint(name[i:], 10, 64)
 	if err != nil {
-		return queue.Entry{}, false
+		return "", 0, false
 	}
 	for _, k := range kinds {
 		if strings.HasSuffix(name[:i], string(k)) {
-			return queue.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
+			return k, seq, true
 		}
 	}
-	return queue.Entry{}, false
+	return "", 0, false
 }
 
 func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
@@ -300,7 +311,7 @@ func cmpSeq(a, b uint64) int {
 //
 // A parent container created a moment ago can be reaped before its child is
 // created (nothing is under it yet), which makes that create fail with
-// NoNode: start again from the top, a few times.
+// NoNode: try again, a few times.
 func (s *session) mkdirs(ctx context.Context, path string) error {
 	const attempts = 5
 	var err error
@@ -312,18 +323,30 @@ func (s *session) mkdirs(ctx context.Context, path string) error {
 	return err
 }
 
+// mkdirsOnce creates path as a container, and its missing ancestors only
+// when the server says one is missing, deepest first. The usual case is a
+// lock directory the server reaped while its parents stayed: one request,
+// where creating every level from the top would send one per level (each a
+// write the server logs, NodeExists or not).
 func (s *session) mkdirsOnce(ctx context.Context, path string) error {
-	for i := 1; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			continue
-		}
-		p := path[:i]
+	create := func() error {
 		_, err := call(ctx, s, func() (string, error) {
-			return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.c.acl)
+			return s.conn.CreateContainer(path, nil, zk.FlagContainer, s.c.acl)
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return s.opErr(ctx, "create container "+p, err)
+			return err
 		}
+		return nil
+	}
+	err := create()
+	if i := strings.LastIndexByte(path, '/'); errors.Is(err, zk.ErrNoNode) && i > 0 {
+		if err := s.mkdirsOnce(ctx, path[:i]); err != nil {
+			return err
+		}
+		err = create()
+	}
+	if err != nil {
+		return s.opErr(ctx, "create container "+path, err)
 	}
 	return nil
 }
@@ -336,26 +359,9 @@ func (s *session) mkdirsOnce(ctx context.Context, path string) error {
 // caller's own entry carries an Owner: reading other owners would cost a
 // round trip per child.
 func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
-	parent, err := s.c.dirPath(dir)
-	if err != nil {
-		return queue.Snapshot{}, err
-	}
-	type res struct {
-		kids []string
-		st   *zk.Stat
-	}
-	r, err := callIdem(ctx, s, func() (res, error) {
-		k, st, err := s.conn.Children(parent)
-		return res{k, st}, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return queue.Snapshot{Own: -1}, nil
-	}
-	if err != nil {
-		return queue.Snapshot{}, s.opErr(ctx, "list "+parent, err)
-	}
-	if st, _ := s.Observe(); st == baton.Lost {
-		return queue.Snapshot{}, s.lostErr()
+	parent, r, err := s.readDir(ctx, dir)
+	if err != nil || r.kids == nil {
+		return queue.Snapshot{Own: -1}, err
 	}
 	snap := queue.Snapshot{Own: -1, Entries: make([]queue.Entry, 0, len(r.kids))}
 	for _, k := range r.kids {
@@ -371,11 +377,54 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 		}
 	}
 	if snap.Own >= 0 {
-		if snap.Token, err = baton.FloorToken(uint64(r.st.Pzxid), s.c.opts.TokenFloor); err != nil {
-			return queue.Snapshot{}, fmt.Errorf("zklock: lock %s: %w", parent, err)
+		if snap.Token, err = s.token(parent, r.st); err != nil {
+			return queue.Snapshot{}, err
 		}
 	}
 	return snap, nil
+}
+
+// dirRead is one getChildren of a lock directory.
+type dirRead struct {
+	kids []string
+	st   *zk.Stat
+}
+
+// readDir reads dir's lock directory with one Children call, riding out
+// a short disconnection. A missing directory is a read with nil kids and
+// no error; a read that ends on a lost session fails.
+func (s *session) readDir(ctx context.Context, dir string) (string, dirRead, error) {
+	parent, err := s.c.dirPath(dir)
+	if err != nil {
+		return "", dirRead{}, err
+	}
+	r, err := callIdem(ctx, s, func() (dirRead, error) {
+		k, st, err := s.conn.Children(parent)
+		if k == nil && err == nil {
+			k = []string{}
+		}
+		return dirRead{k, st}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return parent, dirRead{}, nil
+	}
+	if err != nil {
+		return "", dirRead{}, s.opErr(ctx, "list "+parent, err)
+	}
+	if st, _ := s.Observe(); st == baton.Lost {
+		return "", dirRead{}, s.lostErr()
+	}
+	return parent, r, nil
+}
+
+// token is the fencing token of a grant by the read st of parent: its
+// Pzxid plus the token floor.
+func (s *session) token(parent string, st *zk.Stat) (uint64, error) {
+	t, err := baton.FloorToken(uint64(st.Pzxid), s.c.opts.TokenFloor)
+	if err != nil {
+		return 0, fmt.Errorf("zklock: lock %s: %w", parent, err)
+	}
+	return t, nil
 }
 
 // Watch waits for e to go. It reads e with GetW rather than ExistsW, as
