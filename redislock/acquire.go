@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-go/baton/internal/rediseval"
 	"strconv"
 	"strings"
 	"time"
@@ -15,14 +16,18 @@ import (
 	"github.com/baton-go/baton/leasing"
 )
 
-// spec is one recipe's side of an acquire: which script, on which keys,
-// and how the grant is kept.
+// spec is one recipe's side of an acquire: which rediseval.Script, on which keys,
+// and how the grant is kept. Its keys and fixed arguments are boxed once,
+// when it is built, for evalsha.
 type spec struct {
-	script  *redis.Script
+	script  rediseval.Script
 	keys    []string
+	boxed   []any  // keys, boxed
 	detail  string // ARGV[6]
 	publish string // ARGV[7]: channel to publish a grant on
 	waiters string // the zset of waiting intents (mutex, permits, leader)
+	// detailArg and publishArg are detail and publish, boxed.
+	detailArg, publishArg any
 	// queued: the read/write lock's queue, keys[2] (intents) and keys[3]
 	// (order), members waiterPrefix + waiter id.
 	queued       bool
@@ -33,29 +38,52 @@ type spec struct {
 	zset      bool
 	zsetKey   int
 	companion string
-	// onReply, if set, sees every script reply (the semaphore's N check).
+	// aux is the Aux of every ref of a hash grant, and of a zset grant's
+	// while its token is unknown (see ref).
+	aux *aux
+	// onReply, if set, sees every rediseval.Script reply (the semaphore's N check).
 	onReply func([]any)
+	// one: waiters are woken one at a time (wakeone.go); the waiters' set
+	// goes with the grant to the release script.
+	one bool
 }
 
-// specFor describes the keys and script of the acquire req (see keys.go
+// specFor describes the keys and rediseval.Script of the acquire req (see keys.go
 // for the layout).
 func (c *Client) specFor(req *leasing.Request) *spec {
+	s := c.rawSpec(req)
+	s.boxed = rediseval.BoxKeys(s.keys)
+	s.detailArg, s.publishArg = s.detail, s.publish
+	key := s.keys[0]
+	if s.zset {
+		key = s.keys[s.zsetKey]
+	}
+	waiters := ""
+	if s.one {
+		waiters = s.waiters
+	}
+	s.aux = newAux(key, s.zset, s.companion, s.wake, waiters)
+	return s
+}
+
+// rawSpec is specFor without what is derived from the rest.
+func (c *Client) rawSpec(req *leasing.Request) *spec {
 	k := c.keysOf(req.Name)
 	b := k.base
 	switch req.Kind {
 	case leasing.KindRead, leasing.KindWrite:
 		s := &spec{
-			script: acquireWrite,
+			script: evAcquireWrite,
 			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter},
 			wake:   k.wake, queued: true, waiterPrefix: "w:",
 		}
 		if req.Kind == leasing.KindRead {
-			s.script, s.zset, s.zsetKey, s.waiterPrefix = acquireRead, true, 1, "r:"
+			s.script, s.zset, s.zsetKey, s.waiterPrefix = evAcquireRead, true, 1, "r:"
 		}
 		return s
 	case leasing.KindPermit:
 		return &spec{
-			script:  acquirePermit,
+			script:  evAcquirePermit,
 			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter},
 			detail:  strconv.Itoa(req.N),
 			waiters: b + sfxSemWaiters, wake: k.wake,
@@ -64,20 +92,20 @@ func (c *Client) specFor(req *leasing.Request) *spec {
 		}
 	case leasing.KindLeader:
 		return &spec{
-			script: acquireHash,
+			script: evAcquireHash,
 			keys:   []string{b + sfxElect, b + sfxElectWaiters, k.counter},
 			detail: req.ID, publish: k.wake,
-			waiters: b + sfxElectWaiters, wake: k.wake,
+			waiters: b + sfxElectWaiters, wake: k.wake, one: c.wo.on,
 		}
 	}
 	return &spec{
-		script:  acquireHash,
+		script:  evAcquireHash,
 		keys:    []string{b + sfxMutex, b + sfxMutexWaiters, k.counter},
-		waiters: b + sfxMutexWaiters, wake: k.wake,
+		waiters: b + sfxMutexWaiters, wake: k.wake, one: c.wo.on,
 	}
 }
 
-// storedN reports the N a permit script answered (the one stored by the
+// storedN reports the N a permit rediseval.Script answered (the one stored by the
 // holders, in key) when it is not req's: each stored N once per
 // Semaphore.
 func storedN(req *leasing.Request, key string, v []any) {
@@ -91,17 +119,15 @@ func storedN(req *leasing.Request, key string, v []any) {
 	req.Seen([]leasing.Permits{{ID: strconv.FormatInt(stored, 10), Lease: key, N: int(stored)}}, false)
 }
 
-// ref is how the keeper renews and releases the grant of owner.
+// ref is how the keeper renews and releases the grant of owner. A hash
+// grant, and a zset grant whose token is unknown, share the spec's aux; a
+// known zset grant's names its member.
 func (s *spec) ref(owner string, token uint64, known bool) keeper.Ref {
-	a := aux{zset: s.zset, companion: s.companion, wake: s.wake}
-	key := s.keys[0]
-	if s.zset {
-		key = s.keys[s.zsetKey]
-		if known {
-			a.member = owner + ":" + strconv.FormatUint(token, 10)
-		}
+	a := s.aux
+	if s.zset && known {
+		a = a.withMember(owner + ":" + strconv.FormatUint(token, 10))
 	}
-	return keeper.Ref{Key: key, Owner: owner, Aux: a}
+	return keeper.Ref{Key: a.keys[0], Owner: owner, Aux: a}
 }
 
 // reply is one attempt's answer.
@@ -109,50 +135,26 @@ type reply struct {
 	granted bool
 	token   uint64
 	hint    time.Duration // until the earliest expiry that could free the lock; < 0 unknown
+	waiters int64         // the waiters' count, when the rediseval.Script answered it (wakeone.go)
 	acks    int           // replicas that acknowledged (ReplicaAcks > 0 only)
 }
 
-// attempt runs the acquire script once, with WAIT pipelined behind it on
-// the same connection when ReplicaAcks > 0.
+// attempt runs the acquire rediseval.Script once, with WAIT pipelined behind it on
+// the same connection when ReplicaAcks > 0. It runs on the caller's
+// goroutine when the call needs no goroutine to honour ctx (see
+// Client.direct).
 func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl time.Duration, record bool) (reply, <-chan struct{}, error) {
-	rec := "0"
-	if record {
-		rec = "1"
+	if c.direct(ctx) {
+		r, err := c.runAttempt(ctx, s, owner, waiter, ttl, record)
+		return r, closedDone, err
 	}
-	args := []any{owner, ttl.Milliseconds(), waiter, c.o.TTL.Milliseconds(), rec, s.detail, s.publish}
 	var got reply // written by the call's goroutine, read only when call returns nil
 	done, err := c.callTracked(ctx, func(ctx context.Context) error {
-		var (
-			v   []any
-			err error
-			r   reply
-		)
-		if c.o.ReplicaAcks > 0 {
-			v, r.acks, err = c.evalWait(ctx, s, args)
-		} else {
-			v, err = s.script.Run(ctx, c.rdb, s.keys, args...).Slice()
+		r, err := c.runAttempt(ctx, s, owner, waiter, ttl, record)
+		if err == nil {
+			got = r
 		}
-		if err != nil {
-			return err
-		}
-		if len(v) < 2 {
-			return fmt.Errorf("unexpected script reply %v", v)
-		}
-		g, _ := v[0].(int64)
-		n, _ := v[1].(int64)
-		if g == 1 && n <= 0 {
-			return fmt.Errorf("%w: the script granted token %d", ErrBadCounter, n)
-		}
-		if g == 1 {
-			r.granted, r.token = true, uint64(n)
-		} else {
-			r.hint = time.Duration(n) * time.Millisecond
-		}
-		if s.onReply != nil {
-			s.onReply(v)
-		}
-		got = r
-		return nil
+		return err
 	})
 	if err != nil {
 		return reply{}, done, err
@@ -160,7 +162,52 @@ func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl
 	return got, done, nil
 }
 
-// evalWait pipelines the script and WAIT on one connection of the primary
+// runAttempt is attempt's round trip and the reading of its answer.
+func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, ttl time.Duration, record bool) (reply, error) {
+	rec := "0"
+	if record {
+		rec = "1"
+	}
+	ms := c.ttlArg
+	if ttl != c.o.TTL {
+		ms = ttl.Milliseconds()
+	}
+	var (
+		v   []any
+		err error
+		r   reply
+	)
+	if c.o.ReplicaAcks > 0 {
+		v, r.acks, err = c.evalWait(ctx, s, []any{owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg})
+	} else {
+		v, err = c.evalsha(ctx, s.script, s.keys, s.boxed, owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg).Slice()
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	if len(v) < 2 {
+		return reply{}, fmt.Errorf("unexpected rediseval.Script reply %v", v)
+	}
+	g, _ := v[0].(int64)
+	n, _ := v[1].(int64)
+	if g == 1 && n <= 0 {
+		return reply{}, fmt.Errorf("%w: the rediseval.Script granted token %d", ErrBadCounter, n)
+	}
+	if g == 1 {
+		r.granted, r.token = true, uint64(n)
+	} else {
+		r.hint = time.Duration(n) * time.Millisecond
+		if s.one && len(v) > 2 {
+			r.waiters, _ = v[2].(int64)
+		}
+	}
+	if s.onReply != nil {
+		s.onReply(v)
+	}
+	return r, nil
+}
+
+// evalWait pipelines the rediseval.Script and WAIT on one connection of the primary
 // (rdb is a *redis.Client: New checked).
 func (c *Client) evalWait(ctx context.Context, s *spec, args []any) ([]any, int, error) {
 	for try := 0; ; try++ {
@@ -194,7 +241,7 @@ func (c *Client) evalWait(ctx context.Context, s *spec, args []any) ([]any, int,
 }
 
 // permanent reports a Redis error reply that retrying cannot fix (a key of
-// the wrong type, a script refused); network errors and transient replies
+// the wrong type, a rediseval.Script refused); network errors and transient replies
 // (LOADING, READONLY after a failover, CLUSTERDOWN, TRYAGAIN…) are not.
 func permanent(err error) bool {
 	var re redis.Error
@@ -227,6 +274,7 @@ type attempts struct {
 	req    *leasing.Request
 	s      *spec
 	waiter string
+	num    string // the waiter's number, when woken alone (wakeone.go)
 	tried  bool
 	// lastDone is closed once the last attempt's call has ended: an
 	// abandoned attempt can still record the waiting intent after the
@@ -251,7 +299,13 @@ func (s *store) Begin(req *leasing.Request) leasing.Attempts {
 	if sp == nil {
 		sp = s.c.specFor(req)
 	}
-	return &attempts{c: s.c, req: req, s: sp, waiter: baton.NewOwnerID(), lastDone: closedDone}
+	a := &attempts{c: s.c, req: req, s: sp, lastDone: closedDone}
+	if sp.one && req.Wait {
+		a.waiter, a.num = s.c.wo.Next()
+	} else {
+		a.waiter = baton.NewOwnerID()
+	}
+	return a
 }
 
 // Watch watches the name's channel from the second attempt of a waiting
@@ -259,6 +313,9 @@ func (s *store) Begin(req *leasing.Request) leasing.Attempts {
 func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	if !a.req.Wait || n == 0 {
 		return nil, func() {}
+	}
+	if a.num != "" {
+		return a.c.hub.watchWaiter(a.num)
 	}
 	return a.c.hub.watch(a.s.wake)
 }
@@ -281,6 +338,9 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 		return res, err
 	case !r.granted:
 		res.Hint, res.Again = r.hint, n == 0
+		if a.num != "" {
+			res.Poll = a.c.pollFloor(r.waiters)
+		}
 		return res, nil
 	}
 	res.Granted, res.Token, res.Ref = true, r.token, a.s.ref(owner, r.token, true)

@@ -43,10 +43,12 @@ type Client struct {
 	// ctxCut: the redis client cuts blocked reads at a context's deadline
 	// itself (ContextTimeoutEnabled), so calls need no goroutine of ours.
 	ctxCut bool
+	ttlArg any // o.TTL in ms, boxed once: every acquire sends it
 	st     *store
 	k      *keeper.Keeper
 	eng    *leasing.Engine // the recipes, on st
 	hub    *hub
+	wo     wakeOne // one waiter woken per release (wakeone.go)
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -77,8 +79,10 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	}
 	c := &Client{rdb: rdb, o: o}
 	c.ctxCut = contextTimeoutEnabled(rdb)
+	c.ttlArg = o.TTL.Milliseconds()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
+	c.wo.init(rdb, o)
 	c.hub = newHub(c)
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
 		Observer: o.Observer, Engine: "redis"})
@@ -180,7 +184,7 @@ var closedDone = func() chan struct{} { ch := make(chan struct{}); close(ch); re
 // returned: an abandoned call may still act on the server, and cleanup that
 // must land after it (a waiting intent's removal) waits for it.
 func (c *Client) callTracked(ctx context.Context, f func(context.Context) error) (<-chan struct{}, error) {
-	if ctx.Done() == nil || c.ctxCut {
+	if c.direct(ctx) {
 		return closedDone, f(ctx)
 	}
 	c.callMu.Lock()
@@ -204,6 +208,13 @@ func (c *Client) callTracked(ctx context.Context, f func(context.Context) error)
 		return finished, fmt.Errorf("%w (the Redis call's outcome is unknown)", ctx.Err())
 	}
 }
+
+// direct reports whether a Redis call under ctx runs on the caller's
+// goroutine: when ctx never ends, or when the redis client cuts blocked
+// reads at ctx's deadline itself. Hot paths test it before building the
+// closure call takes, which would otherwise be allocated even when it runs
+// in place.
+func (c *Client) direct(ctx context.Context) bool { return c.ctxCut || ctx.Done() == nil }
 
 // contextTimeoutEnabled reports whether rdb cuts blocked socket reads at
 // a context's deadline (go-redis' ContextTimeoutEnabled option).

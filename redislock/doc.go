@@ -26,6 +26,7 @@
 //	baton:{orders/42}:elect            hash owner, token (epoch), id
 //	baton:{orders/42}:elect:waiters    zset candidate → expiry ms
 //	baton:{orders/42}:wake             pub/sub channel: releases, election grants
+//	baton:wake:<client id>             pub/sub channel: a release waking one of the client's waiters
 //	baton:tokens:{5061}                the token counter of the name's slot
 //
 // A hash tag is the text between the first "{" and the first "}" after it,
@@ -92,18 +93,42 @@
 //
 // A waiter retries the acquire script with jittered exponential backoff
 // (capped at TTL/4, and at the holder's remaining time when the script
-// reported it) and is woken at once by a release: every release publishes
-// on the name's channel, and each Client keeps one pub/sub connection
-// (started at its first wait, one goroutine, stopped by Close) subscribed
-// to the channels its waiters wait on, by reference count. A message lost
-// or published before the SUBSCRIBE landed costs one backoff step, never
-// a grant. Each attempt of a waiting acquire refreshes its waiting intent
-// (a sorted-set member expiring after one TTL) inside the same script, so
-// inspect shows the queue without any extra round trip; a grant removes
-// it, an acquire that gives up removes it in the background, and expired
-// intents are trimmed by the next script. Options.NoPubSub disables the
-// pub/sub connection. A waiter that cannot reach the server for a whole
-// TTL fails with baton.ErrSessionLost.
+// reported it) and is woken at once by a release. Each attempt of a
+// waiting acquire refreshes its waiting intent (a sorted-set member
+// expiring after one TTL) inside the same script, so inspect shows the
+// queue without any extra round trip; a grant removes it, an acquire that
+// gives up removes it in the background, and expired intents are trimmed
+// by the next script. Each Client keeps one pub/sub connection (started
+// at its first wait, one goroutine, stopped by Close) for its wake-ups.
+// A waiter that cannot reach the server for a whole TTL fails with
+// baton.ErrSessionLost.
+//
+// A mutex or an election wakes one waiter per release (wakeone.go has the
+// details and the trade-offs): the release script removes the oldest live
+// intent and publishes that waiter's number on its client's channel,
+// subscribed once per client, so a handoff costs the same few requests
+// whatever the number of waiters. The lock is not reserved for the woken
+// waiter: a free lock admits any caller, so a woken waiter that died or
+// missed its message never holds it up, and may in turn find it taken and
+// wait again (its intent recorded anew, at the back). Pub/sub is
+// best-effort, so waiters still poll, as a safety net only: a refused
+// attempt answers the number of waiters n, and the next poll comes no
+// sooner than n × Backoff.Max/2 (capped at TTL/2, below the intent's
+// expiry), so that the waiters of one lock together poll about once per
+// Backoff.Max/2 until the cap. A holder's expiry
+// is not published: waiters come at the expiry the script reported.
+// During a rolling upgrade, releases by older clients (which publish only
+// on the name's channel) reach these waiters by that poll.
+//
+// The read/write lock and the semaphore wake every waiter of the name: a
+// writer's release may admit many readers. Every release publishes on
+// the name's channel, which they (and Election.Observe) watch by reference
+// count. A message lost or published before the SUBSCRIBE landed costs
+// one backoff step, never a grant. Options.NoPubSub disables the pub/sub
+// connection: that client's waiters then wake by backoff and by its own
+// releases only (a release script never picks them), and on a redis.Ring
+// (whose SUBSCRIBE goes to the channel name's shard) waiters wake as with
+// the read/write lock.
 //
 // # Replicas and failover
 //

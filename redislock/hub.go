@@ -8,16 +8,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// hub wakes the client's waiters when a name they wait for is released:
-// by a release of this client directly, and by any client through the
-// name's channel on the client's one pub/sub connection. Waking is a hint:
-// a woken waiter retries at once instead of at its next backoff step, and
-// a missed message (published before the SUBSCRIBE landed, or lost with a
-// connection) only costs that backoff step.
+// hub wakes the client's waiters. Waking is a hint: a woken waiter
+// retries at once instead of at its next poll, and a missed message
+// (published before the SUBSCRIBE landed, or lost with a connection) only
+// costs that poll.
+//
+// Two kinds of wake-up share the client's one pub/sub connection:
+//   - a name's channel wakes everyone watching it (read/write lock and
+//     semaphore waiters, Election.Observe, and every waiter of a client
+//     that cannot be woken one at a time): by a release of this client
+//     directly, and by any client's release through the channel;
+//   - the client's own channel (see wakeone.go) wakes one waiter of a
+//     mutex or an election: a release picks the waiter and publishes its
+//     number there. (Re)subscribing it wakes all of them, since messages
+//     published while the connection was down are lost.
 //
 // The pub/sub connection is started at the first wait and run by one
-// goroutine owned by the Client; channels are subscribed while at least one
-// waiter watches them and unsubscribed when the last one stops.
+// goroutine owned by the Client; a name's channel is subscribed while at
+// least one waiter watches it and unsubscribed when the last one stops;
+// the client's own channel, once subscribed, stays until Close.
 type hub struct {
 	c *Client
 
@@ -29,12 +38,18 @@ type hub struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+
+	// One-at-a-time wake-ups (own == "": not used by this client).
+	own     string              // this client's channel
+	ownWant bool                // own is to be subscribed (a waiter watched it)
+	byNum   map[string]*waitSet // waiter number → its wake
+	numRefs map[string]int      // waiter number → watchers
 }
 
 type waitSet struct{ ch chan struct{} }
 
 func newHub(c *Client) *hub {
-	return &hub{
+	h := &hub{
 		c:     c,
 		waits: make(map[string]*waitSet),
 		refs:  make(map[string]int),
@@ -42,6 +57,12 @@ func newHub(c *Client) *hub {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	if c.wo.on {
+		h.own = c.wo.channel
+		h.byNum = make(map[string]*waitSet)
+		h.numRefs = make(map[string]int)
+	}
+	return h
 }
 
 // watch returns a channel closed at the next wake of channel ch, and a func
@@ -55,12 +76,8 @@ func (h *hub) watch(ch string) (<-chan struct{}, func()) {
 		h.waits[ch] = w
 	}
 	h.refs[ch]++
-	if h.refs[ch] == 1 && !h.c.o.NoPubSub && !h.stopped {
-		if !h.started {
-			h.started = true
-			go h.run()
-		}
-		kickCh(h.kick)
+	if h.refs[ch] == 1 {
+		h.startLocked()
 	}
 	var once sync.Once
 	return w.ch, func() {
@@ -79,13 +96,82 @@ func (h *hub) watch(ch string) (<-chan struct{}, func()) {
 	}
 }
 
+// watchWaiter returns a channel closed when a release picks waiter number
+// num (or the client's channel is subscribed anew), and a func to call
+// when no longer waiting. Only for a hub with its own channel.
+func (h *hub) watchWaiter(num string) (<-chan struct{}, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.byNum[num]
+	if w == nil {
+		w = &waitSet{ch: make(chan struct{})}
+		h.byNum[num] = w
+	}
+	h.numRefs[num]++
+	if !h.ownWant {
+		h.ownWant = true
+		h.startLocked()
+	}
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.numRefs[num]--
+			if h.numRefs[num] <= 0 {
+				delete(h.numRefs, num)
+				if h.byNum[num] == w {
+					delete(h.byNum, num)
+				}
+			}
+		})
+	}
+}
+
+// startLocked starts the pub/sub goroutine if needed and asks it to
+// re-sync its subscriptions; h.mu is held.
+func (h *hub) startLocked() {
+	if h.c.o.NoPubSub || h.stopped {
+		return
+	}
+	if !h.started {
+		h.started = true
+		go h.run()
+	}
+	kickCh(h.kick)
+}
+
+// wakeWaiter wakes waiter number num (a message on the client's channel).
+func (h *hub) wakeWaiter(num string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fire(h.byNum, num)
+}
+
+// wakeAllWaiters wakes every waiter of the client's channel: it has just
+// been (re)subscribed, and a release published while it was not may have
+// picked one of them.
+func (h *hub) wakeAllWaiters() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for num := range h.byNum {
+		fire(h.byNum, num)
+	}
+}
+
 // wake wakes the waiters of channel ch.
 func (h *hub) wake(ch string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if w := h.waits[ch]; w != nil {
+	fire(h.waits, ch)
+}
+
+// fire wakes the waiters of m[k], if any, and forgets them: the next
+// watch of k waits for the next wake. The caller holds h.mu.
+func fire(m map[string]*waitSet, k string) {
+	if w := m[k]; w != nil {
 		close(w.ch)
-		delete(h.waits, ch)
+		delete(m, k)
 	}
 }
 
@@ -114,7 +200,16 @@ func (h *hub) run() {
 	// No channel yet: Subscribe does not connect until the first one.
 	ps := h.c.rdb.Subscribe(h.c.ctx)
 	defer ps.Close()
-	msgs := ps.Channel(redis.WithChannelSize(256))
+	// With subscriptions: go-redis subscribes again after a reconnection,
+	// and the confirmation of the client's channel wakes its waiters.
+	// go-redis PINGs a connection that got no message for its health
+	// check interval (3s by default): a waiter's channel stays quiet until
+	// a release picks it, so with thousands of waiting clients those PINGs
+	// outnumbered the handoffs' requests. A PING only finds a connection
+	// that fails on write, which the reading goroutine finds too; once per
+	// TTL is enough, as waiters' polls cover lost wake-ups anyway.
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(256),
+		redis.WithChannelHealthCheckInterval(h.c.o.TTL))
 	subscribed := make(map[string]bool)
 	retry := time.NewTicker(time.Second) // re-sync after a failed SUBSCRIBE
 	defer retry.Stop()
@@ -127,9 +222,25 @@ func (h *hub) run() {
 			if !ok {
 				return
 			}
-			h.wake(m.Channel)
+			h.deliver(m)
 		case <-h.kick:
 		case <-retry.C:
+		}
+	}
+}
+
+// deliver acts on one message of the pub/sub connection.
+func (h *hub) deliver(m any) {
+	switch m := m.(type) {
+	case *redis.Message:
+		if h.own != "" && m.Channel == h.own {
+			h.wakeWaiter(m.Payload)
+			return
+		}
+		h.wake(m.Channel)
+	case *redis.Subscription:
+		if h.own != "" && m.Channel == h.own && m.Kind == "subscribe" {
+			h.wakeAllWaiters()
 		}
 	}
 }
@@ -139,13 +250,16 @@ func (h *hub) run() {
 func (h *hub) sync(ps *redis.PubSub, subscribed map[string]bool) {
 	h.mu.Lock()
 	var add, drop []string
+	if h.ownWant && !subscribed[h.own] {
+		add = append(add, h.own)
+	}
 	for ch := range h.refs {
 		if !subscribed[ch] {
 			add = append(add, ch)
 		}
 	}
 	for ch := range subscribed {
-		if h.refs[ch] == 0 {
+		if h.refs[ch] == 0 && ch != h.own {
 			drop = append(drop, ch)
 		}
 	}

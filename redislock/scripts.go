@@ -61,7 +61,9 @@ end
 `
 
 // acquireHash: KEYS[1] the holder hash, KEYS[2] waiters, KEYS[3] counter.
-// The mutex and the election.
+// The mutex and the election. A refusal that records the intent answers
+// a third element: the waiters' count, which spaces the waiter's polls
+// (see wakeone.go).
 // The uncontended path (a first attempt, recording nothing) is HGET, INCR,
 // HSET and PEXPIRE: the waiters' set is touched only by acquires that wait.
 var acquireHash = redis.NewScript(prelude + `
@@ -83,6 +85,7 @@ if ARGV[5] == '1' then
   local now = now_ms()
   trim(KEYS[2], now)
   intent(KEYS[2], now)
+  return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
@@ -229,12 +232,32 @@ return 0
 `)
 
 // release: KEYS[1] the lease's key, KEYS[2] (optional) a companion key
-// deleted with the last member; ARGV[1] owner, ARGV[2] "h" or "z",
-// ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
-// ("" when the grant's token is unknown: then every member of the owner).
-// Only the owner's entry is removed: a stale or repeated release of an
-// older grant never frees a newer one.
-var release = redis.NewScript(`
+// deleted with the last member ("z"), or the waiters' set of a mutex or
+// an election ("h"); ARGV[1] owner, ARGV[2] "h" or "z", ARGV[3] the
+// channel to PUBLISH the release on, ARGV[4] the zset member ("" when the
+// grant's token is unknown: then every member of the owner), ARGV[5] the
+// root of the clients' channels, ARGV[6] "1" when PUBLISH's answer counts
+// every subscriber. Only the owner's entry is removed: a stale or repeated
+// release of an older grant never frees a newer one.
+//
+// A released mutex or leadership also wakes one waiter (see wakeone.go):
+// the oldest live intent of a waiter that can be woken ("<client>.<n>";
+// others, of clients without pub/sub, poll) is removed from the set and
+// its number published on its client's channel. When PUBLISH reached
+// nobody (its client is gone) and the count is trusted (not a Cluster,
+// where it counts one node's subscribers), the next is tried. The name's
+// channel is published on too, for watchers of the whole name.
+var release = redis.NewScript(prelude + `
+local function wakeone(k)
+  trim(k, now_ms())
+  for _, m in ipairs(redis.call('ZRANGE', k, 0, 15)) do
+    local cid, num = string.match(m, '^(.+)%.([^.]+)$')
+    if cid then
+      redis.call('ZREM', k, m)
+      if redis.call('PUBLISH', ARGV[5] .. cid, num) > 0 or ARGV[6] ~= '1' then return end
+    end
+  end
+end
 local removed = 0
 if ARGV[2] == 'z' then
   if ARGV[4] ~= '' then
@@ -248,6 +271,7 @@ if ARGV[2] == 'z' then
   if removed > 0 and KEYS[2] and redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
 elseif redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   removed = redis.call('DEL', KEYS[1])
+  if removed > 0 and KEYS[2] and ARGV[5] and ARGV[5] ~= '' then wakeone(KEYS[2]) end
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end
 return removed

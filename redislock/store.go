@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"github.com/baton-go/baton/internal/rediseval"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,50 +19,64 @@ type store struct{ c *Client }
 var _ keeper.Store = (*store)(nil)
 
 // aux is what a keeper.Ref of this engine carries: how the lease is kept.
+// It is shared by every grant of one lock object that needs no member (see
+// spec.ref), so it is never changed once built; its keys and channel are
+// boxed once for evalsha.
 type aux struct {
-	zset      bool   // the lease is a member of a sorted set (reader, permit), else a hash's owner
-	member    string // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
-	companion string // a key whose expiry follows the lease's (a semaphore's stored N), or ""
-	wake      string // the name's channel
+	zset      bool     // the lease is a member of a sorted set (reader, permit), else a hash's owner
+	member    string   // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
+	companion string   // a key whose expiry follows the lease's (a semaphore's stored N), or ""
+	wake      string   // the name's channel
+	waiters   string   // a mutex's or an election's waiters, for the release to wake one (wakeone.go), or ""
+	keys      []string // the release's and renewal's KEYS: the lease's key, then companion or waiters
+	boxed     []any    // keys, boxed
+	wakeArg   any      // wake, boxed
 }
 
-func auxOf(r keeper.Ref) aux { a, _ := r.Aux.(aux); return a }
+// newAux is the aux of the leases on key.
+func newAux(key string, zset bool, companion, wake, waiters string) *aux {
+	a := &aux{zset: zset, companion: companion, wake: wake, waiters: waiters, keys: []string{key}, wakeArg: wake}
+	switch {
+	case companion != "":
+		a.keys = append(a.keys, companion)
+	case waiters != "":
+		a.keys = append(a.keys, waiters)
+	}
+	a.boxed = rediseval.BoxKeys(a.keys)
+	return a
+}
+
+// withMember is a copy of a naming the zset member m.
+func (a *aux) withMember(m string) *aux {
+	b := *a
+	b.member = m
+	return &b
+}
+
+// auxOf is r's aux; a Ref not made by spec.ref is a hash's owner on r.Key.
+func auxOf(r keeper.Ref) *aux {
+	if a, _ := r.Aux.(*aux); a != nil {
+		return a
+	}
+	return newAux(r.Key, false, "", "", "")
+}
 
 func (s *store) BatchSize() int { return s.c.o.BatchSize }
-
-func refKeys(r keeper.Ref, a aux) []string {
-	if a.companion != "" {
-		return []string{r.Key, a.companion}
-	}
-	return []string{r.Key}
-}
 
 // pipelined runs one EVALSHA per ref in one pipeline and returns the
 // replies as integers. A NOSCRIPT (script cache flushed, failover onto a
 // server that never saw the script) loads the script and runs the batch
 // once more: renew and release are idempotent.
-func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.Ref, args func(keeper.Ref, aux) []any) ([]int64, error) {
+func (s *store) pipelined(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
+	if s.c.direct(ctx) {
+		return s.run(ctx, sc, refs, args)
+	}
 	// The call may outlive this function (see Client.call) and the keeper
 	// reuses its slice for the next batch: work on a copy.
 	refs = append([]keeper.Ref(nil), refs...)
 	var out []int64
 	err := s.c.call(ctx, func(ctx context.Context) error {
-		var (
-			res []int64
-			err error
-		)
-		if len(refs) == 1 {
-			// One ref (a lease's own release): a plain EVALSHA, which
-			// Script.Run retries with EVAL on NOSCRIPT, without a
-			// pipeline's bookkeeping.
-			r, a := refs[0], auxOf(refs[0])
-			var v int64
-			if v, err = sc.Run(ctx, s.c.rdb, refKeys(r, a), args(r, a)...).Int64(); err == nil {
-				res = []int64{v}
-			}
-		} else {
-			res, err = s.evalAll(ctx, sc, refs, args)
-		}
+		res, err := s.run(ctx, sc, refs, args)
 		if err == nil {
 			out = res // read by the caller only when call returns nil
 		}
@@ -73,15 +88,29 @@ func (s *store) pipelined(ctx context.Context, sc *redis.Script, refs []keeper.R
 	return out, nil
 }
 
+// run is pipelined's round trip. One ref (a lease's own release) is a
+// plain EVALSHA, without a pipeline's bookkeeping.
+func (s *store) run(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
+	if len(refs) != 1 {
+		return s.evalAll(ctx, sc, refs, args)
+	}
+	r, a := refs[0], auxOf(refs[0])
+	v, err := s.c.evalsha(ctx, sc, a.keys, a.boxed, args(r, a)...).Int64()
+	if err != nil {
+		return nil, err
+	}
+	return []int64{v}, nil
+}
+
 // evalAll sends one EVALSHA per ref in one pipeline; a NOSCRIPT loads the
 // script and sends the batch once more.
-func (s *store) evalAll(ctx context.Context, sc *redis.Script, refs []keeper.Ref, args func(keeper.Ref, aux) []any) ([]int64, error) {
+func (s *store) evalAll(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
 	for try := 0; ; try++ {
 		cmds := make([]*redis.Cmd, len(refs))
 		_, err := s.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range refs {
 				a := auxOf(r)
-				cmds[i] = p.EvalSha(ctx, sc.Hash(), refKeys(r, a), args(r, a)...)
+				cmds[i] = p.EvalSha(ctx, sc.Hash(), a.keys, args(r, a)...)
 			}
 			return nil
 		})
@@ -116,7 +145,7 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
 	ms := ttl.Milliseconds()
-	res, err := s.pipelined(ctx, renew, refs, func(r keeper.Ref, a aux) []any {
+	res, err := s.pipelined(ctx, evRenew, refs, func(r keeper.Ref, a *aux) []any {
 		if a.zset {
 			return []any{a.member, ms, "z"}
 		}
@@ -136,12 +165,12 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	_, err := s.pipelined(ctx, release, refs, func(r keeper.Ref, a aux) []any {
+	_, err := s.pipelined(ctx, evRelease, refs, func(r keeper.Ref, a *aux) []any {
 		mode := "h"
 		if a.zset {
 			mode = "z"
 		}
-		return []any{r.Owner, mode, a.wake, a.member}
+		return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK}
 	})
 	if err != nil {
 		return fmt.Errorf("redislock: release: %w", err)

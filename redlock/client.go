@@ -55,6 +55,7 @@ type Client struct {
 	eng    *leasing.Engine // the mutex, on st
 	keyIdx string
 	keyCtr string
+	ttlArg any // o.TTL in ms, boxed once: every acquire sends it
 
 	verifyMu sync.Mutex
 	verified bool         // every answering node had the right index at least once
@@ -66,8 +67,14 @@ type Client struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	closed bool
+	// draining: Close waits for calls; a round that starts now sends
+	// nothing (a WaitGroup must not grow from zero during its Wait).
+	draining bool
 
 	hooks hooks
+
+	wo  wakeOne // waiters' ids and the client's channel (wakeone.go)
+	hub *hub    // wakes this client's waiters, listening on one node
 
 	attempts, nodeRequests, writeBacks, unlocks, wiped atomic.Uint64
 }
@@ -124,6 +131,7 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		drift:  o.drift(),
 		keyIdx: o.Prefix + "index",
 		keyCtr: o.Prefix + "counter",
+		ttlArg: o.TTL.Milliseconds(),
 	}
 	for i, rdb := range nodes {
 		if rdb == nil {
@@ -131,6 +139,8 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		}
 		c.nodes = append(c.nodes, &node{i: i, addr: addrOf(rdb, i), rdb: rdb})
 	}
+	c.wo.init(o, len(c.nodes))
+	c.hub = newHub(c)
 	c.st = &store{c: c}
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin + c.drift, Backoff: o.Backoff,
 		Observer: o.Observer, Engine: "redlock"})
@@ -226,7 +236,11 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
-	err := c.k.Close()
+	err := c.k.Close() // its releases still reach the nodes
+	c.hub.close()
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
 	c.calls.Wait()
 	return err
 }
@@ -265,7 +279,18 @@ func (c *Client) fanOut(ctx context.Context, idx []int, timeout time.Duration, f
 	}
 	fn := &fan{out: make(chan result, len(idx)), n: len(idx)}
 	fn.ctx, fn.cancel = context.WithTimeout(ctx, timeout)
-	c.calls.Add(len(idx))
+	c.mu.Lock()
+	draining := c.draining
+	if !draining {
+		c.calls.Add(len(idx))
+	}
+	c.mu.Unlock()
+	if draining { // an acquire still running as Close ends
+		for _, i := range idx {
+			fn.out <- result{i: i, err: fmt.Errorf("node %d: redlock: %w", i, baton.ErrClosed)}
+		}
+		return fn
+	}
 	for _, i := range idx {
 		n := c.nodes[i]
 		go func() {

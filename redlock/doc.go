@@ -59,6 +59,16 @@
 // majority of the keys. Release deletes the key on every node
 // (owner-checked) and succeeds once a majority confirmed.
 //
+// # Waiting
+//
+// A waiter records its intent on the nodes and learns how many wait; each
+// node's release picks the first waiter by arrival, and the
+// node that waiter's client listens on (one pub/sub connection per
+// client) wakes it, so a handoff costs the same few requests whatever the
+// number of waiters. Wake-ups are hints: waiters also poll, spaced by
+// their number so that together they poll about once per Backoff.Max/2.
+// The details and what a lost wake-up costs are in wakeone.go.
+//
 // go-redis v9 ignores a context's deadline on a blocked socket read
 // unless the client was built with ContextTimeoutEnabled. Every node
 // request therefore runs in its own goroutine, owned by the Client, and

@@ -12,3 +12,6 @@ func SkipWriteBack(c *Client) {
 func MisdirectWriteBack(c *Client) {
 	c.hooks.writeBack = func(_ []int, minter int) []int { return []int{minter} }
 }
+
+// ListenNode returns the node whose messages c listens to (tests only).
+func ListenNode(c *Client) int { return c.wo.listen }

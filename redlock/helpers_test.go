@@ -38,6 +38,16 @@ func awaitNoEntries(t testing.TB, admin *redlock.Client, name string, d time.Dur
 	}
 }
 
+// The conformance clients' lease time and node timeout: twice the other
+// tests'. The suite's fifty contending clients, each behind five fault
+// proxies in this one -race process, can starve it for longer than the
+// shared 400ms node timeout on a loaded two-core machine; every attempt
+// then times out, its connection is redialled, and no one is granted.
+const (
+	conformanceTTL         = 2 * redlocktest.TTL
+	conformanceNodeTimeout = 1 * time.Second
+)
+
 // engine describes the Redlock engine on the five test nodes to the
 // conformance suite.
 func engine(t *testing.T) batontest.Engine {
@@ -48,7 +58,7 @@ func engine(t *testing.T) batontest.Engine {
 		Name: "redlock",
 		NewClient: func(t testing.TB) batontest.Client {
 			ps := redlocktest.Proxies(t, addrs)
-			c, err := redlock.New(redlocktest.Clients(t, redlocktest.ProxyAddrs(ps)), redlocktest.Options(redlock.Options{}, prefix))
+			c, err := redlock.New(redlocktest.Clients(t, redlocktest.ProxyAddrs(ps)), redlocktest.Options(redlock.Options{TTL: conformanceTTL, NodeTimeout: conformanceNodeTimeout}, prefix))
 			if err != nil {
 				t.Fatalf("redlock.New() = %v", err)
 			}
@@ -57,7 +67,9 @@ func engine(t *testing.T) batontest.Engine {
 		Entries: func(t testing.TB, name string) []string { return entries(t, admin, name) },
 		// A key expires TTL after its last extension executed; waiters
 		// retry at least every TTL/4.
-		SessionTTL: redlocktest.TTL + 100*time.Millisecond,
+		SessionTTL: conformanceTTL + 100*time.Millisecond,
+		// A node whose delete timed out keeps the key until it expires.
+		CleanupBound: conformanceTTL + 500*time.Millisecond,
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-go/baton/internal/rediseval"
 	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
+	"github.com/redis/go-redis/v9"
 )
 
 // Mutex is an exclusive lock held on a majority of the nodes. It
@@ -36,10 +38,11 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 func (m *Mutex) Name() string { return m.m.Name() }
 
 // Lock blocks until the lock is granted or ctx ends. Between attempts it
-// sleeps a jittered backoff (Redlock nodes send no release
-// notifications). A waiter that reaches no majority of the nodes for as
-// long as a held lease would survive fails with an error wrapping
-// baton.ErrSessionLost and baton.ErrUnavailable.
+// waits for a release to wake it, polling as a safety net (see
+// wakeone.go); after an attempt that split the vote or could not reach
+// the nodes it sleeps a jittered backoff step. A waiter that reaches no
+// majority of the nodes for as long as a held lease would survive fails
+// with an error wrapping baton.ErrSessionLost and baton.ErrUnavailable.
 func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) { return m.m.Lock(ctx) }
 
 // TryLock makes one attempt; baton.ErrNotAcquired when other owners hold
@@ -64,15 +67,44 @@ type attemptResult struct {
 	// majorityAnswered: a majority of the nodes answered the acquire
 	// round (granted or held), so they are reachable.
 	majorityAnswered bool
+	// waiters is the largest waiters' count a node answered (recording
+	// attempts only; see wakeone.go).
+	waiters int64
 }
 
 // attempts are one Mutex acquire's attempts for package leasing: each
 // verifies the node indexes until that has succeeded once, then runs one
 // Redlock attempt under a new owner. An attempt that fails frees what it
-// took itself (see attempt), and a wait keeps nothing on the nodes.
+// took itself (see attempt). A waiting acquire keeps one waiter id for
+// all of its attempts, so its intent keeps its place; the first attempt
+// records nothing and watches nothing, so an uncontended acquire leaves
+// no trace and costs no SUBSCRIBE, and a refused first attempt is
+// followed at once by one that records the intent, after the wake-up is
+// watched, so that a release in between is not missed.
 type attempts struct {
-	c    *Client
-	name string
+	c     *Client
+	name  string
+	wait  bool
+	w     waiting // the waiter, when waiting
+	num   string  // the hub's key
+	tried bool    // an attempt recorded the intent
+	// refused: an attempt found the lock held. Only then does the
+	// acquire watch for a release and record its intent: an acquire that
+	// cannot reach the nodes starts no listener that would outlive it.
+	refused bool
+	// watched is the wake-up of the attempt before; woken, that a
+	// release's message for this waiter fired it before this attempt (a
+	// resubscription's wake of every waiter does not count: it would
+	// double a herd's attempts).
+	watched <-chan struct{}
+	woken   bool
+}
+
+// waiting is how an attempt records its waiter (see wakeone.go).
+type waiting struct {
+	id      string // "<client id>.<num>"; "" for an acquire that does not wait
+	arrival int64  // the acquire's start, ms since the epoch: its place
+	record  bool   // record the waiter where the lock is held
 }
 
 // Begin starts one acquire. Redlock serves only the mutex.
@@ -80,12 +112,36 @@ func (s *store) Begin(req *leasing.Request) leasing.Attempts {
 	if req.Kind != leasing.KindMutex || req.Fixed > 0 {
 		panic("redlock: only the renewed mutex is served") // the Client hands out nothing else
 	}
-	return &attempts{c: s.c, name: req.Name}
+	a := &attempts{c: s.c, name: req.Name, wait: req.Wait}
+	if req.Wait {
+		a.w.id, a.num = s.c.wo.Next()
+		a.w.arrival = time.Now().UnixMilli()
+	}
+	return a
+}
+
+// Watch watches the waiter's wake-up from the attempt after one that
+// found the lock held on.
+func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
+	if !a.wait || n == 0 || !a.refused {
+		return nil, func() {}
+	}
+	a.woken = false
+	if a.watched != nil {
+		select {
+		case <-a.watched:
+			a.woken = a.c.hub.picked(a.num)
+		default:
+		}
+	}
+	ch, unwatch := a.c.hub.watchWaiter(a.num)
+	a.watched = ch
+	return ch, unwatch
 }
 
 var _ leasing.Store = (*store)(nil)
 
-func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	if err := a.c.verifyFirst(ctx); err != nil {
 		if errors.Is(err, baton.ErrInvalidOption) {
 			return leasing.Result{}, leasing.Permanent(err)
@@ -93,13 +149,23 @@ func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
 		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
 	}
 	owner := baton.NewOwnerID()
-	r := a.c.attempt(ctx, a.name, owner)
+	a.w.record = a.wait && n > 0 && a.refused
+	a.tried = a.tried || a.w.record
+	r := a.c.attempt(ctx, a.name, owner, a.w)
 	res := leasing.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
 	switch r.outcome {
 	case granted:
 		res.Granted, res.Token = true, r.token
 		return res, nil
 	case held:
+		a.refused = true
+		res.Again = n == 0
+		// A woken waiter that finds the lock held retries at its
+		// backoff step: its attempt may have reached nodes before the
+		// release did, and they hand the lock to no one else.
+		if a.w.record && !a.woken {
+			res.Poll = a.c.pollFloor(r.waiters)
+		}
 		return res, nil
 	}
 	if r.majorityAnswered {
@@ -112,8 +178,14 @@ func (a *attempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
 	return res, r.err
 }
 
-func (a *attempts) Forget(leasing.Result)     {}
-func (a *attempts) End(context.Context, bool) {}
+func (a *attempts) Forget(leasing.Result) {}
+
+// End removes the intents of a waiter that gave up (see unwait).
+func (a *attempts) End(_ context.Context, granted bool) {
+	if a.tried && !granted {
+		a.c.unwait(a.name, a.w.id)
+	}
+}
 
 // verifyFirst runs Verify until it has succeeded once, bounded by the
 // acquire budget.
@@ -133,7 +205,7 @@ func (c *Client) verifyFirst(ctx context.Context) error {
 
 // attempt is one Redlock acquire: both rounds within 0.8·TTL, the lock
 // unlocked on every node it may have reached when it fails.
-func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult {
+func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) attemptResult {
 	c.attempts.Add(1)
 	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
@@ -141,7 +213,7 @@ func (c *Client) attempt(ctx context.Context, name, owner string) attemptResult 
 	stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
 	defer stop()
 
-	r, rd := c.acquireRound(actx, name, owner)
+	r, rd := c.acquireRound(actx, name, owner, w)
 	r.start = start
 	if r.outcome == granted {
 		r = c.writeBack(actx, name, owner, rd.tokens, r)
@@ -226,9 +298,14 @@ func (rd round) granting() []int {
 // majority has become impossible: waiting for slow nodes would only eat
 // into the grant's validity. It returns the tokens of the granting nodes
 // and how many nodes may hold the key (granted, or outcome unknown).
-func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptResult, round) {
-	key := c.lockKey(name)
-	ttl := c.o.TTL.Milliseconds()
+func (c *Client) acquireRound(ctx context.Context, name, owner string, w waiting) (attemptResult, round) {
+	keys := []string{c.lockKey(name), c.keyCtr, c.keyIdx, c.waitersKey(name), c.intentsKey(name)}
+	boxed := rediseval.BoxKeys(keys)
+	rec := "0"
+	if w.record {
+		rec = "1"
+	}
+	var owned, waiterArg, recArg, arrival any = owner, w.id, rec, w.arrival // boxed once for every node
 	var idx []int
 	for _, n := range c.nodes {
 		if !n.refused.Load() {
@@ -241,7 +318,7 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptR
 		if !n.known.Load() {
 			init = "1"
 		}
-		return acquireScript.Run(ctx, n.rdb, []string{key, c.keyCtr, c.keyIdx}, owner, ttl, n.i, len(c.nodes), init).Result()
+		return rediseval.Run(ctx, n.rdb, evAcquire, keys, boxed, owned, c.ttlArg, n.i, len(c.nodes), init, waiterArg, recArg, c.ttlArg, arrival).Result()
 	})
 	t := tally{tokens: make(map[int]uint64, c.maj), failed: len(c.nodes) - len(idx)}
 	for len(t.tokens) < c.maj && len(c.nodes)-t.heldBy-t.failed >= c.maj {
@@ -257,7 +334,9 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string) (attemptR
 	// Nodes that had not answered when the round stopped may still grant:
 	// they are unlocked with the rest when the attempt fails, and
 	// extended with the rest when it succeeds.
-	return c.outcome(&t), round{tokens: t.tokens, unknown: t.unknown, f: f}
+	res := c.outcome(&t)
+	res.waiters = t.waiters
+	return res, round{tokens: t.tokens, unknown: t.unknown, f: f}
 }
 
 // tally is what an acquire round has heard so far.
@@ -267,6 +346,7 @@ type tally struct {
 	failed  int            // nodes that cannot grant (errors, refusals)
 	unknown []int          // nodes that failed: the script may have run
 	errs    []error
+	waiters int64 // the largest waiters' count a held node answered
 }
 
 // count adds one node's answer to t.
@@ -280,7 +360,7 @@ func (c *Client) count(t *tally, r result) {
 	}
 	vs, _ := r.v.([]any)
 	code := int64(-99)
-	if len(vs) == 2 {
+	if len(vs) == 2 || len(vs) == 3 && vs[0] == int64(codeHeld) {
 		code, _ = vs[0].(int64)
 	}
 	switch code {
@@ -290,6 +370,10 @@ func (c *Client) count(t *tally, r result) {
 	case codeHeld:
 		c.nodes[r.i].known.Store(true)
 		t.heldBy++
+		if len(vs) == 3 {
+			w, _ := vs[2].(int64)
+			t.waiters = max(t.waiters, w)
+		}
 	case codeNoIndex:
 		c.nodes[r.i].refused.Store(true)
 		c.wiped.Add(1)
@@ -349,10 +433,12 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 	if len(targets) == 0 {
 		targets = []int{} // fanOut(nil) would mean every node
 	}
-	key := c.lockKey(name)
+	keys := []string{c.lockKey(name), c.keyCtr}
+	boxed := rediseval.BoxKeys(keys)
+	var owned, tok any = owner, t // boxed once for every node
 	c.writeBacks.Add(uint64(len(targets)))
 	f := c.fanOut(ctx, targets, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		return raiseScript.Run(ctx, n.rdb, []string{key, c.keyCtr}, owner, t, n.i, len(c.nodes)).Int64()
+		return rediseval.Run(ctx, n.rdb, evRaise, keys, boxed, owned, tok, n.i, len(c.nodes)).Int64()
 	})
 	defer f.cancel()
 	raised := 0
@@ -386,13 +472,15 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 // owner-checked, before the attempt returns, so that a split vote frees
 // the nodes for the next attempt at once. What it cannot confirm within
 // NodeTimeout is queued on the keeper, which retries in the background
-// until the key must have expired.
+// until the key must have expired. It wakes nobody: the lock was never
+// held by a majority, and the attempts that split it retry at their
+// backoff step.
 func (c *Client) unlock(ctx context.Context, name, owner string, idx []int) {
 	ref := keeper.Ref{Key: name, Owner: owner}
 	c.unlocks.Add(uint64(len(idx)))
 	key := c.lockKey(name)
 	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		return releaseScript.Run(ctx, n.rdb, []string{key}, owner).Result()
+		return releaseScript.Run(ctx, n.rdb, []string{key}, "", n.i, owner).Result()
 	})
 	defer f.cancel()
 	for {
@@ -419,4 +507,36 @@ func writeBackErr(raised, granting, majority int, errs []error) error {
 		return fmt.Errorf("%w (the others did not answer in time)", err)
 	}
 	return fmt.Errorf("%w: %w", err, errors.Join(errs...))
+}
+
+// unwait removes, in the background (the caller's context may be over),
+// the intents of a waiter that gave up, on every node: a release would
+// otherwise pick it, and its client, still subscribed, would swallow the
+// wake-up, leaving the lock to the other waiters' polls. An intent expires
+// by itself one TTL after it was recorded anyway, so a node that does not
+// answer (or a late attempt that records it again) costs at most that.
+// The goroutine is tracked like a node request.
+func (c *Client) unwait(name, waiter string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.calls.Add(1)
+	go func() {
+		defer c.calls.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, c.o.NodeTimeout)
+		defer cancel()
+		w, e := c.waitersKey(name), c.intentsKey(name)
+		f := c.fanOut(ctx, nil, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
+			return n.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.ZRem(ctx, w, waiter)
+				p.ZRem(ctx, e, waiter)
+				return nil
+			})
+		})
+		defer f.cancel()
+		for _, more := f.next(); more; _, more = f.next() {
+		}
+	}()
 }

@@ -75,10 +75,12 @@ type Options struct {
 	// on each node; 0 means DefaultBatchSize. It must be in 1…5000.
 	BatchSize int
 
-	// Backoff paces waiters' retries (its Max is capped at TTL/4) and
-	// background releases. The zero value uses baton's defaults. Full
-	// jitter matters here more than anywhere: waiters that retry together
-	// split the nodes' votes and nobody wins a majority.
+	// Backoff paces waiters' retries after split votes and failures (its
+	// Max is capped at TTL/4), spaces their safety-net polls (Max/2 per
+	// waiter, see wakeone.go) and paces background releases. The zero
+	// value uses baton's defaults. Full jitter matters here more than
+	// anywhere: waiters that retry together split the nodes' votes and
+	// nobody wins a majority.
 	Backoff baton.Backoff
 
 	// Observer, if set, is told of every acquire, of each lease's state

@@ -365,3 +365,44 @@ func TestInspect(t *testing.T) {
 	}
 	redlocktest.Release(t, l)
 }
+
+// TestCloseDuringWaits closes a client while its waiters keep attempting:
+// every Lock returns an error wrapping baton.ErrClosed, and (under -race)
+// no attempt's round registers with Close's wait for the node requests
+// while that wait runs.
+func TestCloseDuringWaits(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := redlocktest.Prefix(t, addrs)
+	holder := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	l := redlocktest.Lock(t, holder, "close-during-waits")
+	defer redlocktest.Release(t, l)
+	for range 5 {
+		c, err := redlock.New(redlocktest.Clients(t, addrs), redlocktest.Options(redlock.Options{
+			Backoff: baton.Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond}}, prefix))
+		if err != nil {
+			t.Fatalf("redlock.New() = %v", err)
+		}
+		errs := make(chan error, 8)
+		for range cap(errs) {
+			m := redlocktest.Mutex(t, c, "close-during-waits")
+			go func() { // owner: the test; ends when Close wakes it
+				_, err := m.Lock(context.Background())
+				errs <- err
+			}()
+		}
+		time.Sleep(30 * time.Millisecond)
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		for range cap(errs) {
+			select {
+			case err := <-errs:
+				if !errors.Is(err, baton.ErrClosed) {
+					t.Fatalf("Lock() after Close = %v, want an error wrapping baton.ErrClosed", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a waiter's Lock did not return within 5s of Close")
+			}
+		}
+	}
+}

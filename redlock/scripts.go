@@ -14,6 +14,8 @@ import "github.com/redis/go-redis/v9"
 //	<prefix>index       string: i, set once (SET NX) by the first client
 //	<prefix>counter     string: the node's last minted or raised token, ≡ i (mod N) once raised
 //	<prefix>lock:<name> hash {owner, token, grant}, PX ttl
+//	<prefix>waiters:<name> zset: waiters "<client>.<n>" scored by arrival (ms, the waiter's clock)
+//	<prefix>intents:<name> zset: the same waiters scored by expiry (ms, the node's clock)
 
 // Result codes of acquireScript.
 const (
@@ -24,13 +26,22 @@ const (
 	codeBadCounter = -3 // the node's counter is negative or too close to 2^53 to mint
 )
 
-// acquireScript: KEYS lock, counter, index; ARGV owner, ttl ms, i, N, init.
-// It checks the node's index (setting it when init is "1" and it is
-// missing: this client's first use of the node), then takes the lock key
-// if absent and mints the node's next token: the smallest value above the
-// counter that is ≡ i (mod N), refusing a counter that is not a number in
-// 0…2^53-N. Returns {code, token or stored index or counter}.
-var acquireScript = redis.NewScript(`
+// acquireScript: KEYS lock, counter, index, waiters, intents; ARGV owner,
+// ttl ms, i, N, init, waiter id, record, intent lifetime ms, waiter's
+// arrival. It checks the node's index (setting it when init is "1" and it
+// is missing: this client's first use of the node), then takes the lock
+// key if absent and mints the node's next token: the smallest value above
+// the counter that is ≡ i (mod N), refusing a counter that is not a
+// number in 0…2^53-N. Returns {code, token or stored index or counter}.
+//
+// With record "1" (a waiting acquire past its first attempt) a held lock
+// also records the waiter: in the waiters set scored by its arrival (the
+// same score on every node, so every node's release picks the same
+// waiter) and in the intents set scored by its expiry on the node's clock
+// (expired waiters are dropped from both), and the answer has a third
+// element, the number of waiters, which spaces the waiter's polls. A
+// grant removes the waiter. See wakeone.go.
+var acquireScript = redis.NewScript(trimLua + `
 local idx = redis.call('GET', KEYS[3])
 if not idx then
   if ARGV[5] ~= '1' then return {-1, 0} end
@@ -39,7 +50,15 @@ if not idx then
 end
 if idx ~= ARGV[3] then return {-2, idx} end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('PTTL', KEYS[1])}
+  if ARGV[7] ~= '1' then return {0, redis.call('PTTL', KEYS[1])} end
+  local life = tonumber(ARGV[8])
+  local now = trim(KEYS[4], KEYS[5])
+  redis.call('ZADD', KEYS[5], string.format('%d', now + life), ARGV[6])
+  redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6])
+  for k = 4, 5 do
+    if redis.call('PTTL', KEYS[k]) < life then redis.call('PEXPIRE', KEYS[k], ARGV[8]) end
+  end
+  return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[4])}
 end
 local n = tonumber(ARGV[4])
 local i = tonumber(ARGV[3])
@@ -51,6 +70,10 @@ v = v + ((i - v) % n)
 redis.call('SET', KEYS[2], string.format('%d', v))
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[7] == '1' then
+  redis.call('ZREM', KEYS[4], ARGV[6])
+  redis.call('ZREM', KEYS[5], ARGV[6])
+end
 return {1, string.format('%d', v)}
 `)
 
@@ -87,17 +110,64 @@ end
 return out
 `)
 
-// releaseScript: KEYS lock keys; ARGV one owner per key. Deletes each key
-// that still holds its owner, and nothing else. Returns how many.
-var releaseScript = redis.NewScript(`
-local n = 0
-for k = 1, #KEYS do
-  if redis.call('HGET', KEYS[k], 'owner') == ARGV[k] then
-    n = n + redis.call('DEL', KEYS[k])
+// releaseScript: KEYS n lock keys, then (when ARGV[1] is not "") their n
+// waiters sets and their n intents sets; ARGV[1] the root of the
+// clients' channels, or "" to wake nobody, ARGV[2] the node's index, then
+// one owner per key. Deletes each key that still holds its owner, and
+// nothing else. Returns how many.
+//
+// Each key deleted, or found absent, also hands the lock to its name's
+// first live waiter "<client>-<node>.<n>" by arrival (see wakeone.go),
+// removing it: the node its client listens on publishes n on the
+// client's channel; the others only remove it, so every node moves on to
+// the same next waiter. A node where the grant had no key (it answered
+// after the round, or the key expired) takes part too: otherwise a waiter
+// listening there would never be told. When PUBLISH reached nobody (the
+// client is gone, or not subscribed yet) the listening node tries the
+// next waiter.
+var releaseScript = redis.NewScript(trimLua + `
+local root = ARGV[1]
+local n = #ARGV - 2
+local function wakeone(w, e)
+  if redis.call('EXISTS', w) == 0 then return end -- nobody waits: no clock read, no trim
+  trim(w, e)
+  for _, m in ipairs(redis.call('ZRANGE', w, 0, 15)) do
+    redis.call('ZREM', w, m)
+    redis.call('ZREM', e, m)
+    local cid, node, num = string.match(m, '^(.+%-(%d+))%.([^.]+)$')
+    if cid then
+      if node ~= ARGV[2] then return end
+      if redis.call('PUBLISH', root .. cid, num) > 0 then return end
+    end
   end
 end
-return n
+local done = 0
+for k = 1, n do
+  local cur = redis.call('HGET', KEYS[k], 'owner')
+  if cur == ARGV[k + 2] then
+    done = done + redis.call('DEL', KEYS[k])
+  end
+  if root ~= '' and (cur == ARGV[k + 2] or not cur) then wakeone(KEYS[n + k], KEYS[2 * n + k]) end
+end
+return done
 `)
+
+// trimLua defines trim(w, e): it drops the waiters whose intent (in e,
+// scored by expiry) has expired on the node's clock from both sets, and
+// returns the node's time in ms.
+const trimLua = `
+local function trim(w, e)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local dead = redis.call('ZRANGEBYSCORE', e, '-inf', string.format('%d', now))
+  for i = 1, #dead, 500 do
+    local part = {unpack(dead, i, math.min(i + 499, #dead))}
+    redis.call('ZREM', w, unpack(part))
+    redis.call('ZREM', e, unpack(part))
+  end
+  return now
+end
+`
 
 // indexScript: KEYS index; ARGV i. Sets the index when absent (SET NX)
 // and returns what the node stores.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-go/baton/internal/rediseval"
 	"time"
 
 	"github.com/baton-go/baton/keeper"
@@ -99,6 +100,7 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 }
 
 // Release deletes every ref on every node where it still holds its owner.
+// Each deleted key wakes one waiter of its name (see wakeone.go).
 // It succeeds when a majority of the nodes confirmed: the lock is then
 // free for the next majority, and a key left on a node that did not
 // answer expires by its TTL. With fewer answers the outcome is unknown
@@ -109,8 +111,16 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	}
 	c := s.c
 	keys, owners := s.keysOwners(refs)
+	for _, r := range refs {
+		keys = append(keys, c.waitersKey(r.Key))
+	}
+	for _, r := range refs {
+		keys = append(keys, c.intentsKey(r.Key))
+	}
+	boxed := rediseval.BoxKeys(keys)
 	f := c.fanOut(ctx, nil, s.timeout(ctx), func(ctx context.Context, n *node) (any, error) {
-		return releaseScript.Run(ctx, n.rdb, keys, owners...).Result()
+		args := append([]any{c.wo.rootArg, n.i}, owners...)
+		return rediseval.Run(ctx, n.rdb, evRelease, keys, boxed, args...).Result()
 	})
 	defer f.cancel()
 	ok := 0

@@ -1,0 +1,5 @@
+//go:build !race
+
+package redislock_test
+
+const raceEnabled = false

@@ -1,0 +1,33 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/baton-go/baton/internal/redlocktest"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/redlock"
+)
+
+// BenchmarkMutex is an uncontended lock+unlock over every node, for its
+// allocations and its goroutines per op (the process's, every node's
+// client included).
+func BenchmarkMutex(b *testing.B) {
+	addrs := testenv.Redlock(b)
+	c := redlocktest.NewClient(b, addrs, redlocktest.Prefix(b, addrs), redlock.Options{})
+	m, err := c.Mutex("alloc")
+	if err != nil {
+		b.Fatalf("Mutex = %v", err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatalf("Lock = %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatalf("Release = %v", err)
+		}
+	}
+}
