@@ -35,8 +35,11 @@ type Client struct {
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
-	mu     sync.Mutex
-	closed bool
+	// settling counts the attempt statements still running after their
+	// acquire gave up (see settle.go); Close waits for them.
+	settling sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
 }
 
 // New returns a client on db, which the caller keeps owning (Close does not
@@ -68,7 +71,9 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		q:      newStatements(o.Dialect, o.TablePrefix),
 		engine: o.Dialect.String(),
 	}
-	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize}
+	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
+		// Each leaves at least two connections of the pool to acquires.
+		renewConn: warmConn{spare: 2}, releaseConn: warmConn{spare: 3}}
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
 		Observer: o.Observer, Engine: c.engine})
 	if err != nil {
@@ -288,6 +293,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
+	c.settling.Wait() // their grants are abandoned before the keeper closes
 	c.schemaMu.Lock() // no registration in flight
 	if h := c.hubp.Load(); h != nil && c.q.d == fence.Postgres && !c.o.NoListen {
 		unregister(c, h.id)
@@ -348,72 +354,4 @@ func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, err
 		return 0, fmt.Errorf("sqllock: prune: %w", err)
 	}
 	return res.RowsAffected()
-}
-
-// hub wakes waiters in this process when a name they wait for is released
-// (by a client in this process, or by a NOTIFY). Waking is a hint: a woken
-// waiter simply retries at once instead of at its next backoff.
-type hub struct {
-	mu    sync.Mutex
-	waits map[string]*waitSet
-}
-
-type waitSet struct {
-	ch   chan struct{}
-	refs int
-}
-
-// processHub is shared by every Client of the process, so that clients on
-// the same table (SQLite files opened twice, tests) wake each other.
-var processHub = &hub{waits: make(map[string]*waitSet)}
-
-// tableHub is processHub seen from one table of one database server.
-type tableHub struct{ id string }
-
-func (h *tableHub) key(name string) string { return h.id + "\x00" + name }
-
-// watch returns a channel closed at the next wake of name, and a func to
-// call when no longer waiting.
-func (h *tableHub) watch(name string) (<-chan struct{}, func()) {
-	k := h.key(name)
-	processHub.mu.Lock()
-	defer processHub.mu.Unlock()
-	w := processHub.waits[k]
-	if w == nil {
-		w = &waitSet{ch: make(chan struct{})}
-		processHub.waits[k] = w
-	}
-	w.refs++
-	return w.ch, func() {
-		processHub.mu.Lock()
-		defer processHub.mu.Unlock()
-		w.refs--
-		if w.refs == 0 && processHub.waits[k] == w {
-			delete(processHub.waits, k)
-		}
-	}
-}
-
-// wake wakes the waiters of name.
-func (h *tableHub) wake(name string) {
-	k := h.key(name)
-	processHub.mu.Lock()
-	defer processHub.mu.Unlock()
-	if w := processHub.waits[k]; w != nil {
-		close(w.ch)
-		delete(processHub.waits, k)
-	}
-}
-
-// wakeAll wakes every waiter on the table.
-func (h *tableHub) wakeAll() {
-	prefix := h.id + "\x00"
-	processHub.mu.Lock()
-	defer processHub.mu.Unlock()
-	for k, w := range processHub.waits {
-		if strings.HasPrefix(k, prefix) {
-			close(w.ch)
-			delete(processHub.waits, k)
-		}
-	}
 }

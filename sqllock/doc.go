@@ -91,20 +91,28 @@
 // PostgreSQL acquires with one statement: an UPDATE of the row if it is
 // free, or an INSERT of it if it does not exist, both in one WITH query;
 // the token is nextval of the sequence, evaluated under the row's lock.
-// MySQL (MariaDB has no UPDATE … RETURNING) and SQLite use one short
-// transaction: a conditional upsert that takes the row only if it is free
-// (and locks it), then the one-row counter advanced by one, then the token
-// written to the row. The token source is shared by every name: it grows
-// with grants, never with the number of names.
+// MySQL (MariaDB has no UPDATE … RETURNING) acquires with two
+// autocommitted statements: the one-row counter advanced by one (the new
+// value comes back as LAST_INSERT_ID), then a conditional upsert that
+// takes the row with that token only if the row is free and holds a
+// smaller token. SQLite uses one short transaction: a conditional upsert
+// that takes the row only if it is free (and locks it), then the counter
+// advanced by one, then the token written to the row. The token source is
+// shared by every name: it grows with grants (on MySQL, with attempts),
+// never with the number of names.
 //
 // Tokens strictly increase across the grants of one name because every
-// grant after the first takes its token while holding the row's lock, after
-// the previous grant's token was committed. That is why a release does not
-// delete the row: it only clears the owner (a "tombstone"), and the next
-// grant goes through the locked path. Prune deletes rows that have been
-// free for a long time; a PostgreSQL INSERT that evaluated nextval more than
-// olderThan earlier could then store a smaller token than a grant made and
-// pruned in between, so choose olderThan far beyond any statement's
+// grant after the first either takes its token while holding the row's
+// lock, after the previous grant's token was committed (PostgreSQL,
+// SQLite), or stores its token only over a smaller one (MySQL: a token
+// taken before another client's grant and release of the name is refused,
+// and the attempt is retried like any refused one). That is why a release
+// does not delete the row: it only clears the owner (a "tombstone") and
+// keeps the token, and the next grant goes through the checked path.
+// Prune deletes rows that have been free for a long time; an INSERT whose
+// token was taken more than olderThan earlier (a PostgreSQL nextval, a
+// MySQL counter bump) could then store a smaller token than a grant made
+// and pruned in between, so choose olderThan far beyond any statement's
 // duration (an hour is the suggestion).
 //
 // Renewal and release are conditional on the owner value of the grant (a
@@ -143,10 +151,14 @@
 // A client cut off between two statements of an attempt leaves its
 // transaction open on the server, with the guard row locked. On
 // PostgreSQL the attempt sets idle_in_transaction_session_timeout (TTL/3)
-// so the server ends such a session promptly. MySQL has no per-
-// transaction equivalent: the lock lasts until the server drops the
-// connection (wait_timeout, or TCP keepalive), as for the mutex's own
-// acquire transaction there; keep wait_timeout short for lock clients.
+// so the server ends such a session promptly. On MariaDB, set
+// idle_transaction_timeout (seconds) on the lock client's connections,
+// e.g. in the DSN: "…/db?idle_transaction_timeout=2" (the driver sets
+// unknown DSN parameters as session variables); it ends only sessions
+// idle inside a transaction. MySQL has no such variable: the lock lasts
+// until the server drops the connection (wait_timeout, or TCP
+// keepalive); keep wait_timeout short for lock clients. (The mutex's
+// acquire holds no transaction there.)
 // Only that one name stalls: on MySQL the shared token counter is bumped
 // in an autocommitted statement on another pooled connection (while the
 // transaction holds the name's lock, so tokens still increase per name),
@@ -164,16 +176,24 @@
 //
 // # Waiting
 //
-// A mutex waiter holds no lock row: it retries the acquire with jittered exponential
-// backoff (baton.Backoff, capped at TTL/4 so an expired holder is noticed
-// promptly). On PostgreSQL with pgx, a release sends NOTIFY on a channel
-// named after the table, and a LISTENing connection (below) wakes this
-// process's waiters of that name, so they retry as soon as it is
-// released; releases in the same process wake waiters directly on every
-// dialect. On PostgreSQL and MySQL a mutex waiter that has waited
-// min(TTL/4, 1s) also keeps an intent row ("mwait", written by one upsert
-// and refreshed every TTL/4 at most)
-// so that Entries and baton inspect list it; it never decides a grant. It
+// A mutex waiter holds no lock row: it retries the acquire when woken by
+// a release, and polls as a safety net. On PostgreSQL with pgx, a release
+// sends NOTIFY on a channel named after the table, and a LISTENing
+// connection (below) wakes this process's waiters of that name; releases
+// in the same process wake waiters directly on every dialect. A release
+// wakes one mutex waiter per process, the one that has waited longest
+// there (wake.go has the details): a handoff costs the same few requests
+// with 5 waiters or 2 000. A refused waiter's next poll comes no sooner
+// than n × Backoff.Max/2 (n its process's waiters of the lock, capped at
+// TTL/2), so that they together poll about once per Backoff.Max/2; the
+// read/write lock, the semaphore and the election wake all their waiters
+// and retry with jittered exponential backoff (baton.Backoff, capped at
+// TTL/4 so an expired holder is noticed promptly). On PostgreSQL and
+// MySQL a mutex waiter that has waited min(TTL/4, 1s) also keeps an
+// intent row ("mwait", refreshed every TTL/4 at most; on PostgreSQL
+// written, refreshed and deleted by its attempts' own statements, on MySQL
+// by one upsert of its own) so that Entries and baton inspect list it; it
+// never decides a grant. It
 // lives at a random slot in [2^30, 2^31), which the multi-row recipes
 // never read, and is deleted, not tombstoned, when the wait ends. SQLite has none: every write
 // there waits for the one file lock, and with dozens of waiters the extra

@@ -63,22 +63,35 @@ func backends(t *testing.T) []backend {
 			return openDB(t, "pgx", u.String()), p
 		}},
 		{name: "mysql", ttl: testTTL, open: func(t testing.TB, proxied bool) (*sql.DB, *faultproxy.Proxy) {
-			cfg, err := mysql.ParseDSN(testenv.MySQL(t))
-			if err != nil {
-				t.Fatalf("mysql.ParseDSN(BATON_TEST_MYSQL) = %v", err)
-			}
-			cfg.InterpolateParams = true
-			var p *faultproxy.Proxy
-			if proxied {
-				p = startProxy(t, cfg.Addr)
-				cfg.Addr = p.Addr
-			}
-			return openDB(t, "mysql", cfg.FormatDSN()), p
+			return openMySQL(t, proxied, nil)
 		}},
 		{name: "sqlite", ttl: sqliteConformanceTTL, open: func(t testing.TB, _ bool) (*sql.DB, *faultproxy.Proxy) {
 			return openDB(t, "sqlite", "file:"+file+sqliteDSN), nil
 		}},
 	}
+}
+
+// openMySQL opens a *sql.DB on BATON_TEST_MYSQL, through a fault proxy of
+// its own when proxied, setting the session variables vars on every
+// connection.
+func openMySQL(t testing.TB, proxied bool, vars map[string]string) (*sql.DB, *faultproxy.Proxy) {
+	cfg, err := mysql.ParseDSN(testenv.MySQL(t))
+	if err != nil {
+		t.Fatalf("mysql.ParseDSN(BATON_TEST_MYSQL) = %v", err)
+	}
+	cfg.InterpolateParams = true
+	for k, v := range vars {
+		if cfg.Params == nil {
+			cfg.Params = make(map[string]string)
+		}
+		cfg.Params[k] = v
+	}
+	var p *faultproxy.Proxy
+	if proxied {
+		p = startProxy(t, cfg.Addr)
+		cfg.Addr = p.Addr
+	}
+	return openDB(t, "mysql", cfg.FormatDSN()), p
 }
 
 func startProxy(t testing.TB, upstream string) *faultproxy.Proxy {

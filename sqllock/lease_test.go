@@ -327,6 +327,14 @@ func TestDeadWaitingWriter(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			db1, _ := b.open(t, false)
 			db2, p := b.open(t, true)
+			if b.name == "mysql" {
+				// A writer cut off inside an attempt's transaction keeps
+				// the name's guard row locked until the server ends the
+				// session: the package doc advises MariaDB's
+				// idle_transaction_timeout for lock clients, and this
+				// one follows it.
+				db2, p = openMySQL(t, true, map[string]string{"idle_transaction_timeout": "1"})
+			}
 			db3, _ := b.open(t, false)
 			c1, c2, c3 := newClient(t, db1, sqllock.Options{}), newClient(t, db2, sqllock.Options{}), newClient(t, db3, sqllock.Options{})
 			name := uniqueName("deadwriter")

@@ -19,9 +19,9 @@ import (
 // taken from the *sql.DB of one registered Client for as long as it lives;
 // when that Client closes, the listener moves to another one's. Each
 // notification's payload is a released name; the listener wakes that
-// name's waiters in this process through processHub. Notifications are a
-// hint: waiters also retry on their backoff, so a lost notification or a
-// listener that is down only delays a grant.
+// name's watchers and its oldest mutex waiter in this process through
+// processHub (see wake.go). Notifications are a hint: waiters also poll,
+// so a lost notification or a listener that is down only delays a grant.
 
 // listenerSet is the shared listener of one server and table. Its
 // goroutine is owned by the set: the last unregister stops it and waits.
@@ -167,8 +167,11 @@ func (ls *listenerSet) listenOnce(ctx context.Context, db *sql.DB) (listened boo
 			return driver.ErrBadConn
 		}
 		listened = true
-		// Releases while nobody listened were missed: let every waiter
-		// retry once.
+		// Releases in this process now leave their mutex waiter to the
+		// NOTIFY; releases while nobody listened were missed: let every
+		// waiter retry once.
+		h.setListening(true)
+		defer h.setListening(false)
 		h.wakeAll()
 		for {
 			n, werr := pc.WaitForNotification(ctx)

@@ -37,9 +37,10 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 // lease time) on the database clock.
 //
 // A waiter keeps an intent row (kind "mwait", see waitIntent), written
-// and refreshed after refused attempts, so that waiters are visible
-// (Entries, baton inspect). It never decides a grant: the mutex's row is
-// slot 0 alone. A granted waiter deletes it before returning; any other
+// and refreshed after refused attempts (on PostgreSQL by the attempts'
+// own statements, see pgwait.go), so that waiters are visible (Entries,
+// baton inspect). It never decides a grant: the mutex's row is slot 0
+// alone. A granted waiter deletes it before returning; any other
 // end of the wait deletes it in the background, owner-checked. Not on
 // SQLite: every write there waits for the one file lock, and with fifty
 // waiters the intent writes tripled the time a contended lock took to
@@ -48,6 +49,7 @@ type mutexAttempts struct {
 	c   *Client
 	req *leasing.Request
 	wi  *waitIntent
+	hw  *mutexWaiter // this waiter in the process's hub, from the first Watch
 }
 
 func (c *Client) mutexAttempts(req *leasing.Request) *mutexAttempts {
@@ -55,7 +57,17 @@ func (c *Client) mutexAttempts(req *leasing.Request) *mutexAttempts {
 	return &mutexAttempts{c: c, req: req, wi: wi}
 }
 
-func (a *mutexAttempts) Watch(int) (<-chan struct{}, func()) { return a.c.hub().watch(a.req.Name) }
+// Watch joins the process's hub at the first attempt, and stays until
+// End: a mutex waiter keeps its place among the name's waiters (the
+// oldest is woken first, see wake.go).
+func (a *mutexAttempts) Watch(int) (<-chan struct{}, func()) {
+	if a.hw == nil {
+		a.hw = a.c.hub().join(a.req.Name)
+	}
+	return a.hw.arm(), noUnwatch
+}
+
+func noUnwatch() {}
 
 func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
 	ttl := a.c.o.TTL
@@ -64,24 +76,72 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) 
 	}
 	owner := baton.NewOwnerID()
 	res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner, Aux: int64(0)}}
-	tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, "mutex", owner, ttl)
+	var (
+		stmt   func(context.Context) attempt
+		intent keeper.Ref // the intent row the statement may write or delete
+		write  bool
+	)
+	if pg := a.c.q.d == fence.Postgres; pg && a.req.Wait && (a.wi.slot >= 0 || a.wi.due()) {
+		write = a.wi.due()
+		if a.wi.slot < 0 {
+			a.wi.slot = a.wi.newSlot()
+		}
+		intent = keeper.Ref{Key: a.req.Name, Owner: a.wi.owner, Aux: a.wi.slot}
+		stmt = a.wi.pgAttempt(owner, ttl, write) // the intent in the same statement
+	} else {
+		stmt = func(ctx context.Context) attempt {
+			tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, "mutex", owner, ttl)
+			return attempt{tok, ok, err}
+		}
+	}
+	out, done := a.c.settle(ctx, stmt, a.late(res.Ref, intent))
 	switch {
-	case err != nil:
-		if a.c.contended(err) {
+	case !done:
+		a.wi.slot = -1 // late drops it, after the statement
+		return res, ctx.Err()
+	case out.err != nil:
+		if a.c.contended(out.err) {
 			res.Reached = time.Now() // busy until now: reached, not unreachable
 		}
-		return res, err
-	case ok:
-		res.Granted, res.Token = true, tok
+		return res, out.err
+	case out.ok:
+		if intent.Key != "" {
+			a.wi.slot = -1 // deleted with the grant
+		}
+		res.Granted, res.Token = true, out.tok
 	case a.req.Wait:
-		a.wi.refresh(ctx)
+		if write {
+			a.wi.written = time.Now()
+		}
+		if a.c.q.d != fence.Postgres {
+			a.wi.refresh(ctx)
+		}
+		res.Poll = a.c.pollFloor(a.c.hub().mutexWaiters(a.req.Name))
 	}
 	return res, nil
+}
+
+// late frees what an attempt that Try gave up on did, once its statement
+// is done (see settle.go): its grant, or whatever it may have left after
+// an error, and the intent row it may have written (owner-checked).
+func (a *mutexAttempts) late(ref, intent keeper.Ref) func(attempt) {
+	c := a.c
+	return func(out attempt) {
+		if out.ok || out.err != nil {
+			c.k.Abandon(ref)
+		}
+		if intent.Key != "" {
+			c.k.Abandon(intent)
+		}
+	}
 }
 
 func (a *mutexAttempts) Forget(res leasing.Result) { a.c.k.Abandon(res.Ref) }
 
 func (a *mutexAttempts) End(ctx context.Context, granted bool) {
+	if a.hw != nil {
+		a.hw.leave(granted)
+	}
 	if granted {
 		a.wi.remove(ctx)
 	} else {
@@ -130,19 +190,17 @@ type waitIntent struct {
 func (w *waitIntent) intentDelay() time.Duration { return min(w.c.o.TTL/4, time.Second) }
 
 // refresh writes the intent row once the wait has lasted intentDelay, or
-// refreshes it when a quarter of its TTL has passed since the last write: a released mutex wakes every
-// waiter of the process, and an extra write per waiter per wake-up would
-// double the load of a contended lock. It is only a display: an error
-// drops the row (under a new owner and slot next time) and is otherwise
-// ignored; the acquire loop reports the database's real trouble.
+// refreshes it when a quarter of its TTL has passed since the last write:
+// an extra write per attempt would double the load of a contended lock.
+// It is only a display: an error drops the row (under a new owner and
+// slot next time) and is otherwise ignored; the acquire loop reports the
+// database's real trouble.
 func (w *waitIntent) refresh(ctx context.Context) {
-	switch {
-	case w.off, w.slot < 0 && time.Since(w.since) < w.intentDelay(),
-		w.slot >= 0 && time.Since(w.written) < w.c.o.TTL/4:
+	if !w.due() {
 		return
 	}
 	if w.slot < 0 {
-		w.slot = intentSlotBase + rand.Int64N(intentSlotBase)
+		w.slot = w.newSlot()
 	}
 	w.written = time.Now()
 	actx, cancel := context.WithTimeout(ctx, w.c.o.TTL/3)
@@ -155,6 +213,21 @@ func (w *waitIntent) refresh(ctx context.Context) {
 		w.owner = baton.NewOwnerID()
 	}
 }
+
+// due reports whether the intent row is to be written (the wait has
+// lasted intentDelay) or refreshed (a quarter of its TTL has passed since
+// the last write).
+func (w *waitIntent) due() bool {
+	switch {
+	case w.off, w.slot < 0 && time.Since(w.since) < w.intentDelay(),
+		w.slot >= 0 && time.Since(w.written) < w.c.o.TTL/4:
+		return false
+	}
+	return true
+}
+
+// newSlot picks the intent row's slot, at random in the intent range.
+func (w *waitIntent) newSlot() int64 { return intentSlotBase + rand.Int64N(intentSlotBase) }
 
 // remove deletes the intent row of a granted waiter on the waiter's own
 // goroutine (one round trip, bounded), so that a contended grant does not

@@ -106,6 +106,13 @@ func (s *statements) later(n int) string {
 // race with a concurrent insert instead of waiting.
 // Parameters: name, slot, kind, owner, ttl µs.
 func (s *statements) pgAcquire() string {
+	return s.pgTake() + `
+SELECT token FROM u UNION ALL SELECT token FROM i`
+}
+
+// pgTake is the WITH clauses u (the free row taken) and i (the missing
+// row inserted) of pgAcquire and pgAcquireWait, with their parameters.
+func (s *statements) pgTake() string {
 	return `WITH u AS (
 	UPDATE ` + s.locks + ` SET kind = $3, owner = $4, token = nextval('` + s.seq + `'), expires_at = ` + s.later(5) + `
 	WHERE name = $1 AND slot = $2 AND expires_at <= clock_timestamp()
@@ -116,26 +123,45 @@ func (s *statements) pgAcquire() string {
 	WHERE NOT EXISTS (SELECT 1 FROM ` + s.locks + ` WHERE name = $1 AND slot = $2)
 	ON CONFLICT (name, slot) DO NOTHING
 	RETURNING token
-)
-SELECT token FROM u UNION ALL SELECT token FROM i`
+)`
 }
 
-// txUpsert is the first step of the MySQL/SQLite acquire transaction: take
-// the row (insert it, or overwrite it if it is free) and lock it; rows
-// affected is 0 when the row is held. Parameters: name, slot, kind, owner,
-// ttl µs.
-func (s *statements) txUpsert() string {
-	if s.d == fence.MySQL {
-		// Assignments run left to right: expires_at sees the new owner.
-		return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, 0, ` + s.later(5) + `)
+// liteTake is the first statement of the SQLite acquire transaction: take
+// the row (insert it, or overwrite it if it is free) with the counter's
+// next value as its token, returning the token; no row when the row is
+// held. The counter is advanced (liteBump) in the same transaction, whose
+// write lock is the database's: nobody takes a token in between.
+// Parameters: name, slot, kind, owner, ttl µs.
+func (s *statements) liteTake() string {
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at)
+VALUES (?, ?, ?, ?, (SELECT v + 1 FROM ` + s.tokens + ` WHERE id = 1), ` + s.later(5) + `)
+ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
+WHERE ` + s.locks + `.expires_at <= ` + s.now + `
+RETURNING token`
+}
+
+// liteBump advances SQLite's counter to the token liteTake stored.
+func (s *statements) liteBump() string { return `UPDATE ` + s.tokens + ` SET v = v + 1 WHERE id = 1` }
+
+// myTake is MySQL's acquire, one autocommitted statement after the token
+// was taken from the counter (txBump): insert the row, or overwrite it if
+// it is free and its token is below the new one. The token check is what
+// keeps tokens increasing per name without a transaction around the two
+// statements: a token taken before another client's grant and release of
+// the name is refused, never stored over a larger one. The result's
+// LastInsertId is the token when the row was taken and 0 when it was not,
+// whatever clientFoundRows says about rows affected: the VALUES row sets
+// LAST_INSERT_ID to the token, and the refusing branch resets it to 0.
+// Assignments run left to right: token and expires_at see the new owner.
+// Parameters: name, slot, kind, owner, token, ttl µs.
+func (s *statements) myTake() string {
+	free := `expires_at <= UTC_TIMESTAMP(6) AND token < VALUES(token)`
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, LAST_INSERT_ID(?), ` + s.later(6) + `)
 ON DUPLICATE KEY UPDATE
-	kind = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(kind), kind),
-	owner = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner), owner),
+	kind = IF(` + free + `, VALUES(kind), kind),
+	owner = IF(` + free + `, VALUES(owner), owner),
+	token = IF(owner = VALUES(owner), VALUES(token), token + LAST_INSERT_ID(0)),
 	expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`
-	}
-	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, 0, ` + s.later(5) + `)
-ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner, expires_at = excluded.expires_at
-WHERE ` + s.locks + `.expires_at <= ` + s.now
 }
 
 // txBump advances the shared counter by one; MySQL returns the new value
@@ -147,16 +173,16 @@ func (s *statements) txBump() string {
 	return `UPDATE ` + s.tokens + ` SET v = v + 1 WHERE id = 1 RETURNING v`
 }
 
-// txSetToken writes the token into the row this transaction took.
-// Parameters: token, name, slot, owner.
-func (s *statements) txSetToken() string {
-	return `UPDATE ` + s.locks + ` SET token = ? WHERE name = ? AND slot = ? AND owner = ?`
-}
-
 // refList is "(name, slot, owner) IN (…)" for n refs, with placeholders
 // numbered from first, and the arguments appended by the caller in that
-// order.
+// order. One ref is written as three equalities instead: MariaDB plans a
+// one-element row IN list as a scan of the whole primary key, locking
+// every row it reads (a lone release then waited for, and blocked, every
+// acquire and renewal of the table), and SQLite searches by name only.
 func (s *statements) refList(n, first int) string {
+	if n == 1 {
+		return "name = " + s.p(first) + " AND slot = " + s.p(first+1) + " AND owner = " + s.p(first+2)
+	}
 	var b strings.Builder
 	b.WriteString("(name, slot, owner) IN (")
 	if s.d == fence.SQLite {
@@ -176,8 +202,7 @@ func (s *statements) refList(n, first int) string {
 // renew extends n rows still owned and unexpired. PostgreSQL and SQLite
 // return the renewed rows; MySQL marks them with the renewal parameter
 // (read back only when fewer rows than asked changed). Parameters: ttl µs,
-// renewal mark, then the refs (PostgreSQL: as three arrays; MySQL: the
-// refs first).
+// renewal mark, then the refs (PostgreSQL: as three arrays).
 func (s *statements) renew(n int) string {
 	switch s.d {
 	case fence.Postgres:
@@ -189,29 +214,17 @@ FROM unnest($3::text[], $4::bigint[], $5::text[]) AS r(name, slot, owner)
 WHERE l.name = r.name AND l.slot = r.slot AND l.owner = r.owner AND l.expires_at > clock_timestamp()
 RETURNING l.name, l.slot, l.owner`
 	case fence.MySQL:
-		// A derived table joined on the primary key, for the same reason;
-		// its placeholders come first in the text, so the refs are passed
-		// before ttl and mark.
-		return `UPDATE ` + s.locks + ` AS l JOIN (` + s.unionRefs(n) + `) AS r
-ON l.name = r.name AND l.slot = r.slot AND l.owner = r.owner
-SET l.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, l.renewal = ?
-WHERE l.expires_at > UTC_TIMESTAMP(6)`
+		// MariaDB plans a row IN list of two refs or more as a range of
+		// primary-key lookups, one per ref (a lone ref is written as
+		// equalities, see refList). A derived table of UNION ALL SELECTs
+		// joined on the key read the same rows but cost several times the
+		// server time to parse and plan: ~100 ms for 500 refs, against
+		// 4–14 ms for the IN list (MariaDB 10.11, loaded host).
+		return `UPDATE ` + s.locks + ` SET expires_at = ` + s.later(1) + `, renewal = ?
+WHERE ` + s.refList(n, 3) + ` AND expires_at > UTC_TIMESTAMP(6)`
 	}
 	return `UPDATE ` + s.locks + ` SET expires_at = ` + s.later(1) + `, renewal = ` + s.p(2) + `
 WHERE ` + s.refList(n, 3) + ` AND expires_at > ` + s.now + ` RETURNING name, slot, owner`
-}
-
-// unionRefs is a derived table of n refs (MySQL).
-func (s *statements) unionRefs(n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i == 0 {
-			b.WriteString("SELECT CAST(? AS BINARY) AS name, ? AS slot, ? AS owner")
-		} else {
-			b.WriteString(" UNION ALL SELECT ?, ?, ?")
-		}
-	}
-	return b.String()
 }
 
 // pgRelease frees the refs given as three arrays and notifies the channel

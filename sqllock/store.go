@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
@@ -24,11 +25,15 @@ type store struct {
 	q     *statements
 	batch int
 
-	// pinned is a connection of the pool kept for renewals (see Renew);
-	// pinMu is held while it is in use or replaced.
-	pinMu  sync.Mutex
-	pinned *sql.Conn
-	closed bool
+	// renewConn and releaseConn are connections of the pool kept warm for
+	// the keeper's renewals and releases (see warm.go).
+	renewConn, releaseConn warmConn
+
+	// stmts are SQLite's prepared statements (see prepared), nil for
+	// good once stmtsDone; stmtMu guards both.
+	stmtMu    sync.Mutex
+	stmts     map[string]*sql.Stmt
+	stmtsDone bool
 }
 
 // execQuerier is what a renewal runs on: the pool or the pinned connection.
@@ -37,50 +42,18 @@ type execQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// pinnable reports whether renewals may keep a connection of their own:
-// on a network database (SQLite is embedded), and never out of a pool of
-// two or fewer, which it would starve.
-func (s *store) pinnable() bool {
-	n := s.db.Stats().MaxOpenConnections
-	return s.q.d != fence.SQLite && (n == 0 || n > 2)
-}
-
-// pin opens the renewal connection and runs an empty renewal on it, so
-// that the statement is prepared there before any lease depends on it.
-// Client calls it at the first use, while the database answers promptly;
-// Renew calls it again after a failure.
-func (s *store) pin(ctx context.Context) {
-	if !s.pinnable() {
-		return
-	}
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	if s.pinned != nil || s.closed {
-		return
-	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return
-	}
-	// A renewal and a release of a row that cannot exist: they change
-	// nothing and leave both statements prepared on conn.
-	warm := []keeper.Ref{{Key: "baton: warm-up (no such lock)", Owner: "", Aux: int64(-2)}}
-	if _, err := s.renew(ctx, conn, warm, time.Second); err != nil || s.release(ctx, conn, warm) != nil {
-		_ = conn.Close()
-		return
-	}
-	s.pinned = conn
-}
-
-// unpin returns the renewal connection to the pool, for good (Close).
+// unpin returns the warm connections to the pool and closes the prepared
+// statements, for good (Close).
 func (s *store) unpin() {
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	s.closed = true
-	if s.pinned != nil {
-		_ = s.pinned.Close()
-		s.pinned = nil
+	s.stmtMu.Lock()
+	s.stmtsDone = true
+	for _, st := range s.stmts {
+		_ = st.Close()
 	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
+	s.renewConn.unpin()
+	s.releaseConn.unpin()
 }
 
 var _ keeper.Store = (*store)(nil)
@@ -116,34 +89,19 @@ type rowID struct {
 	owner string
 }
 
-// Renew runs on the connection pinned for renewals when it is free (a
+// Renew runs on the connection kept warm for renewals when it is free (a
 // late renewal may still hold it), else on the pool. The keeper then does
 // not compete with acquires for connections, and its statement is already
 // prepared: on a slow link a renewal that must open a connection (TCP,
 // startup, prepare, execute) takes three or four flights, which at a
 // latency of TTL/4 is more than the lease has left — a cancelled query of
 // the caller's on the same pool (the driver closes that connection) was
-// enough to lose every lease (drill row 8). After an error the pinned
-// connection is dropped and pinned again, warm, at the next renewal.
-func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
-	if !s.pinnable() || !s.pinMu.TryLock() {
-		return s.renew(ctx, s.db, refs, ttl)
-	}
-	conn := s.pinned
-	if conn == nil {
-		s.pinMu.Unlock()
-		r, err := s.renew(ctx, s.db, refs, ttl)
-		if err == nil {
-			s.pin(ctx) // the database answers again: pin a warm connection for the next rounds
-		}
-		return r, err
-	}
-	defer s.pinMu.Unlock()
-	renewed, err := s.renew(ctx, conn, refs, ttl)
-	if err != nil {
-		_ = conn.Close() // maybe broken: the pool replaces it
-		s.pinned = nil
-	}
+// enough to lose every lease (drill row 8).
+func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) (renewed []bool, err error) {
+	err = s.renewConn.run(ctx, s, func(db execQuerier) error {
+		renewed, err = s.renew(ctx, db, refs, ttl)
+		return err
+	})
 	return renewed, err
 }
 
@@ -152,8 +110,7 @@ func (s *store) renew(ctx context.Context, db execQuerier, refs []keeper.Ref, tt
 	var rows *sql.Rows
 	switch s.q.d {
 	case fence.MySQL:
-		args := append(refArgs(nil, refs), ttl.Microseconds(), mark)
-		res, err := db.ExecContext(ctx, s.q.renew(len(refs)), args...)
+		res, err := db.ExecContext(ctx, s.q.renew(len(refs)), refArgs([]any{ttl.Microseconds(), mark}, refs)...)
 		if err != nil {
 			return nil, err
 		}
@@ -205,25 +162,15 @@ func (s *store) renew(ctx context.Context, db execQuerier, refs []keeper.Ref, tt
 	return renewed, nil
 }
 
-// Release runs on the pinned connection when it is free (see Renew), so
-// that an abandoned grant is freed with a warm, prepared statement even
-// when the pool's other connections were closed by cancelled queries.
+// Release runs on the connection kept warm for releases when it is free,
+// else on the pool: an abandoned grant is freed with a prepared statement
+// even when the pool's other connections were closed by cancelled queries,
+// and never on the renewals' connection. The keeper's queued releases run
+// beside its rounds; one that held the renewals' connection through a slow
+// link sent the next renewal to the pool, where a fresh connection's
+// handshake and prepares cost more flights than the lease had left.
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
-	if !s.pinnable() || !s.pinMu.TryLock() {
-		return s.release(ctx, s.db, refs)
-	}
-	conn := s.pinned
-	if conn == nil {
-		s.pinMu.Unlock()
-		return s.release(ctx, s.db, refs)
-	}
-	defer s.pinMu.Unlock()
-	err := s.release(ctx, conn, refs)
-	if err != nil {
-		_ = conn.Close()
-		s.pinned = nil
-	}
-	return err
+	return s.releaseConn.run(ctx, s, func(db execQuerier) error { return s.release(ctx, db, refs) })
 }
 
 func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) error {
@@ -265,6 +212,11 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
+	case s.q.d == fence.SQLite && len(refs) == 1:
+		var st *sql.Stmt
+		if st, err = s.prepared(ctx, s.q.release(1)); err == nil {
+			_, err = st.ExecContext(ctx, refArgs(nil, refs)...)
+		}
 	default:
 		_, err = db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
 	}
@@ -272,7 +224,7 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 		return err
 	}
 	for _, r := range refs {
-		s.c.hub().wake(r.Key)
+		s.c.hub().released(r.Key)
 	}
 	return nil
 }
@@ -293,39 +245,96 @@ func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owne
 		}
 		return uint64(tok), true, nil
 	}
+	if s.q.d == fence.MySQL {
+		return s.myAcquire(ctx, name, slot, kind, owner, ttl)
+	}
+	return s.liteAcquire(ctx, name, slot, kind, owner, ttl)
+}
+
+// liteAcquire is SQLite's attempt: one transaction of two prepared
+// statements, the row taken with the counter's next value (or refused,
+// and rolled back) and the counter advanced (see statements.liteTake).
+// Parsing was a quarter of an uncontended lock's CPU time when every
+// statement was prepared afresh, and an upsert, a counter bump and a
+// separate token write cost three statements where two do.
+func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+	take, err := s.prepared(ctx, s.q.liteTake())
+	if err != nil {
+		return 0, false, err
+	}
+	bump, err := s.prepared(ctx, s.q.liteBump())
+	if err != nil {
+		return 0, false, err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, false, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
-	res, err := tx.ExecContext(ctx, s.q.txUpsert(), name, slot, kind, owner, ttl.Microseconds())
-	if err != nil {
-		return 0, false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return 0, false, err // held by another owner (or the driver failed to say)
-	}
 	var tok int64
-	if s.q.d == fence.MySQL {
-		t, err := s.mysqlBump(ctx, tx)
-		if err != nil {
-			return 0, false, err
-		}
-		tok = int64(t)
-	} else if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
+	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kind, owner, ttl.Microseconds()).Scan(&tok); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil // held by another owner
+	case err != nil:
 		return 0, false, err
 	}
-	res, err = tx.ExecContext(ctx, s.q.txSetToken(), tok, name, slot, owner)
-	if err != nil {
-		return 0, false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		// Not ours after all (MySQL with clientFoundRows reports a held
-		// row as affected): roll back, the counter with it.
+	if _, err := tx.StmtContext(ctx, bump).ExecContext(ctx); err != nil {
 		return 0, false, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, false, fmt.Errorf("commit: %w", err)
+	}
+	return uint64(tok), true, nil
+}
+
+// prepared returns query prepared on the pool, preparing it at the first
+// call (SQLite: its driver parses a statement at every call otherwise; the
+// network drivers cache or interpolate theirs). The statements are closed
+// with the client (unpin).
+func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[query]; st != nil {
+		return st, nil
+	}
+	if s.stmtsDone {
+		return nil, fmt.Errorf("sqllock: %w", baton.ErrClosed)
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = make(map[string]*sql.Stmt)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// myAcquire is MySQL's attempt: two autocommitted statements, one flight
+// each — the counter advanced, then the row taken with that token if it is
+// free and holds a smaller one (see statements.myTake). A transaction
+// around an upsert, the counter and the token's write cost six flights
+// with its BEGIN, COMMIT and the release, held the row's lock across three
+// of them, and a client cut off inside it left the name locked until the
+// server dropped the connection. A refused attempt still uses up a token:
+// the counter grows with attempts, not only with grants.
+func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+	res, err := s.db.ExecContext(ctx, s.q.txBump())
+	if err != nil {
+		return 0, false, err
+	}
+	tok, err := res.LastInsertId()
+	if err != nil {
+		return 0, false, err
+	}
+	res, err = s.db.ExecContext(ctx, s.q.myTake(), name, slot, kind, owner, tok, ttl.Microseconds())
+	if err != nil {
+		return 0, false, err
+	}
+	got, err := res.LastInsertId()
+	if err != nil || got != tok || tok == 0 {
+		return 0, false, err
 	}
 	return uint64(tok), true, nil
 }

@@ -1,0 +1,59 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// A PostgreSQL mutex waiter's intent row rides on its attempts: once the
+// wait has lasted intentDelay, each attempt is one statement that takes
+// the lock, or else writes (or refreshes) the intent; and a grant deletes
+// the intent in the same statement. Written by statements of their own,
+// the intent cost two requests per waiter that waited long enough (the
+// write and, at the grant, the delete): with one attempt per handoff (see
+// wake.go) that was two requests of every handoff of a lock with hundreds
+// of waiters, against none with five. The intent is not written at a
+// waiter's first refusal even so: an uncontended acquire would then pay
+// for the larger statement, and most waits of a busy lock are short.
+
+// pgAcquireWait is pgAcquire with the waiter's intent row (slot $6 of
+// name, owner $7): a refused attempt writes it when $9 is true (kind
+// "mwait", lease $8 µs), owner-checked as intentUpsert; a grant deletes
+// it. Data-modifying WITH clauses run on one snapshot and see each other
+// only through RETURNING, which is what w and d read.
+// Parameters: name, slot, kind, owner, ttl µs, intent slot, intent
+// owner, intent ttl µs, write the intent.
+func (s *statements) pgAcquireWait() string {
+	return s.pgTake() + `, w AS (
+	INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at)
+	SELECT $1, $6, '` + kindMutexWait + `', $7, 0, ` + s.later(8) + `
+	WHERE $9::boolean AND NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM i)
+	ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at WHERE l.owner = excluded.owner
+), d AS (
+	DELETE FROM ` + s.locks + `
+	WHERE name = $1 AND slot = $6 AND owner = $7 AND (EXISTS (SELECT 1 FROM u) OR EXISTS (SELECT 1 FROM i))
+)
+SELECT token FROM u UNION ALL SELECT token FROM i`
+}
+
+// pgAttempt is a PostgreSQL mutex waiter's attempt statement once its
+// intent row is due or written (see above), the intent at w.slot, written
+// when write is set. After a grant the row is gone; after an error it may
+// exist.
+func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func(context.Context) attempt {
+	c, name, slot, iowner := w.c, w.name, w.slot, w.owner
+	return func(ctx context.Context) attempt {
+		var tok int64
+		err := c.db.QueryRowContext(ctx, c.q.pgAcquireWait(), name, 0, "mutex", owner, ttl.Microseconds(),
+			slot, iowner, c.o.TTL.Microseconds(), write).Scan(&tok)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return attempt{}
+		case err != nil:
+			return attempt{err: err}
+		}
+		return attempt{tok: uint64(tok), ok: true}
+	}
+}

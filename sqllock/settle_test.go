@@ -1,0 +1,87 @@
+package sqllock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/sqllock"
+)
+
+// TestCancelledAttemptLandingLate: an acquire cancelled while its
+// attempt is on its way to the server returns at once and leaves nothing
+// behind when the attempt lands after the cancel. The attempt's
+// connection delivers its writes 300ms late; the driver's cancel request
+// (on a prompt connection) finds the server idle, and the owner-checked
+// release of the abandoned attempt was sent at the cancel: it found
+// nothing, and the grant that followed stayed with no holder, blocking
+// the lock for a TTL and listed until someone took it over.
+func TestCancelledAttemptLandingLate(t *testing.T) {
+	const ttl = 6 * time.Second // attempts get TTL/3: longer than the delay
+	d := &slowDial{delay: 300 * time.Millisecond, sent: make(chan struct{})}
+	db := openSlowPG(t, d)
+	db.SetMaxIdleConns(1) // the attempt reuses the warm connection
+	c := newClient(t, db, sqllock.Options{TTL: ttl, NoListen: true})
+	other := newClient(t, openDB(t, "pgx", testenv.Postgres(t)), sqllock.Options{TTL: ttl, NoListen: true})
+	name := uniqueName("late")
+	for range 2 { // schema, pinned connection, prepared statements
+		if err := lock(t, c, name).Release(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Release() = %v", err)
+		}
+	}
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex() = %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type result struct {
+		l   *baton.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	d.armed.Store(true)
+	go func() { // owned by the test, which reads done below
+		l, err := m.Lock(ctx)
+		done <- result{l, err}
+	}()
+	select {
+	case <-d.sent:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no attempt sent within 5s")
+	}
+	cancel()
+	cancelled := time.Now()
+	r := <-done
+	if took := time.Since(cancelled); took > 150*time.Millisecond {
+		t.Errorf("Lock returned %v after the cancel, want at once", took)
+	}
+	if r.l != nil || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled Lock = %v, %v; want an error wrapping %v", r.l, r.err, context.Canceled)
+	}
+
+	// The attempt lands about now: its grant must be freed long before
+	// its TTL.
+	mo, err := other.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex() = %v", err)
+	}
+	time.Sleep(2 * d.delay)
+	var l *baton.Lease
+	for deadline := time.Now().Add(2 * time.Second); l == nil; time.Sleep(20 * time.Millisecond) {
+		l, err = mo.TryLock(opCtx(t, 5*time.Second))
+		if l == nil && time.Now().After(deadline) {
+			es, _ := other.Entries(opCtx(t, 5*time.Second), name)
+			t.Fatalf("TryLock 2s after the cancelled attempt landed = %v (entries %q): its grant was left behind", err, es)
+		}
+	}
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release() = %v", err)
+	}
+	if es, err := other.Entries(opCtx(t, 5*time.Second), name); err != nil || len(es) > 0 {
+		t.Errorf("Entries after the release = %q, %v; want none", es, err)
+	}
+}

@@ -1,0 +1,100 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/keeper"
+)
+
+// warmConn is a connection of the pool kept for one kind of the keeper's
+// requests, renewals or releases, with their statements prepared on it.
+// Each kind has its own, so that neither waits behind the other or falls
+// back to a cold connection of the pool because the other holds it.
+type warmConn struct {
+	spare  int        // pool connections left to the caller: pin only out of a pool larger than that
+	mu     sync.Mutex // held while conn is in use or replaced
+	conn   *sql.Conn
+	closed bool
+}
+
+// pinnable reports whether w may keep a connection of its own: on a
+// network database (SQLite is embedded), and never out of a pool of
+// w.spare or fewer, which it would starve.
+func (w *warmConn) pinnable(s *store) bool {
+	n := s.db.Stats().MaxOpenConnections
+	return s.q.d != fence.SQLite && (n == 0 || n > w.spare)
+}
+
+// run runs f on w's connection when it is free, else on the pool. After
+// an error there the connection is dropped (maybe broken: the pool
+// replaces it); after a success on the pool w pins a warm one again, as
+// the database answers again.
+func (w *warmConn) run(ctx context.Context, s *store, f func(execQuerier) error) error {
+	if !w.pinnable(s) || !w.mu.TryLock() {
+		return f(s.db)
+	}
+	conn := w.conn
+	if conn == nil {
+		w.mu.Unlock()
+		err := f(s.db)
+		if err == nil {
+			w.pin(ctx, s)
+		}
+		return err
+	}
+	defer w.mu.Unlock()
+	err := f(conn)
+	if err != nil {
+		_ = conn.Close()
+		w.conn = nil
+	}
+	return err
+}
+
+// pin opens w's connection and runs an empty renewal and release on it,
+// so that both statements are prepared there before any lease depends on
+// them. Client calls it at the first use, while the database answers
+// promptly; run calls it again after a failure.
+func (w *warmConn) pin(ctx context.Context, s *store) {
+	if !w.pinnable(s) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn != nil || w.closed {
+		return
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	// A renewal and a release of a row that cannot exist: they change
+	// nothing and leave both statements prepared on conn.
+	warm := []keeper.Ref{{Key: "baton: warm-up (no such lock)", Owner: "", Aux: int64(-2)}}
+	if _, err := s.renew(ctx, conn, warm, time.Second); err != nil || s.release(ctx, conn, warm) != nil {
+		_ = conn.Close()
+		return
+	}
+	w.conn = conn
+}
+
+// unpin returns w's connection to the pool, for good (Close).
+func (w *warmConn) unpin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn = nil
+	}
+}
+
+// pin pins both warm connections.
+func (s *store) pin(ctx context.Context) {
+	s.renewConn.pin(ctx, s)
+	s.releaseConn.pin(ctx, s)
+}
