@@ -66,11 +66,16 @@ type runConfig struct {
 	logFormat      string         // --log-format: logText or logJSON
 	logLevel       slog.Level     // --log-level
 	observer       baton.Observer // run, elect: the engine's events as log records; nil elsewhere
-	mode           lockMode       // which side of which recipe (run only)
-	permits        int            // N of --shared N
-	name           string         // NAME as given
-	command        []string       // COMMAND and its arguments
-	help           bool           // -h/--help: print usage, exit 0
+	// tlsServerName, when set, is the name every TLS connection verifies
+	// the server's certificate against, instead of the host it dials.
+	// Only baton drill sets it: its clients dial the servers through
+	// fault proxies on 127.0.0.1, and the certificates name the real hosts.
+	tlsServerName string
+	mode          lockMode // which side of which recipe (run only)
+	permits       int      // N of --shared N
+	name          string   // NAME as given
+	command       []string // COMMAND and its arguments
+	help          bool     // -h/--help: print usage, exit 0
 }
 
 // lockMode is the coordination object `run` takes: a mutex by default, a

@@ -106,6 +106,10 @@ type engineURL struct {
 	password string // percent-decoded, once, here for every engine
 	hasUser  bool
 	redacted string
+	// tlsName, when set, is the name TLS verifies the servers'
+	// certificates against instead of the hosts dialled: runConfig's
+	// tlsServerName, copied here by openBackend.
+	tlsName string
 }
 
 // splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
@@ -256,6 +260,7 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 	}
 	warnArgvPassword(cfg, u)
 	warnTransport(u)
+	u.tlsName = cfg.tlsServerName
 	return e.open(ctx, cfg, u, name)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -57,7 +56,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		Logger:      zap.NewNop(),
 	}
 	if useTLS {
-		tc, err := etcdTLS()
+		tc, err := tlsFromEnv("BATON_ETCD", u.tlsName)
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +173,3 @@ func etcdErr(err error) error {
 	}
 	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 }
-
-// etcdTLS builds the client TLS config from BATON_ETCD_CACERT (else the
-// system roots) and the optional client pair BATON_ETCD_CERT/_KEY.
-func etcdTLS() (*tls.Config, error) { return tlsFromEnv("BATON_ETCD") }

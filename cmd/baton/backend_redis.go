@@ -55,7 +55,7 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 		o.Username, o.Password = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
 	}
 	if o.TLSConfig != nil {
-		if err := redisTLS(o.TLSConfig); err != nil {
+		if err := redisTLS(o.TLSConfig, u.tlsName); err != nil {
 			return nil, err
 		}
 	}
@@ -71,9 +71,10 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 }
 
 // redisTLS completes go-redis' TLS config from the environment:
-// BATON_REDIS_CACERT and the client pair BATON_REDIS_CERT/_KEY.
-func redisTLS(tc *tls.Config) error {
-	env, err := tlsFromEnv("BATON_REDIS")
+// BATON_REDIS_CACERT and the client pair BATON_REDIS_CERT/_KEY; serverName
+// as tlsFromEnv's.
+func redisTLS(tc *tls.Config, serverName string) error {
+	env, err := tlsFromEnv("BATON_REDIS", serverName)
 	if err != nil {
 		return err
 	}

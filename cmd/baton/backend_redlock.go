@@ -182,7 +182,7 @@ func redlockNode(u engineURL, h string, p redlockParams, cfg *runConfig) (*redis
 	o.WriteTimeout = o.ReadTimeout
 	if p.useTLS {
 		o.TLSConfig = &tls.Config{ServerName: host}
-		if err := redisTLS(o.TLSConfig); err != nil {
+		if err := redisTLS(o.TLSConfig, u.tlsName); err != nil {
 			return nil, err
 		}
 	}

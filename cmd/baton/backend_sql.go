@@ -230,10 +230,10 @@ func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error)
 	if err != nil {
 		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
 	}
-	if tlsServerName != "" {
+	if u.tlsName != "" {
 		for _, tc := range append([]*tls.Config{cc.TLSConfig}, fallbackTLS(cc)...) {
 			if tc != nil && !tc.InsecureSkipVerify {
-				tc.ServerName = tlsServerName
+				tc.ServerName = u.tlsName
 			}
 		}
 	}
@@ -297,7 +297,7 @@ func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
 		return sqlTarget{}, err
 	}
 	warning := mysqlWarning(pu.Hostname(), mc.TLSConfig) // before the driver normalises it
-	if err := mysqlTLSFiles(mc, pu.Hostname()); err != nil {
+	if err := mysqlTLSFiles(mc, pu.Hostname(), u.tlsName); err != nil {
 		return sqlTarget{}, err
 	}
 	conn, err := mysql.NewConnector(mc)
@@ -311,19 +311,20 @@ func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
 // mysqlTLSFiles gives tls=true a private CA and a client certificate from
 // BATON_SQL_CACERT, BATON_SQL_CERT and BATON_SQL_KEY (as the other engines'
 // BATON_*_CACERT…): the driver's tls=true knows only the system roots.
-// Without those variables it changes nothing.
-func mysqlTLSFiles(mc *mysql.Config, host string) error {
+// Without those variables (and without serverName, engineURL.tlsName) it
+// changes nothing.
+func mysqlTLSFiles(mc *mysql.Config, host, serverName string) error {
 	set := false
 	for _, v := range []string{"BATON_SQL_CACERT", "BATON_SQL_CERT", "BATON_SQL_KEY"} {
 		set = set || os.Getenv(v) != ""
 	}
-	if !set && (tlsServerName == "" || mc.TLSConfig != "true") {
+	if !set && (serverName == "" || mc.TLSConfig != "true") {
 		return nil
 	}
 	if mc.TLSConfig != "true" {
 		return usagef("BATON_SQL_CACERT, BATON_SQL_CERT or BATON_SQL_KEY is set: MySQL URLs need tls=true for them")
 	}
-	tc, err := tlsFromEnv("BATON_SQL")
+	tc, err := tlsFromEnv("BATON_SQL", serverName)
 	if err != nil {
 		return err
 	}

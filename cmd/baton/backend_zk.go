@@ -50,7 +50,7 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 	defer cancel()
 	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot, Observer: cfg.observer}
 	if useTLS {
-		if opts.TLS, err = tlsFromEnv("BATON_ZK"); err != nil {
+		if opts.TLS, err = tlsFromEnv("BATON_ZK", u.tlsName); err != nil {
 			return nil, err
 		}
 	}

@@ -81,7 +81,7 @@ func newTarget(cfg runConfig, u engineURL, engine string) scenario.Target {
 		t.Addrs = urlHosts(u)
 		// The clients dial fault proxies on 127.0.0.1: TLS must still
 		// verify the servers by the name the URL gives them.
-		tlsServerName, _, _ = net.SplitHostPort(t.Addrs[0])
+		cfg.tlsServerName, _, _ = net.SplitHostPort(t.Addrs[0])
 	}
 	t.Open = func(ctx context.Context, dial []string) (scenario.Client, error) {
 		c := cfg

@@ -6,18 +6,13 @@ import (
 	"os"
 )
 
-// tlsServerName, when set, is the name every TLS connection verifies the
-// server's certificate against, instead of the host it dials. Only baton
-// drill sets it: its clients dial the servers through fault proxies on
-// 127.0.0.1, and the servers' certificates name the real hosts.
-var tlsServerName string
-
 // tlsFromEnv builds a client TLS config from the environment variables
 // PREFIX_CACERT (a PEM file of the CAs that verify the server; else the
 // system roots) and the optional client pair PREFIX_CERT / PREFIX_KEY.
-// A file that cannot be read is a usage error.
-func tlsFromEnv(prefix string) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: tlsServerName}
+// A file that cannot be read is a usage error. serverName, when set, is
+// the name the server's certificate must carry (engineURL.tlsName).
+func tlsFromEnv(prefix, serverName string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if ca := os.Getenv(prefix + "_CACERT"); ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
