@@ -1,9 +1,7 @@
 package drill_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -20,6 +18,7 @@ import (
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/internal/zkframes"
 )
 
 // TestRow09Herd: 500 waiters, each with its own session, queue on one
@@ -97,8 +96,8 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 	o := clientOpts{ttl: herdTTL}
 	switch e.name {
 	case "zk":
-		cp := startZKCounter(t, testenv.ZK(t))
-		o.upstream, count = cp.addr, cp.requests.Load
+		cp := zkframes.Start(t, testenv.ZK(t))
+		o.upstream, count = cp.Addr, cp.Requests
 	case "etcd":
 		var rc rpcCounter
 		o.etcdCli = rawEtcd(t, etcdServer.Endpoint, grpc.WithChainUnaryInterceptor(rc.unary), grpc.WithChainStreamInterceptor(rc.stream))
@@ -128,6 +127,7 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 		})
 	}
 	waitEntries(t, e, name, n+1)
+	waitWatches(t, run, name, ws)
 	_ = plug.release(ctx, lp)
 	wg.Wait()
 	requests := count() - before
@@ -149,99 +149,41 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 	run.Report(drill.CheckExclusive(events))
 	run.Report(drill.CheckFIFO(events))
 	run.Report(drill.CheckWakeups(events, name, 1))
-	// Every waiter queued behind the plug, so each must have watched: a
-	// waiter without a watch event means the recorder (the BeforeWatch
-	// hook in its acquire context) never ran, and CheckWakeups above
-	// judged nothing.
-	watched := map[string]bool{}
-	for _, ev := range events {
-		if ev.Op == drill.OpWatch && ev.Name == name {
-			watched[ev.Client] = true
-		}
-	}
-	for _, w := range ws {
-		if !watched[w.id] {
-			t.Errorf("%s registered no watch while queued behind the plug: the watch recorder did not run", w.id)
-		}
-	}
 	res.check(t, run, false)
 	run.Report(drill.Orphans(ctx, name, time.Second, e.scan))
 	return float64(requests) / float64(n)
 }
 
-// zkCounter is a TCP proxy to ZooKeeper that counts the client requests
-// it forwards, excluding the session handshake and pings (xid −2): the
-// requests a recipe makes. Unlike mntr's zk_packets_received it sees only
-// this drill's clients and no pings.
-type zkCounter struct {
-	addr     string
-	requests atomic.Int64
-	l        net.Listener
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
-}
-
-func startZKCounter(t *testing.T, upstream string) *zkCounter {
+// waitWatches waits, before the plug is pulled, until every waiter has
+// recorded a watch. A waiter's entry appears before its watch, so waiting
+// for entries alone let a slow waiter list only after the waiters ahead of
+// it had come and gone; it was then head and rightly watched nothing. Every
+// waiter queued behind the plug must watch: one that never records a watch
+// means the recorder (the BeforeWatch hook in its acquire context) did not
+// run, and CheckWakeups judged nothing.
+func waitWatches(t *testing.T, run *drilltest.Run, name string, ws []*holder) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &zkCounter{addr: l.Addr().String(), l: l}
-	c.wg.Go(func() { // owner: c; ends when Close closes the listener
-		for {
-			down, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				down.Close()
-				continue
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, down, up)
-			c.mu.Unlock()
-			c.wg.Go(func() { io.Copy(down, up); down.Close() })
-			c.wg.Go(func() { c.forward(up, down); up.Close() })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		c.mu.Lock()
-		for _, x := range c.conns {
-			x.Close()
-		}
-		c.mu.Unlock()
-		c.wg.Wait()
-	})
-	return c
-}
-
-// forward copies ZooKeeper frames (4-byte length, then the body) from
-// client to server, counting requests: the first frame is the connect
-// request; every later one starts with xid and opcode.
-func (c *zkCounter) forward(up, down net.Conn) {
-	r := bufio.NewReader(down)
-	first := true
-	var hdr [4]byte
+	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		watched := map[string]bool{}
+		for _, ev := range run.Rec.Events() {
+			if ev.Op == drill.OpWatch && ev.Name == name {
+				watched[ev.Client] = true
+			}
+		}
+		var missing []string
+		for _, w := range ws {
+			if !watched[w.id] {
+				missing = append(missing, w.id)
+			}
+		}
+		if len(missing) == 0 {
 			return
 		}
-		size := binary.BigEndian.Uint32(hdr[:])
-		body := make([]byte, size)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters (%s, …) registered no watch while queued behind the plug: the watch recorder did not run", len(missing), missing[0])
 		}
-		if !first && size >= 8 && int32(binary.BigEndian.Uint32(body[:4])) != -2 {
-			c.requests.Add(1)
-		}
-		first = false
-		if _, err := up.Write(append(hdr[:], body...)); err != nil {
-			return
-		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

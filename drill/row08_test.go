@@ -101,9 +101,9 @@ func slowServer(t *testing.T, e *engine, rc recipe, seed uint64, x float64) {
 	}
 	if x < 1 {
 		// Below the budget the holder must even acquire through the slow
-		// link — except on MySQL/MariaDB, whose acquire is a transaction
-		// of five statements (no UPDATE … RETURNING): five flights of
-		// 0.25×TTL are more than a lease, so no MySQL client can acquire
+		// link — except on MySQL/MariaDB, whose acquire is two statements
+		// (no UPDATE … RETURNING): two flights of 0.25×TTL are more than
+		// the TTL/3 an attempt may take, so no MySQL client can acquire
 		// through such a link. There the latency begins once it holds;
 		// renewals and releases (one statement each) must still hold.
 		prepare := inject

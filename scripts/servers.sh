@@ -71,12 +71,20 @@ start_redis() {
 # are never rewound), a primary and a replica the tests wire together (the
 # replica's link goes through their fault proxy), and a one-node Redis
 # Cluster owning every slot (scripts see Cluster's cross-slot rules).
+#
+# The Redlock nodes keep their append-only files in memory (/dev/shm where
+# it exists): a fsync there costs nothing, so a disk busy with the other
+# tests' servers cannot stall all five nodes at once for seconds, while a
+# killed node still restarts from its file, which is the failure the
+# setting guards against.
 REDLOCK_PORTS="16381 16382 16383 16384 16385"
-start_private_redis() {
-  local port=$1; shift
-  mkdir -p "$STATE/redis-$port"
+AOF_STATE=$STATE
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then AOF_STATE=/dev/shm/baton-servers-$(id -u); fi
+start_private_redis() { # PORT ARGS… (REDIS_DIR= overrides the data directory)
+  local port=$1 dir=${REDIS_DIR:-$STATE/redis-$1}; shift
+  mkdir -p "$STATE/redis-$port" "$dir"
   if port_open "$port"; then return 0; fi
-  redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$STATE/redis-$port" \
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$dir" \
     --pidfile "$STATE/redis-$port/pid" --logfile "$STATE/redis-$port/log" "$@"
   wait_port "$port"
 }
@@ -84,7 +92,7 @@ start_private_redis() {
 start_redis_private_set() {
   local p
   for p in $REDLOCK_PORTS; do
-    start_private_redis "$p" --save "" --appendonly yes --appendfsync always
+    REDIS_DIR="$AOF_STATE/redis-$p" start_private_redis "$p" --save "" --appendonly yes --appendfsync always
   done
   start_private_redis 16390 --save "" --appendonly no
   start_private_redis 16391 --save "" --appendonly no
@@ -186,7 +194,7 @@ stop)
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" stop -m fast >/dev/null 2>&1 || true
   fi
-  rm -rf "$STATE/zk/data" "$STATE/etcd/data" "$STATE"/redis-*
+  rm -rf "$STATE/zk/data" "$STATE/etcd/data" "$STATE"/redis-* "$AOF_STATE"/redis-*
   ;;
 *)
   echo "usage: $0 start|stop" >&2
