@@ -150,7 +150,7 @@ func throughputChart(dir string, c curves) (chart, error) {
 		var pts, floor plotter.XYs
 		for _, tp := range c.tput[e] {
 			pts = append(pts, plotter.XY{X: float64(tp.names), Y: max(tp.ops, 1)})
-			floor = append(floor, plotter.XY{X: float64(tp.names), Y: max(c.tputFloor[e], 1)})
+			floor = append(floor, plotter.XY{X: float64(tp.names), Y: max(c.tputFloor[e].ops, 1)})
 		}
 		if err := line(p, i, e, pts, false); err != nil {
 			return ch, err

@@ -87,6 +87,7 @@ type handoffPoint struct {
 	handoffs int
 	p50, p99 time.Duration
 	req      float64 // requests per handoff; NaN without a wire
+	allocs   float64 // the whole process's heap allocations per handoff
 	// failed: a Lock or Release failed under the load (not a broken
 	// handoff rule), so the point has no figures.
 	failed error
@@ -187,7 +188,8 @@ func handoffCurve(t *testing.T, s curveSizes) (map[string][]handoffPoint, error)
 				if err != nil {
 					t.Fatalf("%s handoff with %d waiters: %v", e, n, err)
 				}
-				pt := handoffPoint{waiters: n, handoffs: res.handoffs, p50: res.quantile(0.5), p99: res.quantile(0.99), req: res.perHandoff()}
+				pt := handoffPoint{waiters: n, handoffs: res.handoffs, p50: res.quantile(0.5), p99: res.quantile(0.99), req: res.perHandoff(),
+					allocs: res.allocsPerHandoff()}
 				if e == "sqlite" {
 					pt.req = math.NaN()
 				}
@@ -202,18 +204,20 @@ func handoffCurve(t *testing.T, s curveSizes) (map[string][]handoffPoint, error)
 }
 
 // tputPoint is one point of a throughput curve: lock+unlock per second of
-// all clients together.
+// all clients together, and the whole process's heap allocations per
+// lock+unlock over the same run.
 type tputPoint struct {
-	names int
-	ops   float64
+	names  int
+	ops    float64
+	allocs float64
 }
 
 // throughputCurve runs s.clients direct clients of each engine, each
 // locking and unlocking a name picked at random among n, for each n of
 // s.names, and the engine's floor on s.clients clients of its own (each
 // on a name of its own: the floor cannot wait).
-func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]float64) {
-	pts, floors := make(map[string][]tputPoint), make(map[string]float64)
+func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]tputPoint) {
+	pts, floors := make(map[string][]tputPoint), make(map[string]tputPoint)
 	for _, e := range curveEngines {
 		t.Run("throughput/"+e, func(t *testing.T) {
 			cr := newCurveRig(t, e)
@@ -224,7 +228,7 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 				t.Cleanup(func() { _ = clients[i].close() })
 			}
 			for _, n := range s.names {
-				ops, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+				pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
 					ms := make(map[int]locker)
 					return func(ctx context.Context) error {
 						k := rand.IntN(n)
@@ -246,13 +250,14 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 				if err != nil {
 					t.Fatalf("%s throughput over %d names: %v", e, n, err)
 				}
-				pts[e] = append(pts[e], tputPoint{names: n, ops: ops})
+				pt.names = n
+				pts[e] = append(pts[e], pt)
 			}
 			floor := make([]*pair, s.clients)
 			for i := range floor {
 				floor[i] = cr.floor(t)
 			}
-			ops, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+			pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
 				return func(ctx context.Context) error {
 					if err := floor[i].lock(ctx); err != nil {
 						return err
@@ -263,24 +268,31 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 			if err != nil {
 				t.Fatalf("%s floor throughput: %v", e, err)
 			}
-			floors[e] = ops
+			pt.names = s.clients // a name of its own per client
+			floors[e] = pt
 		})
 	}
 	return pts, floors
 }
 
 // runClients runs op of k goroutines for d and returns the operations per
-// second of all together.
-func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context) error) (float64, error) {
+// second of all together and the process's allocations per operation
+// (MemStats read once before the goroutines start and once after they
+// end).
+func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context) error) (tputPoint, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
 	defer cancel()
 	var done atomic.Int64
 	errs := make([]error, k)
 	var wg sync.WaitGroup
+	ops := make([]func(ctx context.Context) error, k)
+	for i := range ops {
+		ops[i] = mk(i)
+	}
+	m0 := readMem()
 	start := time.Now()
 	end := start.Add(d)
-	for i := range k {
-		op := mk(i)
+	for i, op := range ops {
 		wg.Go(func() { // owner: runClients; ends at end or on an error
 			for time.Now().Before(end) {
 				if err := op(ctx); err != nil {
@@ -292,7 +304,9 @@ func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context)
 		})
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds(), errors.Join(errs...)
+	took := time.Since(start)
+	allocs, _ := readMem().perOp(m0, int(done.Load()))
+	return tputPoint{ops: float64(done.Load()) / took.Seconds(), allocs: allocs}, errors.Join(errs...)
 }
 
 // heldPoint is the figures of many leases held by one client.
@@ -303,7 +317,10 @@ type heldPoint struct {
 	restPerSec   float64 // requests per second at rest, pings and renewals included; NaN without a wire
 	acquire      time.Duration
 	release      time.Duration
-	failed       error // a lease was lost or an operation failed
+	// acquireAllocs and releaseAllocs: the process's heap allocations per
+	// lease over the same runs as acquire and release.
+	acquireAllocs, releaseAllocs float64
+	failed                       error // a lease was lost or an operation failed
 }
 
 // heldTTL is the lease time (session timeout) of the held row: renewals
@@ -369,16 +386,36 @@ func holdOn(t *testing.T, cr *curveRig, n int, rest time.Duration) (hp heldPoint
 		leases[i], err = m.Lock(ctx)
 		return err
 	}
+	// The acquire below runs on 32 goroutines, which grows a connection
+	// pool (and the driver's goroutine a connection, as MariaDB's has) to
+	// what 32 concurrent calls need. Grow it the same way first, on names
+	// released at once, so that the one-lease figure and the all-leases
+	// one compare leases, not pool sizes.
+	if err := parallel(32, func(i int) error {
+		m, err := c.mutex(fmt.Sprintf("%s/warm-%d", prefix, i))
+		if err != nil {
+			return err
+		}
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		return l.Release(ctx)
+	}); err != nil {
+		return hp, err
+	}
 	if err := lock(0); err != nil {
 		return hp, err
 	}
 	hp.g1 = settledGoroutines(cr) - base
 	h1 := liveHeap()
+	m0 := readMem()
 	start := time.Now()
 	if err := parallel(n-1, func(i int) error { return lock(i + 1) }); err != nil {
 		return hp, err
 	}
 	hp.acquire = time.Since(start)
+	hp.acquireAllocs, _ = readMem().perOp(m0, n-1)
 	hp.gN = settledGoroutines(cr) - base
 	hp.heapPerLease = (float64(liveHeap()) - float64(h1)) / float64(max(n-1, 1))
 	hp.restPerSec = math.NaN()
@@ -394,11 +431,13 @@ func holdOn(t *testing.T, cr *curveRig, n int, rest time.Duration) (hp heldPoint
 			return hp, fmt.Errorf("lease %d after the rest: %v, want Held", i, st)
 		}
 	}
+	m1 := readMem()
 	start = time.Now()
 	if err := parallel(n, func(i int) error { return leases[i].Release(ctx) }); err != nil {
 		return hp, err
 	}
 	hp.release = time.Since(start)
+	hp.releaseAllocs, _ = readMem().perOp(m1, n)
 	closed = true
 	return hp, c.close()
 }
@@ -427,7 +466,7 @@ type curves struct {
 	sizes     curveSizes
 	handoff   map[string][]handoffPoint
 	tput      map[string][]tputPoint
-	tputFloor map[string]float64
+	tputFloor map[string]tputPoint
 	held      map[string]heldPoint
 }
 
@@ -457,6 +496,9 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 	for _, n := range s.waiters {
 		head += fmt.Sprintf("req @%d\t", n)
 	}
+	for _, n := range s.waiters {
+		head += fmt.Sprintf("allocs @%d\t", n)
+	}
 	fmt.Fprintln(w, head+"p50 ratio\treq ratio\ttarget\tresult\t")
 	for _, e := range append([]string{"etcd-peer"}, curveEngines...) {
 		pts := c.handoff[e]
@@ -481,6 +523,13 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 				continue
 			}
 			line += fmtReq(p.req) + "\t"
+		}
+		for _, p := range pts {
+			if p.failed != nil {
+				line += "–\t"
+				continue
+			}
+			line += fmtAllocs(p.allocs) + "\t"
 		}
 		if len(failed) > 0 {
 			misses = append(misses, fmt.Sprintf("%s handoff curve: failed at %s", e, strings.Join(failed, "; ")))
@@ -510,7 +559,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 	if len(handoffFailures) > 0 {
 		failNote = "\nfailed (a Lock or Release returned an error under the load: the points are left out of the curve and the chart): " + strings.Join(handoffFailures, "\n")
 	}
-	report(t, "curve-handoff", "%s", fmt.Sprintf("handoff cost curve: p50/p99 from Release start to the next waiter's Lock return, and requests per handoff (exact, client-side: ZooKeeper request frames without pings, etcd calls without keepalives, request flights through a counting proxy for Redis, Redlock, PostgreSQL and MariaDB; SQLite has no wire), every waiter on a client of its own (SQL: spread over %d clients of 4 connections each); lease engines grant any waiter, queue engines the next in line; up to 500 handoffs or %v per point; ratios: most waiters drawn over fewest:\n%s", sqlClients, s.handoff, tw.String())+failNote)
+	report(t, "curve-handoff", "%s", fmt.Sprintf("handoff cost curve: p50/p99 from Release start to the next waiter's Lock return, requests per handoff (exact, client-side: ZooKeeper request frames without pings, etcd calls without keepalives, request flights through a counting proxy for Redis, Redlock, PostgreSQL and MariaDB; SQLite has no wire) and allocs per handoff (the whole process's heap allocations over the handoffs: holder, waiters and re-queue), every waiter on a client of its own (SQL: spread over %d clients of 4 connections each); lease engines grant any waiter, queue engines the next in line; up to 500 handoffs or %v per point; ratios: most waiters drawn over fewest:\n%s", sqlClients, s.handoff, tw.String())+failNote)
 
 	tw.Reset()
 	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -518,7 +567,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 	for _, n := range s.names {
 		head += fmt.Sprintf("ops/s @%d names\t", n)
 	}
-	fmt.Fprintln(w, head+"floor ops/s\tmost names/floor\ttarget\tresult\t")
+	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tallocs/op @%d names\tfloor allocs/op\ttarget\tresult\t", s.names[len(s.names)-1]))
 	for _, e := range curveEngines {
 		if len(c.tput[e]) == 0 {
 			continue
@@ -528,21 +577,22 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			line += fmt.Sprintf("%.0f\t", p.ops)
 		}
 		pts := c.tput[e]
-		r := pts[len(pts)-1].ops / c.tputFloor[e]
+		most, floor := pts[len(pts)-1], c.tputFloor[e]
+		r := most.ops / floor.ops
 		verdict := "PASS"
 		if r < 0.8 {
 			verdict = "MISS"
 			misses = append(misses, fmt.Sprintf("%s throughput over %d names (%.2f× the floor)", e, pts[len(pts)-1].names, r))
 		}
-		fmt.Fprintf(w, "%s%.0f\t%.2f\t≥0.8×floor\t%s\t\n", line, c.tputFloor[e], r, verdict)
+		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), verdict)
 	}
 	w.Flush()
-	report(t, "curve-throughput", "throughput: lock+unlock per second of %d clients together (direct connections, a client each), each op on a name picked at random among n; the floor: the engine's bare round trips on the same number of clients, each on a name of its own; %v per point:\n%s", s.clients, s.tput, tw.String())
+	report(t, "curve-throughput", "throughput: lock+unlock per second of %d clients together (direct connections, a client each), each op on a name picked at random among n; the floor: the engine's bare round trips on the same number of clients, each on a name of its own; allocs/op: the whole process's heap allocations per lock+unlock over the same run (a client's first use of a name included); %v per point:\n%s", s.clients, s.tput, tw.String())
 
 	tw.Reset()
 	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
 	var heldFailures []string
-	fmt.Fprintln(w, "engine\tleases\tgoroutines (1 lease)\tgoroutines (all)\theap B/lease\treq/s at rest\tacquire all\trelease all\ttarget\tresult\t")
+	fmt.Fprintln(w, "engine\tleases\tgoroutines (1 lease)\tgoroutines (all)\theap B/lease\treq/s at rest\tacquire all\trelease all\tallocs/lease acq·rel\ttarget\tresult\t")
 	for _, e := range curveEngines {
 		h, ok := c.held[e]
 		if !ok {
@@ -554,7 +604,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			if i := strings.IndexByte(msg, '\n'); i > 0 {
 				msg = msg[:i] + " …"
 			}
-			fmt.Fprintf(w, "%s\t%d\tfailed\t–\t–\t–\t–\t–\tgoroutines independent of leases\tMISS\t\n", e, h.leases)
+			fmt.Fprintf(w, "%s\t%d\tfailed\t–\t–\t–\t–\t–\t–\tgoroutines independent of leases\tMISS\t\n", e, h.leases)
 			heldFailures = append(heldFailures, fmt.Sprintf("%s: %s", e, msg))
 			misses = append(misses, fmt.Sprintf("%s %d held leases failed: %s", e, h.leases, msg))
 			continue
@@ -563,14 +613,15 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			verdict = "MISS"
 			misses = append(misses, fmt.Sprintf("%s %d held leases (goroutines %d, %d with one)", e, h.leases, h.gN, h.g1))
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%s\t%v\t%v\tgoroutines independent of leases\t%s\t\n", e, h.leases, h.g1, h.gN, h.heapPerLease,
-			fmtReq(h.restPerSec), h.acquire.Round(time.Millisecond), h.release.Round(time.Millisecond), verdict)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%s\t%v\t%v\t%s·%s\tgoroutines independent of leases\t%s\t\n", e, h.leases, h.g1, h.gN, h.heapPerLease,
+			fmtReq(h.restPerSec), h.acquire.Round(time.Millisecond), h.release.Round(time.Millisecond),
+			fmtAllocs(h.acquireAllocs), fmtAllocs(h.releaseAllocs), verdict)
 	}
 	w.Flush()
 	if len(heldFailures) > 0 {
 		tw.WriteString("failed (a lease lost or an operation failed under the load): " + strings.Join(heldFailures, "\n"))
 	}
-	report(t, "curve-held", "held leases on one client (lease time / session timeout %v): goroutines the client added, live heap per lease, requests per second at rest over %v (pings, keepalives and renewals included), acquiring and releasing all on 32 goroutines:\n%s", heldTTL, s.rest, tw.String())
+	report(t, "curve-held", "held leases on one client (lease time / session timeout %v): goroutines the client added, live heap per lease, requests per second at rest over %v (pings, keepalives and renewals included), acquiring and releasing all on 32 goroutines, with the process's heap allocations per lease over each:\n%s", heldTTL, s.rest, tw.String())
 	return c, misses
 }
 
@@ -584,8 +635,8 @@ func fmtReq(v float64) string {
 // TestCurvesSmoke draws the cost curves at small sizes on every engine (3
 // waiters, 40 held leases, 4 clients over 1 and 4 names): every handoff
 // follows the rules (queue order on the queue engines, growing tokens),
-// every lease is held through its rest and released, and the curves'
-// charts draw as PNGs. It runs without
+// every lease is held through its rest and released, every point has its
+// allocations counted, and the curves' charts draw as PNGs. It runs without
 // BATON_BENCH; TestRatios draws the full curves.
 func TestCurvesSmoke(t *testing.T) {
 	if benchEnabled() {
@@ -596,6 +647,7 @@ func TestCurvesSmoke(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	checkCurveAllocs(t, c)
 	dir := t.TempDir()
 	charts, err := writeCharts(dir, c, nil, nil)
 	if err != nil {
@@ -605,6 +657,36 @@ func TestCurvesSmoke(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, ch.file))
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("chart %s: %d bytes, %v; want a PNG", ch.file, len(b), err)
+		}
+	}
+}
+
+// checkCurveAllocs checks that every handoff, throughput and held point
+// that ran has its allocations per operation counted: finite and at least
+// one (each operation is a round trip at least, which allocates).
+func checkCurveAllocs(t *testing.T, c curves) {
+	t.Helper()
+	bad := func(a float64) bool { return !(a >= 1) || math.IsInf(a, 0) }
+	for e, pts := range c.handoff {
+		for _, p := range pts {
+			if p.failed == nil && bad(p.allocs) {
+				t.Errorf("%s handoff at %d waiters: %v allocs per handoff, want ≥ 1 and finite", e, p.waiters, p.allocs)
+			}
+		}
+	}
+	for e, pts := range c.tput {
+		for _, p := range pts {
+			if bad(p.allocs) {
+				t.Errorf("%s throughput over %d names: %v allocs/op, want ≥ 1 and finite", e, p.names, p.allocs)
+			}
+		}
+		if f := c.tputFloor[e]; bad(f.allocs) {
+			t.Errorf("%s floor throughput: %v allocs/op, want ≥ 1 and finite", e, f.allocs)
+		}
+	}
+	for e, h := range c.held {
+		if h.failed == nil && (bad(h.acquireAllocs) || bad(h.releaseAllocs)) {
+			t.Errorf("%s held leases: %v·%v allocs per lease to acquire·release, want ≥ 1 and finite", e, h.acquireAllocs, h.releaseAllocs)
 		}
 	}
 }

@@ -105,6 +105,32 @@
 // The count covers every connection of the client (a pub/sub connection
 // included), minus an idle window of the same length.
 //
+// Allocations stand beside the times of the uncontended pairs (recipes
+// and observer included), the handoffs, the throughput curve and the held
+// leases (not beside the leader handoffs, bounded by session timeouts and
+// kills): the client process's heap allocations (runtime.MemStats:
+// Mallocs, and TotalAlloc for the bytes in the notes) over the same
+// operations that are timed, in the same run. The counters are read once
+// before and once after a measured run, never per operation, so that
+// reading them (it stops the world for a moment) does not change the time
+// measured. Uncontended pairs: testing.Benchmark's own count over its
+// timed loop, the median over rounds in the column "allocs/op b·f·p"
+// (baton·floor·peer; SQL b·f·n with the native lock; fenced writes
+// p·t·tu·r·ru; recipes baton·floor), the range over rounds and B/op in
+// the notes. Handoff ("allocs/handoff", "allocs @n"): the allocations of
+// the handoff loop (from the first Release to the last re-queue) divided
+// by the handoffs, so every contender's Lock, the Release and the
+// re-queue are in it; work that grows with the queue (a herd, or reading
+// every waiter's entry) shows as allocations that grow with the waiters,
+// and the pings of more sessions add a little. Throughput: allocations
+// per lock+unlock over the run at the most names (a client's first Mutex
+// on a name included), and the floor's. Held leases ("allocs/lease
+// acq·rel"): per lease while acquiring them all and while releasing them
+// all (the Redis detail also per renewal period). The counts are the
+// whole process's: the clients' pings, keepalives and renewals, and
+// SQLite's own work (it runs in-process), are in them, for every
+// implementation of a row alike; the servers' allocations are not.
+//
 // Server requests are counted on the server for ZooKeeper (mntr's
 // zk_packets_received, minus the pings measured over an idle window of the
 // same length with the same sessions) and on the client for etcd (a gRPC

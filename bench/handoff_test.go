@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -245,6 +246,10 @@ type handoffResult struct {
 	requests  int64           // during the handoff window
 	idle      int64           // during an idle window of the same length (pings)
 	breakdown map[string]int64
+	// mem is the process's allocations over the handoffs (Release, the
+	// next Lock's return, the re-queue), read once before the first and
+	// once after the last.
+	mem memCount
 }
 
 func (h handoffResult) perHandoff() float64 {
@@ -252,6 +257,13 @@ func (h handoffResult) perHandoff() float64 {
 }
 
 func (h handoffResult) quantile(q float64) time.Duration { return quantile(h.latencies, q) }
+
+// allocsPerHandoff is the whole process's heap allocations per handoff:
+// every contender's client, holder and waiters, and their background work.
+func (h handoffResult) allocsPerHandoff() float64 {
+	a, _ := h.mem.perOp(memCount{}, h.handoffs)
+	return a
+}
 
 func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
@@ -412,6 +424,7 @@ func runHandoff(r *handoffRig, cfg handoffConfig) (res handoffResult, err error)
 	if err != nil {
 		return res, err
 	}
+	m0 := readMem()
 	for {
 		if cfg.max > 0 && res.handoffs >= cfg.max {
 			break
@@ -452,6 +465,8 @@ func runHandoff(r *handoffRig, cfg handoffConfig) (res handoffResult, err error)
 		}
 		time.Sleep(cfg.settle)
 	}
+	m1 := readMem()
+	res.mem = memCount{mallocs: m1.mallocs - m0.mallocs, bytes: m1.bytes - m0.bytes}
 	if cfg.window > 0 {
 		time.Sleep(time.Until(start.Add(cfg.window)))
 	}
@@ -485,8 +500,8 @@ var handoffMakers = []struct {
 }{{"zk", newZKHandoffRig}, {"etcd", newEtcdHandoffRig}, {"etcd-peer", newEtcdPeerHandoffRig}}
 
 // TestSmokeHandoff runs a few handoffs with two waiters per engine: grants
-// must follow the queue, tokens must grow, and the request counters must
-// see the traffic.
+// must follow the queue, tokens must grow, and the request counters and
+// the allocation count must see the traffic.
 func TestSmokeHandoff(t *testing.T) {
 	for _, hm := range handoffMakers {
 		t.Run(hm.engine, func(t *testing.T) {
@@ -499,6 +514,9 @@ func TestSmokeHandoff(t *testing.T) {
 				t.Errorf("runHandoff(%s) = %d handoffs, %d requests; want 4 handoffs and at least one request each",
 					hm.engine, res.handoffs, res.requests)
 			}
+			if a := res.allocsPerHandoff(); !(a >= 1) || math.IsInf(a, 0) {
+				t.Errorf("runHandoff(%s) = %v allocs per handoff, want ≥ 1 (every handoff sends requests)", hm.engine, a)
+			}
 		})
 	}
 }
@@ -506,7 +524,8 @@ func TestSmokeHandoff(t *testing.T) {
 // BenchmarkHandoff times b.N handoffs with 5 and 500 waiters. ns/op is the
 // mean handoff latency, p50-ns the median, req/handoff the server requests
 // per handoff (for ZooKeeper pings are not subtracted here: TestRatios
-// does that).
+// does that), allocs/handoff the whole process's heap allocations per
+// handoff.
 func BenchmarkHandoff(b *testing.B) {
 	for _, hm := range handoffMakers {
 		for _, n := range []int{5, 500} {
@@ -523,6 +542,7 @@ func BenchmarkHandoff(b *testing.B) {
 				b.ReportMetric(float64(sum.Nanoseconds())/float64(res.handoffs), "ns/op")
 				b.ReportMetric(float64(res.quantile(0.5).Nanoseconds()), "p50-ns")
 				b.ReportMetric(res.perHandoff(), "req/handoff")
+				b.ReportMetric(res.allocsPerHandoff(), "allocs/handoff")
 			})
 		}
 	}

@@ -8,8 +8,9 @@ import (
 
 // interleaved times each pair's lock+unlock with testing.Benchmark in
 // rounds, rotating the order every round, and returns the per-round ns/op
-// by impl. Ratios between two impls are then taken round by round (ratio),
-// so a slow second of the machine or the server weighs on both sides.
+// and allocations per op by impl. Ratios between two impls are then taken
+// round by round (ratio), so a slow second of the machine or the server
+// weighs on both sides.
 func interleaved(t *testing.T, label string, pairs []*pair, rounds int) map[string]*uncontended {
 	t.Helper()
 	res := make(map[string]*uncontended, len(pairs))
@@ -17,7 +18,7 @@ func interleaved(t *testing.T, label string, pairs []*pair, rounds int) map[stri
 		res[p.impl] = &uncontended{}
 	}
 	eachRound(t, label, pairs, rounds, func(p *pair, br testing.BenchmarkResult) {
-		res[p.impl].nsPerOp = append(res[p.impl].nsPerOp, float64(br.NsPerOp()))
+		res[p.impl].add(br)
 	})
 	return res
 }
@@ -93,11 +94,13 @@ func ratioOf(res map[string]*uncontended, a, b string) string {
 	return fmt.Sprintf("%.3f", ratio(ua, ub))
 }
 
-// spreads lists each impl's range over rounds, for the notes.
+// spreads lists each impl's range over rounds and its allocations, for
+// the notes.
 func spreads(label string, pairs []*pair, res map[string]*uncontended) []string {
 	var out []string
 	for _, p := range pairs {
-		out = append(out, fmt.Sprintf("%s %s = %s: rounds %s µs/op", label, p.impl, p.what, res[p.impl].spread()))
+		u := res[p.impl]
+		out = append(out, fmt.Sprintf("%s %s = %s: rounds %s µs/op, %s", label, p.impl, p.what, u.spread(), u.allocSpread()))
 	}
 	return out
 }

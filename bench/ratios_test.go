@@ -98,15 +98,27 @@ func TestRatios(t *testing.T) {
 
 type uncontended struct {
 	nsPerOp []float64 // one per round
-	reqOp   float64
-	breakMs map[string]int64
+	// allocs and bytes are the heap allocations per op of each round,
+	// counted by testing.Benchmark over the same timed loop (MemStats read
+	// at its start and end): the whole process's, so the clients'
+	// background work is in them.
+	allocs, bytes []float64
+	reqOp         float64
+	breakMs       map[string]int64
 }
 
-func (u uncontended) median() float64 {
-	s := slices.Clone(u.nsPerOp)
-	slices.Sort(s)
-	return s[len(s)/2]
+// add keeps one round's time and allocations.
+func (u *uncontended) add(br testing.BenchmarkResult) {
+	u.nsPerOp = append(u.nsPerOp, float64(br.NsPerOp()))
+	u.allocs = append(u.allocs, float64(br.MemAllocs)/float64(br.N))
+	u.bytes = append(u.bytes, float64(br.MemBytes)/float64(br.N))
 }
+
+func (u uncontended) median() float64 { return medianOf(u.nsPerOp) }
+
+func (u uncontended) medianAllocs() float64 { return medianOf(u.allocs) }
+
+func (u uncontended) medianBytes() float64 { return medianOf(u.bytes) }
 
 // ratio is the median over rounds of a's time divided by b's in the same
 // round.
@@ -115,8 +127,7 @@ func ratio(a, b *uncontended) float64 {
 	for i := range r {
 		r[i] = a.nsPerOp[i] / b.nsPerOp[i]
 	}
-	slices.Sort(r)
-	return r[len(r)/2]
+	return medianOf(r)
 }
 
 func (u uncontended) spread() string {
@@ -124,10 +135,16 @@ func (u uncontended) spread() string {
 	return fmt.Sprintf("%.0f–%.0f", lo/1e3, hi/1e3)
 }
 
+// allocSpread is the note on allocations: the median allocs/op and B/op,
+// and the allocs/op range over rounds.
+func (u uncontended) allocSpread() string {
+	return fmt.Sprintf("%.1f allocs/op (rounds %.1f–%.1f), %.0f B/op", u.medianAllocs(), slices.Min(u.allocs), slices.Max(u.allocs), u.medianBytes())
+}
+
 func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\treq/op b·f·p\ttarget\tresult\t")
+	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\treq/op b·f·p\tallocs/op b·f·p\ttarget\tresult\t")
 	var notes []string
 	for _, mk := range rigMakers {
 		r := mk.make(t)
@@ -143,7 +160,7 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 				if err != nil || br.N == 0 {
 					t.Fatalf("%s %s: lock+unlock = %v (N=%d)", r.engine, p.what, err, br.N)
 				}
-				res[p.impl].nsPerOp = append(res[p.impl].nsPerOp, float64(br.NsPerOp()))
+				res[p.impl].add(br)
 			}
 		}
 		for _, p := range r.pairs {
@@ -168,12 +185,13 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 			verdict = "MISS"
 			misses = append(misses, r.engine+" uncontended")
 		}
-		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f·%.2f·%.2f\t%s\t%s\t\n", r.engine,
-			b.median()/1e3, f.median()/1e3, pe.median()/1e3, bf, bp, b.reqOp, f.reqOp, pe.reqOp, target, verdict)
+		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f·%.2f·%.2f\t%s\t%s\t%s\t\n", r.engine,
+			b.median()/1e3, f.median()/1e3, pe.median()/1e3, bf, bp, b.reqOp, f.reqOp, pe.reqOp,
+			allocsOf(res, "baton", "floor", "peer"), target, verdict)
 		recordUncontended(r.engine, b.median()/1e3, f.median()/1e3, pe.median()/1e3, map[string]string{"zk": "zk.Lock", "etcd": "concurrency.Mutex"}[r.engine])
 		for _, p := range r.pairs {
 			u := res[p.impl]
-			note := fmt.Sprintf("%s %s = %s: rounds %s µs/op", r.engine, p.impl, p.what, u.spread())
+			note := fmt.Sprintf("%s %s = %s: rounds %s µs/op, %s", r.engine, p.impl, p.what, u.spread(), u.allocSpread())
 			if u.breakMs != nil {
 				note += fmt.Sprintf(", requests by method over 200 ops %v", u.breakMs)
 			}
@@ -181,7 +199,7 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 		}
 	}
 	w.Flush()
-	report(t, "uncontended", "uncontended lock+unlock, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
+	report(t, "uncontended", "uncontended lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; allocs/op: median over rounds of the process's heap allocations per op over the timed loop):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }
 
@@ -231,7 +249,7 @@ func requestsPerOp(r *rig, p *pair, k int) (float64, map[string]int64, error) {
 func handoffReport(t *testing.T) (misses []string) {
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\twaiters\thandoffs\tp50 µs\tp90 µs\trelease p50\twake p50\treq/handoff\tidle reqs\tp50 ratio\treq ratio\ttarget\tresult\t")
+	fmt.Fprintln(w, "engine\twaiters\thandoffs\tp50 µs\tp90 µs\trelease p50\twake p50\treq/handoff\tidle reqs\tallocs/handoff\tp50 ratio\treq ratio\ttarget\tresult\t")
 	var notes []string
 	for _, hm := range handoffMakers {
 		var base handoffResult
@@ -250,9 +268,9 @@ func handoffReport(t *testing.T) (misses []string) {
 				for i := range wakes {
 					wakes[i] = res.latencies[i] - res.releases[i]
 				}
-				line := fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t", hm.engine, n, res.handoffs,
+				line := fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%s\t", hm.engine, n, res.handoffs,
 					p50.Microseconds(), p90.Microseconds(), quantile(res.releases, 0.5).Microseconds(),
-					quantile(wakes, 0.5).Microseconds(), res.perHandoff(), res.idle)
+					quantile(wakes, 0.5).Microseconds(), res.perHandoff(), res.idle, fmtAllocs(res.allocsPerHandoff()))
 				if n == 5 {
 					base = res
 					line += "\t\t\t\t"
@@ -279,6 +297,6 @@ func handoffReport(t *testing.T) (misses []string) {
 		}
 	}
 	w.Flush()
-	report(t, "handoff", "handoff: p50/p90 from Release start to the next Lock's return; release = the Release call; wake = Release's return to the next Lock's return; windows of %v:\n%s\n%s", zkPingPeriod(), tw.String(), strings.Join(notes, "\n"))
+	report(t, "handoff", "handoff: p50/p90 from Release start to the next Lock's return; release = the Release call; wake = Release's return to the next Lock's return; allocs/handoff = the whole process's heap allocations over the handoffs, per handoff; windows of %v:\n%s\n%s", zkPingPeriod(), tw.String(), strings.Join(notes, "\n"))
 	return misses
 }

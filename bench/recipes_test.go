@@ -381,7 +381,7 @@ func TestSmokeRecipes(t *testing.T) {
 func recipeReport(t *testing.T, rounds int) (misses []string) {
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\trecipe\tbaton µs/op\tfloor µs/op\tbaton/floor\treq/op baton·floor\ttarget\tresult\t")
+	fmt.Fprintln(w, "engine\trecipe\tbaton µs/op\tfloor µs/op\tbaton/floor\treq/op baton·floor\tallocs/op baton·floor\ttarget\tresult\t")
 	var notes []string
 	for _, mk := range recipeRigMakers {
 		r := mk.make(t)
@@ -398,7 +398,7 @@ func recipeReport(t *testing.T, rounds int) (misses []string) {
 					if err != nil || br.N == 0 {
 						t.Fatalf("%s %s %s: acquire+release = %v (N=%d)", r.engine, row.what, p.what, err, br.N)
 					}
-					res[p.impl].nsPerOp = append(res[p.impl].nsPerOp, float64(br.NsPerOp()))
+					res[p.impl].add(br)
 				}
 			}
 			rg := &rig{engine: r.engine, requests: r.requests, breakdown: r.breakdown}
@@ -419,11 +419,11 @@ func recipeReport(t *testing.T, rounds int) (misses []string) {
 				verdict = "MISS"
 				misses = append(misses, fmt.Sprintf("%s %s (%.3f× floor, %.2f vs %.2f req/op)", r.engine, row.what, bf, b.reqOp, f.reqOp))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%.3f\t%.2f·%.2f\t≤1.05×floor, req ≤ floor\t%s\t\n", r.engine, row.what,
-				b.median()/1e3, f.median()/1e3, bf, b.reqOp, f.reqOp, verdict)
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%.3f\t%.2f·%.2f\t%s\t≤1.05×floor, req ≤ floor\t%s\t\n", r.engine, row.what,
+				b.median()/1e3, f.median()/1e3, bf, b.reqOp, f.reqOp, allocsOf(res, "baton", "floor"), verdict)
 			for _, p := range row.pairs {
 				u := res[p.impl]
-				note := fmt.Sprintf("%s %s %s = %s: rounds %s µs/op, %.2f req/op", r.engine, row.what, p.impl, p.what, u.spread(), u.reqOp)
+				note := fmt.Sprintf("%s %s %s = %s: rounds %s µs/op, %.2f req/op, %s", r.engine, row.what, p.impl, p.what, u.spread(), u.reqOp, u.allocSpread())
 				if p.impl == "min" {
 					note += fmt.Sprintf("; baton/min %.3f", ratio(b, u))
 				}
@@ -435,6 +435,6 @@ func recipeReport(t *testing.T, rounds int) (misses []string) {
 		}
 	}
 	w.Flush()
-	report(t, "recipes", "uncontended recipe acquire+release, %d interleaved rounds (ratios: median of per-round ratios):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
+	report(t, "recipes", "uncontended recipe acquire+release, %d interleaved rounds (ratios: median of per-round ratios; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }

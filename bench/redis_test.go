@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -231,10 +232,14 @@ type heldReport struct {
 	cpu         time.Duration // process CPU (user+sys) per renewal period
 	acquire     time.Duration // acquiring them all
 	release     time.Duration // Close releasing them all
-	renewals    uint64        // keeper rounds over the measurement
-	lastRound   time.Duration
-	lost        uint64
-	leftover    int // keys left after Close
+	// acquireAllocs and releaseAllocs are the process's heap allocations
+	// per lease while acquiring them all and while Close releases them;
+	// renewAllocs per renewal period.
+	acquireAllocs, releaseAllocs, renewAllocs float64
+	renewals                                  uint64 // keeper rounds over the measurement
+	lastRound                                 time.Duration
+	lost                                      uint64
+	leftover                                  int // keys left after Close
 }
 
 // holdMany acquires n leases on a fresh redislock client through a
@@ -288,6 +293,7 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 	}
 	hr.goroutines1 = settle() - base
 
+	m0 := readMem()
 	start := time.Now()
 	leases := make([]*baton.Lease, n)
 	leases[0] = first
@@ -314,6 +320,7 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 		t.Fatal(err)
 	}
 	hr.acquire = time.Since(start)
+	hr.acquireAllocs, _ = readMem().perOp(m0, n-1)
 	hr.goroutines = settle() - base
 
 	// Measure whole renewal periods, starting half a period after a round
@@ -328,9 +335,10 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 		time.Sleep(period / 50)
 	}
 	time.Sleep(period / 2)
-	t0, c0, cmd0, st1 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats()
+	t0, c0, cmd0, st1, m1 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats(), readMem()
 	time.Sleep(time.Duration(periods) * period)
-	t1, c1, cmd1, st2 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats()
+	t1, c1, cmd1, st2, m2 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats(), readMem()
+	hr.renewAllocs, _ = m2.perOp(m1, periods)
 	hr.flights = float64(t1-t0) / float64(periods)
 	hr.cpu = (c1 - c0) / time.Duration(periods)
 	hr.commands = diff(cmd1, cmd0)
@@ -344,12 +352,14 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 		}
 	}
 
+	m3 := readMem()
 	start = time.Now()
 	if err := c.Close(); err != nil {
 		t.Errorf("Close() = %v", err)
 	}
 	closed = true
 	hr.release = time.Since(start)
+	hr.releaseAllocs, _ = readMem().perOp(m3, n)
 	if hr.leftover, err = countKeys(ctx, rdb, prefix+":{"); err != nil {
 		t.Fatalf("counting keys left: %v", err)
 	}
@@ -418,6 +428,13 @@ func TestRedisSmoke(t *testing.T) {
 	if hr.leftover != 0 {
 		t.Errorf("keys left after Close = %d, want 0", hr.leftover)
 	}
+	// Every Lock and the renewal rounds allocate: a zero or NaN means the
+	// count was not taken over the operations.
+	for what, a := range map[string]float64{"acquire per lease": hr.acquireAllocs, "release per lease": hr.releaseAllocs, "renewal period": hr.renewAllocs} {
+		if !(a >= 1) || math.IsInf(a, 0) {
+			t.Errorf("300 leases: %v allocs per %s, want ≥ 1 and finite", a, what)
+		}
+	}
 }
 
 // processCPU is the user+system CPU time this process has used.
@@ -465,14 +482,14 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	}
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op b·f·p\ttarget\tresult\t")
-	fmt.Fprintf(w, "redis\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t≤1.05×peer, 2 rt\t%s\t\n", micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
-		bf, bp, flights(true, res, "baton", "floor", "peer"), verdict)
+	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op b·f·p\tallocs/op b·f·p\ttarget\tresult\t")
+	fmt.Fprintf(w, "redis\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t≤1.05×peer, 2 rt\t%s\t\n", micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
+		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), verdict)
 	recordRes("redis", res, "peer", "bsm/redislock")
 	w.Flush()
 	notes := spreads("redis", r.pairs, res)
 	notes = append(notes, fmt.Sprintf("commands sent by the counted client over the 3×200 counted ops: %v", cmds))
-	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client):\n%s\n%s",
+	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
 		rounds, tw.String(), strings.Join(notes, "\n"))
 
 	const n = 10000
@@ -486,11 +503,12 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	report(t, "redis-held", "%d held leases on one client (TTL %v, renewal period %v, %d periods measured):\n"+
 		"  goroutines added by the client: %d (with 1 lease: %d)\n"+
 		"  round trips per renewal period: %.2f (renewal rounds in the window: %d, last round took %v; commands %v)\n"+
-		"  process CPU per renewal period: %v (%.2f%% of one core)\n"+
+		"  process CPU per renewal period: %v (%.2f%% of one core); process heap allocations per renewal period: %.0f\n"+
 		"  server CPU over the whole run (every client of the server): %.1f%% of one core\n"+
-		"  acquiring all: %v (32 goroutines); Close releasing all: %v; keys left: %d; leases lost: %d",
+		"  acquiring all: %v (32 goroutines, %.1f allocs/lease); Close releasing all: %v (%.1f allocs/lease); keys left: %d; leases lost: %d",
 		n, ttl, ttl/3, hr.periods, hr.goroutines, hr.goroutines1, hr.flights, hr.renewals, hr.lastRound, hr.commands,
-		hr.cpu, 100*float64(hr.cpu)/float64(ttl/3), 100*serverCPU, hr.acquire.Round(time.Millisecond), hr.release.Round(time.Millisecond), hr.leftover, hr.lost)
+		hr.cpu, 100*float64(hr.cpu)/float64(ttl/3), hr.renewAllocs, 100*serverCPU, hr.acquire.Round(time.Millisecond), hr.acquireAllocs,
+		hr.release.Round(time.Millisecond), hr.releaseAllocs, hr.leftover, hr.lost)
 	if hr.goroutines != hr.goroutines1 || hr.leftover != 0 || hr.lost != 0 {
 		misses = append(misses, fmt.Sprintf("redis %d held leases (goroutines %d vs %d with one, %d keys left, %d lost)", n, hr.goroutines, hr.goroutines1, hr.leftover, hr.lost))
 	}

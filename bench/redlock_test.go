@@ -226,12 +226,12 @@ func redlockReport(t *testing.T, rounds int) (misses []string) {
 	}
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op/node b·f·p\ttarget\tresult\t")
-	fmt.Fprintf(w, "redlock×%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t≤2.2×peer\t%s\t\n", r.nodes, micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
-		bf, bp, flights(true, res, "baton", "floor", "peer"), verdict)
+	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op/node b·f·p\tallocs/op b·f·p\ttarget\tresult\t")
+	fmt.Fprintf(w, "redlock×%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t≤2.2×peer\t%s\t\n", r.nodes, micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
+		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), verdict)
 	recordRes("redlock", res, "peer", "go-redsync")
 	w.Flush()
-	report(t, "redlock", "Redlock lock+unlock on %d nodes, %d interleaved rounds (peer: go-redsync; floor: 2 rounds of PING to every node; rt/op/node: request flights per node through counting proxies):\n%s\n%s",
+	report(t, "redlock", "Redlock lock+unlock on %d nodes, %d interleaved rounds (peer: go-redsync; floor: 2 rounds of PING to every node; rt/op/node: request flights per node through counting proxies; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
 		r.nodes, rounds, tw.String(), strings.Join(spreads("redlock", r.pairs, res), "\n"))
 	return misses
 }

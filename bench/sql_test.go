@@ -120,8 +120,9 @@ func newSQLRig(tb testing.TB, b sqlBackend) *sqlRig {
 // sqlLockPairs builds, on db:
 //
 //   - baton: sqllock's Mutex, lock+unlock (PostgreSQL: one statement each
-//     way; MySQL and SQLite: a four-statement transaction to acquire, as
-//     MariaDB has no UPDATE … RETURNING and the token is a counter row).
+//     way; MySQL: two autocommitted statements to acquire, the token
+//     counter's UPDATE and the row's conditional upsert, as MariaDB has no
+//     UPDATE … RETURNING; SQLite: a four-statement transaction).
 //   - floor: the two conditional UPDATEs a lease lock cannot do without,
 //     on a row of the same table: take the row if it is free by the
 //     database clock, then clear it if it is still ours. No token.
@@ -554,26 +555,28 @@ func sqlReport(t *testing.T, rounds int) {
 	backends := sqlBackends(t.TempDir())
 	var lt, wt strings.Builder
 	lw := tabwriter.NewWriter(&lt, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tbaton/floor\tbaton/native\trt/op b·f·n\t")
+	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tbaton/floor\tbaton/native\trt/op b·f·n\tallocs/op b·f·n\t")
 	ww := tabwriter.NewWriter(&wt, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(ww, "engine\tplain µs\ttable µs\tunf-table µs\trow µs\tunf-row µs\ttable/plain\ttable/unf\trow/plain\trow/unf\trt/op p·t·tu·r·ru\t")
+	fmt.Fprintln(ww, "engine\tplain µs\ttable µs\tunf-table µs\trow µs\tunf-row µs\ttable/plain\ttable/unf\trow/plain\trow/unf\trt/op p·t·tu·r·ru\tallocs/op p·t·tu·r·ru\t")
 	var notes []string
 	for _, b := range backends {
 		r := newSQLRig(t, b)
 		res := interleaved(t, "sql/"+b.name, r.pairs, rounds)
 		ok := countFlights(t, "sql/"+b.name, res, r.counted, r.turns, 200)
-		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
-			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"))
+		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
+			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"),
+			allocsOf(res, "baton", "floor", "native"))
 		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
 
 		f := newFenceRig(t, b)
 		fres := interleaved(t, "fence/"+b.name, f.pairs, rounds)
 		fok := countFlights(t, "fence/"+b.name, fres, f.counted, f.turns, 200)
-		fmt.Fprintf(ww, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name,
+		fmt.Fprintf(ww, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name,
 			micros(fres, "plain"), micros(fres, "table"), micros(fres, "table-unfenced"), micros(fres, "row"), micros(fres, "row-unfenced"),
 			ratioOf(fres, "table", "plain"), ratioOf(fres, "table", "table-unfenced"), ratioOf(fres, "row", "plain"), ratioOf(fres, "row", "row-unfenced"),
-			flights(fok, fres, "plain", "table", "table-unfenced", "row", "row-unfenced"))
+			flights(fok, fres, "plain", "table", "table-unfenced", "row", "row-unfenced"),
+			allocsOf(fres, "plain", "table", "table-unfenced", "row", "row-unfenced"))
 		notes = append(notes, spreads("fence/"+b.name, f.pairs, fres)...)
 		for _, p := range f.pairs {
 			if err := p.check(); err != nil {
@@ -583,7 +586,7 @@ func sqlReport(t *testing.T, rounds int) {
 	}
 	lw.Flush()
 	ww.Flush()
-	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process):\n%s\n"+
+	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
 }

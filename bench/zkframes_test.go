@@ -30,33 +30,22 @@ var zkOps = map[int32]string{
 // and pings are told apart from requests by their opcode, not by a timing
 // window: the count is exact.
 type zkFrameProxy struct {
-	ln       net.Listener
-	upstream string
+	*relay
 
-	mu     sync.Mutex
-	ops    map[string]int64
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu  sync.Mutex
+	ops map[string]int64
 }
 
 // startZKFrameProxy listens on a loopback port for upstream; closed at
 // cleanup.
 func startZKFrameProxy(tb testing.TB, upstream string) *zkFrameProxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("zkFrameProxy: listen: %v", err)
-	}
-	p := &zkFrameProxy{ln: ln, upstream: upstream, ops: make(map[string]int64), conns: make(map[net.Conn]struct{})}
-	p.wg.Add(1)
-	go p.accept() // owner: p; ends when Close closes the listener
-	tb.Cleanup(p.Close)
+	p := &zkFrameProxy{ops: make(map[string]int64)}
+	p.relay = startRelay(tb, "zkFrameProxy", upstream, func() (up, down func(dst, src net.Conn)) {
+		return p.frames, func(dst, src net.Conn) { pump(dst, src, func() {}) }
+	})
 	return p
 }
-
-// Addr is the address clients dial instead of the server's.
-func (p *zkFrameProxy) Addr() string { return p.ln.Addr().String() }
 
 // snapshot copies the per-opcode counts ("connect" counts sessions
 // opened).
@@ -81,14 +70,6 @@ func (p *zkFrameProxy) requests() int64 {
 	return n
 }
 
-// Conns is the number of proxied connections open now (each has two
-// pump goroutines).
-func (p *zkFrameProxy) Conns() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.conns) / 2
-}
-
 // all is the running count of every frame clients sent after their
 // ConnectRequest, pings included: what the server receives from them.
 func (p *zkFrameProxy) all() int64 {
@@ -105,73 +86,6 @@ func (p *zkFrameProxy) add(op string) {
 	p.mu.Lock()
 	p.ops[op]++
 	p.mu.Unlock()
-}
-
-// Close stops accepting, cuts every connection and waits for the pumps.
-func (p *zkFrameProxy) Close() {
-	p.mu.Lock()
-	p.closed = true
-	_ = p.ln.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *zkFrameProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *zkFrameProxy) untrack(cs ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-		delete(p.conns, c)
-	}
-}
-
-func (p *zkFrameProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		s, err := net.Dial("tcp", p.upstream)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		if !p.track(c, s) {
-			return
-		}
-		var once sync.Once
-		done := func() { once.Do(func() { p.untrack(c, s) }) }
-		p.wg.Add(2)
-		go func() { // owner: p; ends when either side closes
-			defer p.wg.Done()
-			defer done()
-			p.frames(s, c)
-		}()
-		go func() { // owner: p; ends when either side closes
-			defer p.wg.Done()
-			defer done()
-			pump(c, s, func() {})
-		}()
-	}
 }
 
 // frames copies src to dst frame by frame, counting each by opcode.
