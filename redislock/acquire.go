@@ -16,7 +16,7 @@ import (
 	"github.com/baton-go/baton/leasing"
 )
 
-// spec is one recipe's side of an acquire: which rediseval.Script, on which keys,
+// spec is one recipe's side of an acquire: which script, on which keys,
 // and how the grant is kept. Its keys and fixed arguments are boxed once,
 // when it is built, for evalsha.
 type spec struct {
@@ -41,14 +41,14 @@ type spec struct {
 	// aux is the Aux of every ref of a hash grant, and of a zset grant's
 	// while its token is unknown (see ref).
 	aux *aux
-	// onReply, if set, sees every rediseval.Script reply (the semaphore's N check).
+	// onReply, if set, sees every script reply (the semaphore's N check).
 	onReply func([]any)
 	// one: waiters are woken one at a time (wakeone.go); the waiters' set
 	// goes with the grant to the release script.
 	one bool
 }
 
-// specFor describes the keys and rediseval.Script of the acquire req (see keys.go
+// specFor describes the keys and script of the acquire req (see keys.go
 // for the layout).
 func (c *Client) specFor(req *leasing.Request) *spec {
 	s := c.rawSpec(req)
@@ -105,7 +105,7 @@ func (c *Client) rawSpec(req *leasing.Request) *spec {
 	}
 }
 
-// storedN reports the N a permit rediseval.Script answered (the one stored by the
+// storedN reports the N a permit script answered (the one stored by the
 // holders, in key) when it is not req's: each stored N once per
 // Semaphore.
 func storedN(req *leasing.Request, key string, v []any) {
@@ -135,11 +135,11 @@ type reply struct {
 	granted bool
 	token   uint64
 	hint    time.Duration // until the earliest expiry that could free the lock; < 0 unknown
-	waiters int64         // the waiters' count, when the rediseval.Script answered it (wakeone.go)
+	waiters int64         // the waiters' count, when the script answered it (wakeone.go)
 	acks    int           // replicas that acknowledged (ReplicaAcks > 0 only)
 }
 
-// attempt runs the acquire rediseval.Script once, with WAIT pipelined behind it on
+// attempt runs the acquire script once, with WAIT pipelined behind it on
 // the same connection when ReplicaAcks > 0. It runs on the caller's
 // goroutine when the call needs no goroutine to honour ctx (see
 // Client.direct).
@@ -186,12 +186,12 @@ func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, 
 		return reply{}, err
 	}
 	if len(v) < 2 {
-		return reply{}, fmt.Errorf("unexpected rediseval.Script reply %v", v)
+		return reply{}, fmt.Errorf("unexpected script reply %v", v)
 	}
 	g, _ := v[0].(int64)
 	n, _ := v[1].(int64)
 	if g == 1 && n <= 0 {
-		return reply{}, fmt.Errorf("%w: the rediseval.Script granted token %d", ErrBadCounter, n)
+		return reply{}, fmt.Errorf("%w: the script granted token %d", ErrBadCounter, n)
 	}
 	if g == 1 {
 		r.granted, r.token = true, uint64(n)
@@ -207,7 +207,7 @@ func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, 
 	return r, nil
 }
 
-// evalWait pipelines the rediseval.Script and WAIT on one connection of the primary
+// evalWait pipelines the script and WAIT on one connection of the primary
 // (rdb is a *redis.Client: New checked).
 func (c *Client) evalWait(ctx context.Context, s *spec, args []any) ([]any, int, error) {
 	for try := 0; ; try++ {
@@ -241,7 +241,7 @@ func (c *Client) evalWait(ctx context.Context, s *spec, args []any) ([]any, int,
 }
 
 // permanent reports a Redis error reply that retrying cannot fix (a key of
-// the wrong type, a rediseval.Script refused); network errors and transient replies
+// the wrong type, a script refused); network errors and transient replies
 // (LOADING, READONLY after a failover, CLUSTERDOWN, TRYAGAIN…) are not.
 func permanent(err error) bool {
 	var re redis.Error
