@@ -195,6 +195,7 @@ func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, 
 	}
 	if g == 1 {
 		r.granted, r.token = true, uint64(n)
+		c.st.warm.pinAsync(c) // before the lease's first renewal
 	} else {
 		r.hint = time.Duration(n) * time.Millisecond
 		if s.one && len(v) > 2 {

@@ -34,7 +34,8 @@ var ErrBadCounter = errors.New("redislock: token counter out of range")
 // Client is one process's handle on the locks of one Redis deployment,
 // through the caller's go-redis client. It owns a keeper (see package
 // keeper: two long-lived goroutines, plus one per renewal request in
-// flight, renewing every lease it holds in pipelined batches) and, once
+// flight, renewing every lease it holds in pipelined batches, on a
+// connection of rdb's pool it keeps for them: see warm.go) and, once
 // somebody waits, one pub/sub connection (one goroutine) that wakes
 // waiters when a lock they wait for is released. Close stops and releases them.
 type Client struct {
@@ -82,6 +83,7 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ttlArg = o.TTL.Milliseconds()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
+	c.st.warm.init(rdb)
 	c.wo.init(rdb, o)
 	c.hub = newHub(c)
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
@@ -158,6 +160,7 @@ func (c *Client) Close() error {
 	case <-done:
 	case <-time.After(c.closeWait()):
 	}
+	c.st.warm.unpin()
 	return err
 }
 

@@ -14,7 +14,10 @@ import (
 // store is the keeper.Store of a Client: batched owner-checked renewals
 // and releases, each batch one pipeline of EVALSHAs (one round trip; a
 // Cluster client splits it per node).
-type store struct{ c *Client }
+type store struct {
+	c    *Client
+	warm warmConn // the renewals' connection
+}
 
 var _ keeper.Store = (*store)(nil)
 
@@ -67,16 +70,17 @@ func (s *store) BatchSize() int { return s.c.o.BatchSize }
 // replies as integers. A NOSCRIPT (script cache flushed, failover onto a
 // server that never saw the script) loads the script and runs the batch
 // once more: renew and release are idempotent.
-func (s *store) pipelined(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
+// With warm set (renewals) the batch goes on its warm connection when free.
+func (s *store) pipelined(ctx context.Context, warm *warmConn, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
 	if s.c.direct(ctx) {
-		return s.run(ctx, sc, refs, args)
+		return s.runOn(ctx, warm, sc, refs, args)
 	}
 	// The call may outlive this function (see Client.call) and the keeper
 	// reuses its slice for the next batch: work on a copy.
 	refs = append([]keeper.Ref(nil), refs...)
 	var out []int64
 	err := s.c.call(ctx, func(ctx context.Context) error {
-		res, err := s.run(ctx, sc, refs, args)
+		res, err := s.runOn(ctx, warm, sc, refs, args)
 		if err == nil {
 			out = res // read by the caller only when call returns nil
 		}
@@ -88,14 +92,27 @@ func (s *store) pipelined(ctx context.Context, sc rediseval.Script, refs []keepe
 	return out, nil
 }
 
-// run is pipelined's round trip. One ref (a lease's own release) is a
-// plain EVALSHA, without a pipeline's bookkeeping.
-func (s *store) run(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
+// runOn runs the batch on warm's connection, if warm is set and it is
+// free, else on the client.
+func (s *store) runOn(ctx context.Context, warm *warmConn, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) (res []int64, err error) {
+	if warm == nil {
+		return s.run(ctx, s.c.rdb, sc, refs, args)
+	}
+	err = warm.run(s.c, func(cn conn) error {
+		res, err = s.run(ctx, cn, sc, refs, args)
+		return err
+	})
+	return res, err
+}
+
+// run is pipelined's round trip on cn. One ref (a lease's own release) is
+// a plain EVALSHA, without a pipeline's bookkeeping.
+func (s *store) run(ctx context.Context, cn conn, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
 	if len(refs) != 1 {
-		return s.evalAll(ctx, sc, refs, args)
+		return s.evalAll(ctx, cn, sc, refs, args)
 	}
 	r, a := refs[0], auxOf(refs[0])
-	v, err := s.c.evalsha(ctx, sc, a.keys, a.boxed, args(r, a)...).Int64()
+	v, err := rediseval.Run(ctx, cn, sc, a.keys, a.boxed, args(r, a)...).Int64()
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +121,10 @@ func (s *store) run(ctx context.Context, sc rediseval.Script, refs []keeper.Ref,
 
 // evalAll sends one EVALSHA per ref in one pipeline; a NOSCRIPT loads the
 // script and sends the batch once more.
-func (s *store) evalAll(ctx context.Context, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
+func (s *store) evalAll(ctx context.Context, cn conn, sc rediseval.Script, refs []keeper.Ref, args func(keeper.Ref, *aux) []any) ([]int64, error) {
 	for try := 0; ; try++ {
 		cmds := make([]*redis.Cmd, len(refs))
-		_, err := s.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range refs {
 				a := auxOf(r)
 				cmds[i] = p.EvalSha(ctx, sc.Hash(), a.keys, args(r, a)...)
@@ -121,7 +138,7 @@ func (s *store) evalAll(ctx context.Context, sc rediseval.Script, refs []keeper.
 			}
 		}
 		if noScript && try == 0 {
-			if err := sc.Load(ctx, s.c.rdb).Err(); err != nil {
+			if err := sc.Load(ctx, cn).Err(); err != nil {
 				return nil, err
 			}
 			continue
@@ -145,7 +162,7 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
 	ms := ttl.Milliseconds()
-	res, err := s.pipelined(ctx, evRenew, refs, func(r keeper.Ref, a *aux) []any {
+	res, err := s.pipelined(ctx, &s.warm, evRenew, refs, func(r keeper.Ref, a *aux) []any {
 		if a.zset {
 			return []any{a.member, ms, "z"}
 		}
@@ -165,7 +182,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	_, err := s.pipelined(ctx, evRelease, refs, func(r keeper.Ref, a *aux) []any {
+	_, err := s.pipelined(ctx, nil, evRelease, refs, func(r keeper.Ref, a *aux) []any {
 		mode := "h"
 		if a.zset {
 			mode = "z"

@@ -29,13 +29,20 @@ func BoxKeys(keys []string) []any {
 	return b
 }
 
+// Client is what Run runs a script on: a go-redis client, or one of its
+// connections (*redis.Conn).
+type Client interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 // Run runs sc on keys (boxed: boxed[i] holds keys[i]) with args, in one
 // allocation of the command's words, as Script.Run does: EVALSHA, and on
 // NOSCRIPT (a flushed script cache, a failover onto a server that never
 // saw it) EVAL, which loads the script. The first key is marked for
 // Cluster's routing, as go-redis' own EvalSha marks it. Concurrent calls
 // may share boxed and args: they are only read.
-func Run(ctx context.Context, rdb redis.UniversalClient, sc Script, keys []string, boxed []any, args ...any) *redis.Cmd {
+func Run(ctx context.Context, rdb Client, sc Script, keys []string, boxed []any, args ...any) *redis.Cmd {
 	words := make([]any, 0, 3+len(boxed)+len(args))
 	words = append(words, "evalsha", sc.sha, len(boxed))
 	words = append(words, boxed...)
