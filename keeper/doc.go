@@ -47,8 +47,13 @@
 // wait for an answer at once, if the Store heeds its context: the renewer
 // waits at least TTL/3 for each unanswered batch before it sends the next,
 // and the watchdog cancels each request's context less than TTL after it
-// was sent. Close stops the two goroutines, cancels the
-// requests in flight and waits for all of them.
+// was sent. A batch of queued releases also runs in a goroutine of its
+// own, and the renewer waits for it only until the next round is due, so
+// that a slow store answering a release never delays a renewal; its
+// request is cancelled once its leases must have expired on the server,
+// at most TTL + TTL/3 after they were queued. Close stops
+// the two goroutines, cancels the requests in flight and waits for all of
+// them.
 //
 // The renewer and the watchdog each sleep on one timer of the keeper's
 // clock, and are woken through it alone (an acquire or an abandoned grant

@@ -25,7 +25,8 @@ func (k *Keeper) renewer(next time.Time) {
 		case <-k.renewT.C():
 		}
 		now := k.clock.Now()
-		if !now.Before(next) {
+		afterRound := !now.Before(next)
+		if afterRound {
 			ok := k.round()
 			k.lastRound.Store(int64(k.clock.Since(now)))
 			if ok {
@@ -38,7 +39,7 @@ func (k *Keeper) renewer(next time.Time) {
 				failures++
 			}
 		}
-		k.releasePending(next)
+		k.releasePending(next, afterRound)
 		k.armRenewer(next)
 	}
 }
@@ -54,10 +55,25 @@ func (k *Keeper) armRenewer(next time.Time) {
 		return
 	}
 	wake := next
+	by := k.releaseByLocked(next)
 	for _, p := range k.pending {
-		wake = earlier(wake, p.notBef) // a zero notBef is due at once
+		if !p.notBef.After(by) {
+			wake = earlier(wake, p.notBef) // a zero notBef is due at once
+		} // else it goes right after the round at next
 	}
 	k.renewT.Reset(k.clock.Until(wake))
+}
+
+// releaseByLocked returns the last moment a queued release may start
+// before the round due at next: half a period before it, so that a slow
+// store answers the release before the round goes out, on the connection
+// the release freed (see releaseBatch). Releases due later wait and go
+// right after the round. With no lease held there is no round to keep.
+func (k *Keeper) releaseByLocked(next time.Time) time.Time {
+	if len(k.leases) == 0 {
+		return next
+	}
+	return next.Add(-k.interval / 2)
 }
 
 // snapshotRenewable lists the renewable leases, oldest confirmation first:
@@ -253,23 +269,26 @@ func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
 }
 
 // releasePending sends the queued releases that are due, in batches, and
-// stops once the next round is due at next: a slow store must not hold up
-// the renewals behind a long queue of releases. The rest stay queued, due
-// at once, and go after that round. One batch is always sent, so failing
+// stops once it is too close to the next round, due at next (see
+// releaseByLocked): a slow store must not hold up the renewals behind a
+// long queue of releases. The rest stay queued, due at once, and go after
+// that round. Right after a round one batch is always sent, so failing
 // rounds that are always due cannot starve the queue.
-func (k *Keeper) releasePending(next time.Time) {
+func (k *Keeper) releasePending(next time.Time, afterRound bool) {
 	due := k.takeDue(k.clock.Now())
 	for sent := 0; len(due) > 0; sent++ {
-		if sent > 0 && !k.clock.Now().Before(next) {
-			k.mu.Lock()
+		k.mu.Lock()
+		late := !k.clock.Now().Before(k.releaseByLocked(next))
+		if late && (sent > 0 || !afterRound) {
 			if !k.closed {
 				k.pending = append(k.pending, due...)
 			}
 			k.mu.Unlock()
 			return
 		}
+		k.mu.Unlock()
 		n := min(len(due), k.store.BatchSize())
-		k.releaseBatch(due[:n])
+		k.releaseBatch(due[:n], next)
 		due = due[n:]
 	}
 }
@@ -296,26 +315,58 @@ func (k *Keeper) takeDue(now time.Time) []pendingRelease {
 	return due
 }
 
-// releaseBatch sends one batch of queued releases; on failure each is
-// queued again after a backoff, unless that would be past its until.
-func (k *Keeper) releaseBatch(batch []pendingRelease) {
+// minReleaseWait is the least time, as a fraction of the renewal period,
+// the renewer waits for a release batch's answer when a round is already
+// due: long enough for a store that answers at once to be heard before the
+// round, short enough not to delay it.
+const minReleaseWait = 10
+
+// releaseBatch sends one batch of queued releases in a goroutine of its
+// own (releaseCall applies the answer) and waits for the answer until
+// next, when the next round is due, or a tenth of the period if the round
+// is due already. A store slower than that answers the release while the
+// round goes out on time: waiting for the answer instead delayed a round,
+// behind a slow two-statement release of an abandoned grant, past its
+// lease's deadline. Releases start half a period before the round at the
+// latest (releaseByLocked), so that a store answering within that frees
+// the connection before the round needs one. The request runs until the
+// batch's leases must have expired on the server (their until), when it
+// is moot, and at least TTL/3: cutting it sooner closed a pooled
+// connection, and the retry, on a cold one, took longer still through a
+// slow link.
+func (k *Keeper) releaseBatch(batch []pendingRelease, next time.Time) {
 	refs := make([]Ref, len(batch))
 	for i, p := range batch {
 		refs[i] = p.ref
 	}
-	// As for renewals (call): a slow answer is worth waiting for, and
-	// cutting the request closes a pooled connection, so the retry goes
-	// out on a cold one. The request runs until the batch's leases must
-	// have expired on the server (their until), when it is moot.
-	end := k.clock.Now().Add(max(k.interval, k.ttl/2))
+	now := k.clock.Now()
+	end := now.Add(k.interval)
 	for _, p := range batch {
 		end = later(end, p.until)
 	}
-	ctx, fl := k.startFlight(time.Time{}, end)
+	wait := earlier(later(next, now.Add(k.interval/minReleaseWait)), end)
+	ctx, fl := k.startFlight(wait, end)
+	k.wg.Add(1)
+	go k.releaseCall(ctx, fl, batch, refs) // owner: the keeper (wg); Close cancels its request
+	select {
+	case <-fl.answer:
+	case <-fl.waited:
+	case <-k.stop:
+	}
+}
+
+// releaseCall is the goroutine of one queued-release batch: it counts the
+// success or queues each release again after a backoff, unless that would
+// be past its until, then tells the renewer, if it still waits. A retry
+// queued after the renewer stopped waiting goes when the renewer next
+// wakes, at the latest with the next round.
+func (k *Keeper) releaseCall(ctx context.Context, fl *flight, batch []pendingRelease, refs []Ref) {
+	defer k.wg.Done()
 	err := k.store.Release(ctx, refs)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.endFlightLocked(fl)
+	fl.answer <- answer{err: err} // buffered: never blocks; read only by a renewer still waiting
 	if err == nil {
 		k.releases.Add(1)
 		return
