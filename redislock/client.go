@@ -83,13 +83,14 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ttlArg = o.TTL.Milliseconds()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
-	c.st.warm.init(rdb)
+	c.st.warm = warmFor(rdb)
 	c.wo.init(rdb, o)
 	c.hub = newHub(c)
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
 		Observer: o.Observer, Engine: "redis"})
 	if err != nil {
 		c.cancel()
+		c.st.warm.release()
 		return nil, fmt.Errorf("redislock: %w", err)
 	}
 	c.eng = &leasing.Engine{
@@ -160,7 +161,7 @@ func (c *Client) Close() error {
 	case <-done:
 	case <-time.After(c.closeWait()):
 	}
-	c.st.warm.unpin()
+	c.st.warm.release()
 	return err
 }
 

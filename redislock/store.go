@@ -16,7 +16,7 @@ import (
 // Cluster client splits it per node).
 type store struct {
 	c    *Client
-	warm warmConn // the renewals' connection
+	warm *warmConn // the renewals' connection, shared with rdb's other Clients; nil: none
 }
 
 var _ keeper.Store = (*store)(nil)
@@ -162,7 +162,7 @@ func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err,
 
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) ([]bool, error) {
 	ms := ttl.Milliseconds()
-	res, err := s.pipelined(ctx, &s.warm, evRenew, refs, func(r keeper.Ref, a *aux) []any {
+	res, err := s.pipelined(ctx, s.warm, evRenew, refs, func(r keeper.Ref, a *aux) []any {
 		if a.zset {
 			return []any{a.member, ms, "z"}
 		}

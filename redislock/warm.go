@@ -29,22 +29,65 @@ type conn interface {
 // renewal on it fails. Only a *redis.Client has connections to pin (a
 // Cluster or a Ring routes each key), and only out of a pool of more
 // than minPinPool.
+//
+// The Clients of one go-redis client share its warm connection (warmFor):
+// thousands of Clients on one pool, one connection pinned by each, left
+// their own requests no connection at all. A renewal that finds the
+// shared connection busy with another Client's takes one of the pool.
 type warmConn struct {
-	pinnable bool
-	mu       sync.Mutex // held while conn is in use or replaced
-	conn     *redis.Conn
-	pinned   atomic.Bool // conn != nil, read without mu on the acquire path
-	pinning  atomic.Bool // a pin goroutine runs
-	closed   atomic.Bool // by Close: conn goes back to the pool
+	rdb     *redis.Client
+	refs    int        // Clients sharing w; guarded by warmConns.mu
+	mu      sync.Mutex // held while conn is in use or replaced
+	conn    *redis.Conn
+	pinned  atomic.Bool // conn != nil, read without mu on the acquire path
+	pinning atomic.Bool // a pin goroutine runs
+	closed  atomic.Bool // the last Client sharing w has closed: conn goes back to the pool
 }
 
 // minPinPool is the smallest pool a warm connection is taken out of: it
 // leaves the callers two at least.
 const minPinPool = 2
 
-func (w *warmConn) init(rdb redis.UniversalClient) {
-	if c, ok := rdb.(*redis.Client); ok {
-		w.pinnable = c.Options().PoolSize > minPinPool
+// warmConns maps each go-redis client to the warm connection its Clients
+// share.
+var warmConns = struct {
+	mu sync.Mutex
+	m  map[*redis.Client]*warmConn
+}{m: make(map[*redis.Client]*warmConn)}
+
+// warmFor returns the warm connection of rdb's Clients, counting one more
+// of them (release uncounts it), or nil where none is kept.
+func warmFor(rdb redis.UniversalClient) *warmConn {
+	rc, ok := rdb.(*redis.Client)
+	if !ok || rc.Options().PoolSize <= minPinPool {
+		return nil
+	}
+	warmConns.mu.Lock()
+	defer warmConns.mu.Unlock()
+	w := warmConns.m[rc]
+	if w == nil {
+		w = &warmConn{rdb: rc}
+		warmConns.m[rc] = w
+	}
+	w.refs++
+	return w
+}
+
+// release uncounts a Client that shared w (its Close); the last one
+// returns the connection to the pool.
+func (w *warmConn) release() {
+	if w == nil {
+		return
+	}
+	warmConns.mu.Lock()
+	w.refs--
+	last := w.refs == 0
+	if last {
+		delete(warmConns.m, w.rdb)
+	}
+	warmConns.mu.Unlock()
+	if last {
+		w.unpin()
 	}
 }
 
@@ -52,7 +95,7 @@ func (w *warmConn) init(rdb redis.UniversalClient) {
 // pool. After an error there the connection is dropped (it may be
 // broken: the pool replaces it) and a new one pinned.
 func (w *warmConn) run(c *Client, f func(conn) error) error {
-	if !w.pinned.Load() || !w.mu.TryLock() {
+	if w == nil || !w.pinned.Load() || !w.mu.TryLock() {
 		return f(c.rdb)
 	}
 	cn := w.conn
@@ -83,7 +126,7 @@ func (w *warmConn) dropLocked() {
 // for it), unless one is pinned or being pinned. It costs two atomic
 // loads when there is nothing to do: every grant calls it.
 func (w *warmConn) pinAsync(c *Client) {
-	if !w.pinnable || w.pinned.Load() || w.closed.Load() || !w.pinning.CompareAndSwap(false, true) {
+	if w == nil || w.pinned.Load() || w.closed.Load() || !w.pinning.CompareAndSwap(false, true) {
 		return
 	}
 	c.callMu.Lock()
@@ -107,7 +150,7 @@ func (w *warmConn) pinAsync(c *Client) {
 func (w *warmConn) pin(c *Client) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.o.TTL)
 	defer cancel()
-	cn := c.rdb.(*redis.Client).Conn()
+	cn := w.rdb.Conn()
 	err := cn.Ping(ctx).Err()
 	w.mu.Lock()
 	if err != nil || w.conn != nil {
@@ -128,7 +171,7 @@ func (w *warmConn) unlock() {
 	}
 }
 
-// unpin returns w's connection to the pool for good (Close). A renewal
+// unpin returns w's connection to the pool for good (release). A renewal
 // still running on it returns it when it ends.
 func (w *warmConn) unpin() {
 	w.closed.Store(true)

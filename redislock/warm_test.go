@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -51,5 +52,33 @@ func TestRenewalsOnWarmConn(t *testing.T) {
 	if after.Suspended != before.Suspended || after.Rounds-before.Rounds < 4 {
 		t.Errorf("over 2 TTLs with the pool busy: %d rounds, %d suspensions; want ≥ 4 rounds, none suspended",
 			after.Rounds-before.Rounds, after.Suspended-before.Suspended)
+	}
+}
+
+// TestWarmConnShared: the Clients of one go-redis client share one warm
+// connection. Each pinning its own, 2 000 Clients on one pool (the
+// benchmark's handoff curve) left their requests no connection: pool
+// timeouts.
+func TestWarmConnShared(t *testing.T) {
+	t.Parallel()
+	rdb := redisClientWith(t, &redis.Options{Addr: redisAddr(t), MaxRetries: -1, PoolSize: 4, PoolTimeout: time.Second})
+	prefix := testPrefix(t, rdb)
+	var leases []*baton.Lease
+	for i := range 6 {
+		c := newClient(t, rdb, redislock.Options{Prefix: prefix})
+		leases = append(leases, lock(t, c, uniqueName(fmt.Sprintf("shared-%d", i))))
+	}
+	time.Sleep(200 * time.Millisecond) // the pin goroutines have ended
+	if st := rdb.PoolStats(); st.TotalConns-st.IdleConns != 1 {
+		t.Errorf("%d connections in use with 6 Clients holding leases, want the one warm connection they share (pool %+v)", st.TotalConns-st.IdleConns, *st)
+	}
+	time.Sleep(testTTL) // renewals of every Client
+	for _, l := range leases {
+		if st := l.State(); st != baton.Held {
+			t.Errorf("lease %s %v (%v), want %v", l.Name(), st, l.Err(), baton.Held)
+		}
+		if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+			t.Errorf("Release(%s) = %v", l.Name(), err)
+		}
 	}
 }
