@@ -98,7 +98,7 @@ func (s *store) runOn(ctx context.Context, warm *warmConn, sc rediseval.Script, 
 	if warm == nil {
 		return s.run(ctx, s.c.rdb, sc, refs, args)
 	}
-	err = warm.run(s.c, func(cn conn) error {
+	err = warm.run(ctx, s.c, func(cn conn) error {
 		res, err = s.run(ctx, cn, sc, refs, args)
 		return err
 	})

@@ -92,9 +92,12 @@ func (w *warmConn) release() {
 }
 
 // run runs f on w's connection when it is free, else on the client's
-// pool. After an error there the connection is dropped (it may be
-// broken: the pool replaces it) and a new one pinned.
-func (w *warmConn) run(c *Client, f func(conn) error) error {
+// pool. After an error there the connection is dropped, a new one pinned
+// and, unless ctx has ended, f runs once more on the pool: the server may
+// have closed the connection while it sat pinned (a restart, CLIENT KILL,
+// an idle timeout), which the pool checks before it lends a connection
+// and a pinned one finds only at its next use; renewals may run twice.
+func (w *warmConn) run(ctx context.Context, c *Client, f func(conn) error) error {
 	if w == nil || !w.pinned.Load() || !w.mu.TryLock() {
 		return f(c.rdb)
 	}
@@ -110,6 +113,9 @@ func (w *warmConn) run(c *Client, f func(conn) error) error {
 	w.unlock()
 	if err != nil {
 		w.pinAsync(c)
+		if ctx.Err() == nil {
+			err = f(c.rdb)
+		}
 	}
 	return err
 }

@@ -30,9 +30,13 @@ func (w *warmConn) pinnable(s *store) bool {
 }
 
 // run runs f on w's connection when it is free, else on the pool. After
-// an error there the connection is dropped (maybe broken: the pool
-// replaces it); after a success on the pool w pins a warm one again, as
-// the database answers again.
+// an error there the connection is dropped and, unless ctx has ended, f
+// runs once more on the pool: the server may have closed the connection
+// while it sat pinned (a restart, pg_terminate_backend, an idle timeout),
+// which the pool finds out before it lends a connection and a pinned one
+// only at its next use; renewals and releases may run twice. After a
+// success on the pool w pins a warm one again, as the database answers
+// again.
 func (w *warmConn) run(ctx context.Context, s *store, f func(execQuerier) error) error {
 	if !w.pinnable(s) || !w.mu.TryLock() {
 		return f(s.db)
@@ -46,11 +50,14 @@ func (w *warmConn) run(ctx context.Context, s *store, f func(execQuerier) error)
 		}
 		return err
 	}
-	defer w.mu.Unlock()
 	err := f(conn)
 	if err != nil {
 		_ = conn.Close()
 		w.conn = nil
+	}
+	w.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		err = f(s.db)
 	}
 	return err
 }
