@@ -31,8 +31,7 @@ type hub struct {
 	c *Client
 
 	mu      sync.Mutex
-	waits   map[string]*waitSet // channel → waiters of the next wake
-	refs    map[string]int      // channel → watchers (subscription wanted)
+	chans   wakeMap // by channel; a channel with watchers is to be subscribed
 	started bool
 	stopped bool
 	kick    chan struct{}
@@ -40,10 +39,21 @@ type hub struct {
 	done    chan struct{}
 
 	// One-at-a-time wake-ups (own == "": not used by this client).
-	own     string              // this client's channel
-	ownWant bool                // own is to be subscribed (a waiter watched it)
-	byNum   map[string]*waitSet // waiter number → its wake
-	numRefs map[string]int      // waiter number → watchers
+	own     string  // this client's channel
+	ownWant bool    // own is to be subscribed (a waiter watched it)
+	nums    wakeMap // by waiter number
+}
+
+// wakeMap holds, for each key (a channel, a waiter number), the channel
+// its watchers wait on until the key's next wake (waits) and how many
+// watch it (refs); the hub's mu guards it.
+type wakeMap struct {
+	waits map[string]*waitSet
+	refs  map[string]int
+}
+
+func newWakeMap() wakeMap {
+	return wakeMap{waits: make(map[string]*waitSet), refs: make(map[string]int)}
 }
 
 type waitSet struct{ ch chan struct{} }
@@ -51,16 +61,14 @@ type waitSet struct{ ch chan struct{} }
 func newHub(c *Client) *hub {
 	h := &hub{
 		c:     c,
-		waits: make(map[string]*waitSet),
-		refs:  make(map[string]int),
+		chans: newWakeMap(),
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
 	if c.wo.on {
 		h.own = c.wo.channel
-		h.byNum = make(map[string]*waitSet)
-		h.numRefs = make(map[string]int)
+		h.nums = newWakeMap()
 	}
 	return h
 }
@@ -68,61 +76,53 @@ func newHub(c *Client) *hub {
 // watch returns a channel closed at the next wake of channel ch, and a func
 // to call when no longer waiting.
 func (h *hub) watch(ch string) (<-chan struct{}, func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	w := h.waits[ch]
-	if w == nil {
-		w = &waitSet{ch: make(chan struct{})}
-		h.waits[ch] = w
-	}
-	h.refs[ch]++
-	if h.refs[ch] == 1 {
-		h.startLocked()
-	}
-	var once sync.Once
-	return w.ch, func() {
-		once.Do(func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.refs[ch]--
-			if h.refs[ch] <= 0 {
-				delete(h.refs, ch)
-				if h.waits[ch] == w {
-					delete(h.waits, ch)
-				}
-				kickCh(h.kick)
-			}
-		})
-	}
+	return h.watchIn(&h.chans, ch, func(first bool) {
+		if first {
+			h.startLocked()
+		}
+	}, func() { kickCh(h.kick) }) // the last watcher gone: unsubscribe
 }
 
 // watchWaiter returns a channel closed when a release picks waiter number
 // num (or the client's channel is subscribed anew), and a func to call
 // when no longer waiting. Only for a hub with its own channel.
 func (h *hub) watchWaiter(num string) (<-chan struct{}, func()) {
+	return h.watchIn(&h.nums, num, func(bool) {
+		if !h.ownWant {
+			h.ownWant = true
+			h.startLocked()
+		}
+	}, nil)
+}
+
+// watchIn registers a watcher of k in m and returns k's next wake and the
+// func that unregisters it (once). added runs under h.mu, told whether the
+// watcher is k's first; last, if set, runs under h.mu when k's last
+// watcher is gone.
+func (h *hub) watchIn(m *wakeMap, k string, added func(first bool), last func()) (<-chan struct{}, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := h.byNum[num]
+	w := m.waits[k]
 	if w == nil {
 		w = &waitSet{ch: make(chan struct{})}
-		h.byNum[num] = w
+		m.waits[k] = w
 	}
-	h.numRefs[num]++
-	if !h.ownWant {
-		h.ownWant = true
-		h.startLocked()
-	}
+	m.refs[k]++
+	added(m.refs[k] == 1)
 	var once sync.Once
 	return w.ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.numRefs[num]--
-			if h.numRefs[num] <= 0 {
-				delete(h.numRefs, num)
-				if h.byNum[num] == w {
-					delete(h.byNum, num)
-				}
+			if m.refs[k]--; m.refs[k] > 0 {
+				return
+			}
+			delete(m.refs, k)
+			if m.waits[k] == w {
+				delete(m.waits, k)
+			}
+			if last != nil {
+				last()
 			}
 		})
 	}
@@ -145,7 +145,7 @@ func (h *hub) startLocked() {
 func (h *hub) wakeWaiter(num string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fire(h.byNum, num)
+	h.nums.fire(num)
 }
 
 // wakeAllWaiters wakes every waiter of the client's channel: it has just
@@ -154,8 +154,8 @@ func (h *hub) wakeWaiter(num string) {
 func (h *hub) wakeAllWaiters() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for num := range h.byNum {
-		fire(h.byNum, num)
+	for num := range h.nums.waits {
+		h.nums.fire(num)
 	}
 }
 
@@ -163,15 +163,15 @@ func (h *hub) wakeAllWaiters() {
 func (h *hub) wake(ch string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fire(h.waits, ch)
+	h.chans.fire(ch)
 }
 
-// fire wakes the waiters of m[k], if any, and forgets them: the next
-// watch of k waits for the next wake. The caller holds h.mu.
-func fire(m map[string]*waitSet, k string) {
-	if w := m[k]; w != nil {
+// fire wakes the waiters of k, if any, and forgets them: the next watch
+// of k waits for the next wake. The caller holds h.mu.
+func (m *wakeMap) fire(k string) {
+	if w := m.waits[k]; w != nil {
 		close(w.ch)
-		delete(m, k)
+		delete(m.waits, k)
 	}
 }
 
@@ -253,13 +253,13 @@ func (h *hub) sync(ps *redis.PubSub, subscribed map[string]bool) {
 	if h.ownWant && !subscribed[h.own] {
 		add = append(add, h.own)
 	}
-	for ch := range h.refs {
+	for ch := range h.chans.refs {
 		if !subscribed[ch] {
 			add = append(add, ch)
 		}
 	}
 	for ch := range subscribed {
-		if h.refs[ch] == 0 && ch != h.own {
+		if h.chans.refs[ch] == 0 && ch != h.own {
 			drop = append(drop, ch)
 		}
 	}
