@@ -205,8 +205,13 @@ func TestRedlockSmoke(t *testing.T) {
 	}
 }
 
+// redlockTarget is the most baton's Redlock lock+unlock may take against
+// go-redsync's, which mints no fencing token: the budget is for the
+// flight that writes the agreed token back to the nodes.
+const redlockTarget = 1.3
+
 // redlockReport prints the Redlock row: lock+unlock on the nodes against
-// go-redsync (target ≤ 2.2×) and the two-round PING floor.
+// go-redsync (target ≤ redlockTarget) and the two-round PING floor.
 func redlockReport(t *testing.T, rounds int) (misses []string) {
 	r := newRedlockRig(t)
 	res := interleaved(t, "redlock", r.pairs, rounds)
@@ -220,15 +225,15 @@ func redlockReport(t *testing.T, rounds int) (misses []string) {
 	}
 	bp, bf := ratio(res["baton"], res["peer"]), ratio(res["baton"], res["floor"])
 	verdict := "PASS"
-	if bp > 2.2 {
+	if bp > redlockTarget {
 		verdict = "MISS"
 		misses = append(misses, fmt.Sprintf("redlock uncontended (%.3f× redsync)", bp))
 	}
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op/node b·f·p\tallocs/op b·f·p\ttarget\tresult\t")
-	fmt.Fprintf(w, "redlock×%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t≤2.2×peer\t%s\t\n", r.nodes, micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
-		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), verdict)
+	fmt.Fprintf(w, "redlock×%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t≤%.1f×peer\t%s\t\n", r.nodes, micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
+		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), redlockTarget, verdict)
 	recordRes("redlock", res, "peer", "go-redsync")
 	w.Flush()
 	report(t, "redlock", "Redlock lock+unlock on %d nodes, %d interleaved rounds (peer: go-redsync; floor: 2 rounds of PING to every node; rt/op/node: request flights per node through counting proxies; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
