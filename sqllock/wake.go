@@ -1,6 +1,7 @@
 package sqllock
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -158,7 +159,7 @@ func (mw *mutexWaiter) leave(granted bool) {
 		return
 	}
 	if i, ok := slices.BinarySearchFunc(w.mutex, mw.id, func(x *mutexWaiter, id uint64) int {
-		return compare(x.id, id)
+		return cmp.Compare(x.id, id)
 	}); ok {
 		w.mutex = slices.Delete(w.mutex, i, i+1)
 	}
@@ -166,16 +167,6 @@ func (mw *mutexWaiter) leave(granted bool) {
 		w.pickOne()
 	}
 	processHub.gc(mw.key, w)
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // pickOne wakes the oldest mutex waiter not woken already; under

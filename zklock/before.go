@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -84,9 +85,9 @@ func newestBefore(kids []string, seq uint64, n int) (top []named, below int) {
 		}
 	}
 	if all {
-		slices.SortFunc(top, func(a, b named) int { return cmpSeq(a.seq, b.seq) })
+		slices.SortFunc(top, func(a, b named) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	return top, below
 }
 
-func bySeq(e named, seq uint64) int { return cmpSeq(e.seq, seq) }
+func bySeq(e named, seq uint64) int { return cmp.Compare(e.seq, seq) }

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -276,7 +277,7 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 	if len(mine) == 0 {
 		return queue.Entry{}, false, nil
 	}
-	slices.SortFunc(mine, func(a, b queue.Entry) int { return cmpSeq(a.Seq, b.Seq) })
+	slices.SortFunc(mine, func(a, b queue.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, dup := range mine[1:] {
 		_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(dup.Key, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -292,16 +293,6 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 		})
 	}
 	return e, true, nil
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // mkdirs creates every missing node of path as a container node (as
@@ -369,7 +360,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 			snap.Entries = append(snap.Entries, e)
 		}
 	}
-	slices.SortFunc(snap.Entries, func(a, b queue.Entry) int { return cmpSeq(a.Seq, b.Seq) })
+	slices.SortFunc(snap.Entries, func(a, b queue.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range snap.Entries {
 		if snap.Entries[i].Key == own.Key {
 			snap.Own = i

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +125,7 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 			nodes = append(nodes, node{e, k})
 		}
 	}
-	slices.SortFunc(nodes, func(a, b node) int { return cmpSeq(a.e.Seq, b.e.Seq) })
+	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.e.Seq, b.e.Seq) })
 
 	now := time.Now()
 	out := make([]queue.EntryInfo, 0, len(nodes))
