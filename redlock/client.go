@@ -260,9 +260,17 @@ type result struct {
 // at the deadline and abandons the requests still running. Their
 // goroutines are the Client's (Close waits for them); out has room for
 // every result, so an abandoned one never blocks.
+//
+// The requests run on the caller's context without its cancellation: an
+// acquire stops collecting once its outcome is known, and the answers of
+// the nodes it did not wait for tell the attempt's clean-up whether they
+// granted. Cancelled with the caller, a request still queued for a pooled
+// connection failed instead, its outcome unknown, and the clean-up had
+// the keeper release the attempt's key on every node.
 type fan struct {
-	ctx    context.Context // ends at the round's deadline or with the caller's ctx
+	ctx    context.Context // the requests': ends at the round's deadline, at Close, or at cancel
 	cancel context.CancelFunc
+	caller <-chan struct{} // the caller's ctx.Done(): the collector stops there too
 	out    chan result
 	n, got int
 }
@@ -277,8 +285,10 @@ func (c *Client) fanOut(ctx context.Context, idx []int, timeout time.Duration, f
 			idx[i] = i
 		}
 	}
-	fn := &fan{out: make(chan result, len(idx)), n: len(idx)}
-	fn.ctx, fn.cancel = context.WithTimeout(ctx, timeout)
+	fn := &fan{out: make(chan result, len(idx)), n: len(idx), caller: ctx.Done()}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	unhook := context.AfterFunc(c.ctx, cancel) // Close interrupts the requests
+	fn.ctx, fn.cancel = rctx, func() { unhook(); cancel() }
 	c.mu.Lock()
 	draining := c.draining
 	if !draining {
@@ -315,16 +325,17 @@ func (f *fan) next() (result, bool) {
 	case r := <-f.out:
 		f.got++
 		return r, true
+	case <-f.caller:
 	case <-f.ctx.Done():
-		// Prefer an answer that is already there.
-		select {
-		case r := <-f.out:
-			f.got++
-			return r, true
-		default:
-		}
-		return result{}, false
 	}
+	// Prefer an answer that is already there.
+	select {
+	case r := <-f.out:
+		f.got++
+		return r, true
+	default:
+	}
+	return result{}, false
 }
 
 // nextOr is next that also gives up when stop fires (a nil stop never
@@ -339,6 +350,8 @@ func (f *fan) nextOr(stop <-chan time.Time) (result, bool) {
 		return r, true
 	case <-stop:
 		return result{}, false
+	case <-f.caller:
+		return f.next()
 	case <-f.ctx.Done():
 		return f.next()
 	}

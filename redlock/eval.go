@@ -7,4 +7,5 @@ var (
 	evAcquire = rediseval.New(acquireScript)
 	evRelease = rediseval.New(releaseScript)
 	evRaise   = rediseval.New(raiseScript)
+	evUnlock  = rediseval.New(unlockScript)
 )

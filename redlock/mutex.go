@@ -149,6 +149,11 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
 	}
 	owner := baton.NewOwnerID()
+	if a.w.id != "" {
+		// The release of a waiter's grant removes the waiter wherever a
+		// node still lists it (see releaseScript).
+		owner = a.w.id + "/" + owner
+	}
 	a.w.record = a.wait && n > 0 && a.refused
 	a.tried = a.tried || a.w.record
 	r := a.c.attempt(ctx, a.name, owner, a.w)
@@ -232,14 +237,14 @@ func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) att
 			return r
 		}
 	}
-	c.cleanUp(ctx, name, owner, start, rd)
+	c.cleanUp(ctx, name, owner, w, start, rd)
 	return r
 }
 
 // cleanUp frees what a failed attempt may hold: the granting nodes are
 // unlocked at once, owner-checked; nodes whose outcome is unknown, or
 // still to come, are left to the keeper, which unlocks every node.
-func (c *Client) cleanUp(ctx context.Context, name, owner string, start time.Time, rd round) {
+func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, start time.Time, rd round) {
 	ref := keeper.Ref{Key: name, Owner: owner}
 	switch {
 	case ctx.Err() != nil || c.checkOpen() != nil:
@@ -251,7 +256,7 @@ func (c *Client) cleanUp(ctx context.Context, name, owner string, start time.Tim
 		c.k.Abandon(ref)
 	}
 	if len(rd.tokens) > 0 {
-		c.unlock(ctx, name, owner, rd.granting())
+		c.unlock(ctx, name, owner, w, rd.granting())
 	}
 	if rd.f.pending() == 0 {
 		rd.f.cancel()
@@ -470,17 +475,23 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 
 // unlock frees a failed attempt's key on the nodes idx that granted it,
 // owner-checked, before the attempt returns, so that a split vote frees
-// the nodes for the next attempt at once. What it cannot confirm within
-// NodeTimeout is queued on the keeper, which retries in the background
-// until the key must have expired. It wakes nobody: the lock was never
-// held by a majority, and the attempts that split it retry at their
-// backoff step.
-func (c *Client) unlock(ctx context.Context, name, owner string, idx []int) {
+// the nodes for the next attempt at once, and records a waiter there as
+// the nodes that refused it did (see unlockScript). What it cannot
+// confirm within NodeTimeout is queued on the keeper, which retries in
+// the background until the key must have expired. It wakes nobody: the
+// lock was never held by a majority, and the attempts that split it
+// retry at their backoff step.
+func (c *Client) unlock(ctx context.Context, name, owner string, w waiting, idx []int) {
 	ref := keeper.Ref{Key: name, Owner: owner}
 	c.unlocks.Add(uint64(len(idx)))
-	key := c.lockKey(name)
+	keys := []string{c.lockKey(name), c.waitersKey(name), c.intentsKey(name)}
+	boxed := rediseval.BoxKeys(keys)
+	var waiter any = ""
+	if w.record {
+		waiter = w.id
+	}
 	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		return releaseScript.Run(ctx, n.rdb, []string{key}, "", n.i, owner).Result()
+		return rediseval.Run(ctx, n.rdb, evUnlock, keys, boxed, owner, waiter, w.arrival, c.ttlArg).Result()
 	})
 	defer f.cancel()
 	for {

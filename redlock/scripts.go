@@ -41,7 +41,7 @@ const (
 // (expired waiters are dropped from both), and the answer has a third
 // element, the number of waiters, which spaces the waiter's polls. A
 // grant removes the waiter. See wakeone.go.
-var acquireScript = redis.NewScript(trimLua + `
+var acquireScript = redis.NewScript(recordLua + `
 local idx = redis.call('GET', KEYS[3])
 if not idx then
   if ARGV[5] ~= '1' then return {-1, 0} end
@@ -51,13 +51,7 @@ end
 if idx ~= ARGV[3] then return {-2, idx} end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if ARGV[7] ~= '1' then return {0, redis.call('PTTL', KEYS[1])} end
-  local life = tonumber(ARGV[8])
-  local now = trim(KEYS[4], KEYS[5])
-  redis.call('ZADD', KEYS[5], string.format('%d', now + life), ARGV[6])
-  redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6])
-  for k = 4, 5 do
-    if redis.call('PTTL', KEYS[k]) < life then redis.call('PEXPIRE', KEYS[k], ARGV[8]) end
-  end
+  record(KEYS[4], KEYS[5], ARGV[6], ARGV[9], ARGV[8])
   return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[4])}
 end
 local n = tonumber(ARGV[4])
@@ -110,11 +104,10 @@ end
 return out
 `)
 
-// releaseScript: KEYS n lock keys, then (when ARGV[1] is not "") their n
-// waiters sets and their n intents sets; ARGV[1] the root of the
-// clients' channels, or "" to wake nobody, ARGV[2] the node's index, then
-// one owner per key. Deletes each key that still holds its owner, and
-// nothing else. Returns how many.
+// releaseScript: KEYS n lock keys, then their n waiters sets and their
+// n intents sets; ARGV[1] the root of the clients' channels, ARGV[2] the
+// node's index, then one owner per key. Deletes each key that still holds
+// its owner, and nothing else. Returns how many.
 //
 // Each key deleted, or found absent, also hands the lock to its name's
 // first live waiter "<client>-<node>.<n>" by arrival (see wakeone.go),
@@ -125,6 +118,13 @@ return out
 // listening there would never be told. When PUBLISH reached nobody (the
 // client is gone, or not subscribed yet) the listening node tries the
 // next waiter.
+//
+// A grant that waited has the owner "<waiter>/<random>", and its release
+// first removes that waiter from the node's sets. The node may still list
+// it: its attempt found the key of another attempt there, recorded itself
+// and won on the other nodes. Left first in line, it would be the waiter
+// this node picks while the others pick the next, and every later release
+// would pick one behind them: a waiter listening here would never be told.
 var releaseScript = redis.NewScript(trimLua + `
 local root = ARGV[1]
 local n = #ARGV - 2
@@ -143,11 +143,17 @@ local function wakeone(w, e)
 end
 local done = 0
 for k = 1, n do
+  local owner = ARGV[k + 2]
   local cur = redis.call('HGET', KEYS[k], 'owner')
-  if cur == ARGV[k + 2] then
+  if cur == owner then
     done = done + redis.call('DEL', KEYS[k])
   end
-  if root ~= '' and (cur == ARGV[k + 2] or not cur) then wakeone(KEYS[n + k], KEYS[2 * n + k]) end
+  local own = string.match(owner, '^([^/]+)/')
+  if own then
+    redis.call('ZREM', KEYS[n + k], own)
+    redis.call('ZREM', KEYS[2 * n + k], own)
+  end
+  if cur == owner or not cur then wakeone(KEYS[n + k], KEYS[2 * n + k]) end
 end
 return done
 `)
@@ -168,6 +174,37 @@ local function trim(w, e)
   return now
 end
 `
+
+// recordLua defines trim and record(w, e, id, arrival, life): it records
+// waiter id in the waiters set w scored by its arrival and in the
+// intents set e scored by its expiry, life ms from the node's clock, and
+// keeps both sets for at least life.
+const recordLua = trimLua + `
+local function record(w, e, id, arrival, life)
+  local now = trim(w, e)
+  redis.call('ZADD', e, string.format('%d', now + tonumber(life)), id)
+  redis.call('ZADD', w, arrival, id)
+  for _, k in ipairs({w, e}) do
+    if redis.call('PTTL', k) < tonumber(life) then redis.call('PEXPIRE', k, life) end
+  end
+end
+`
+
+// unlockScript frees a failed attempt's key: KEYS lock, waiters,
+// intents; ARGV owner, waiter id ("" for an attempt that records no
+// waiter), arrival, intent lifetime ms. It deletes the key while it holds
+// owner, wakes nobody (the lock was never held by a majority), and
+// records the waiter as a refusal would have: the node granted this
+// attempt, and its grant removed the waiter, so without it the node
+// would wait for the waiter's next poll to list it again, and until then
+// pick another first waiter than the other nodes at its releases (see
+// wakeone.go). Returns 1 when it deleted the key.
+var unlockScript = redis.NewScript(recordLua + `
+local done = 0
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then done = redis.call('DEL', KEYS[1]) end
+if ARGV[2] ~= '' then record(KEYS[2], KEYS[3], ARGV[2], ARGV[3], ARGV[4]) end
+return done
+`)
 
 // indexScript: KEYS index; ARGV i. Sets the index when absent (SET NX)
 // and returns what the node stores.

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,4 +250,104 @@ func TestWakeOneKeyMissing(t *testing.T) {
 	start := time.Now()
 	r.handoff(r.first, time.Second)
 	t.Logf("node %d without the key: woken and granted %v after the release", l, time.Since(start))
+}
+
+// TestWakeOneStaleHead: a grant that one node still lists as a waiter
+// (its attempt found another attempt's key there, recorded itself and won
+// on the other nodes) removes itself there at its release, so that node
+// picks the same next waiter as the others and tells it when it listens
+// there. Left first in line, it was picked in the next waiter's place:
+// the next waiter, its polls seconds apart, was not told.
+func TestWakeOneStaleHead(t *testing.T) {
+	r := newWakeRig(t, redlock.Options{TTL: 20 * time.Second, Backoff: baton.Backoff{Base: 5 * time.Second, Max: 5 * time.Second}})
+	r.wait(2, 2)
+	g1 := r.handoff(r.first, time.Second)
+	wid, _, ok := strings.Cut(g1.Owner(), "/")
+	if !ok {
+		t.Fatalf("a waiting grant's owner %q has no waiter part", g1.Owner())
+	}
+	next, err := r.direct[0].ZRange(redlocktest.OpCtx(t, 5*time.Second), r.key, 0, -1).Result()
+	if err != nil || len(next) != 1 {
+		t.Fatalf("waiters on node 0 = %v, %v, want the other waiter alone", next, err)
+	}
+	listen := listenOf(t, next[0])
+	d := r.direct[listen]
+	ctx := redlocktest.OpCtx(t, 5*time.Second)
+	now, err := d.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ZAdd(ctx, r.key, redis.Z{Score: float64(now.UnixMilli() - 10_000), Member: wid}).Err(); err != nil {
+		t.Fatalf("ZADD on node %d = %v", listen, err)
+	}
+	if err := d.ZAdd(ctx, r.exp, redis.Z{Score: float64(now.UnixMilli() + 10_000), Member: wid}).Err(); err != nil {
+		t.Fatalf("ZADD on node %d = %v", listen, err)
+	}
+	start := time.Now()
+	r.handoff(g1, time.Second)
+	t.Logf("node %d listing the holder first: the next waiter granted %v after the release", listen, time.Since(start))
+}
+
+// listenOf is the node the client of waiter member "<id>-<node>.<n>"
+// listens on.
+func listenOf(t *testing.T, member string) int {
+	client, _, _ := strings.Cut(member, ".")
+	l, err := strconv.Atoi(client[strings.LastIndex(client, "-")+1:])
+	if err != nil {
+		t.Fatalf("waiter %q: no node in its id", member)
+	}
+	return l
+}
+
+// TestUnlockKeepsWaiter: an attempt that took a minority of the nodes
+// (their keys were gone) and freed them stays listed there as a waiter,
+// as on the nodes that refused it. Its grant there had removed it, so
+// those nodes listed it again only at a refusal: never, while every
+// attempt found them free.
+func TestUnlockKeepsWaiter(t *testing.T) {
+	r := newWakeRig(t, redlock.Options{TTL: 20 * time.Second, Backoff: baton.Backoff{Base: 20 * time.Millisecond, Max: 40 * time.Millisecond}})
+	c := r.wait(1, 1)[0]
+	lockKey := r.o.Prefix + "lock:" + r.name
+	for _, d := range r.direct[3:] {
+		if err := d.Del(redlocktest.OpCtx(t, 5*time.Second), lockKey).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Unlocks < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %d unlocks, want two split attempts", c.Stats().Unlocks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// An attempt in flight may have taken a node and not freed it yet.
+	for !r.intents(1) {
+		if time.Now().After(deadline) {
+			for i, d := range r.direct {
+				n, _ := d.ZCard(redlocktest.OpCtx(t, 5*time.Second), r.key).Result()
+				t.Logf("node %d: %d waiters", i, n)
+			}
+			t.Fatalf("after %d unlocks the waiter is not listed on every node", c.Stats().Unlocks)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRefusedAttemptsReleaseNothing: an attempt refused by a majority
+// stops before the other nodes answer, and their answers (refusals too)
+// are awaited in the background. Those requests used to end with the
+// caller's context: one still queued for a pooled connection failed, its
+// outcome unknown, so the keeper released the attempt's key on every
+// node, and that release (of a waiter's owner) struck the still waiting
+// waiter from the nodes' lines. 32 waiters on 20 pooled connections a
+// node queue like that.
+func TestRefusedAttemptsReleaseNothing(t *testing.T) {
+	r := newWakeRig(t, redlock.Options{TTL: 20 * time.Second, Backoff: baton.Backoff{Base: 5 * time.Second, Max: 5 * time.Second}})
+	cs := r.wait(32, 32)
+	time.Sleep(100 * time.Millisecond) // the late answers are in
+	for i, c := range cs {
+		if n := c.Stats().Keeper.Releases; n != 0 {
+			t.Errorf("waiter %d: %d releases while refused, want 0", i, n)
+		}
+	}
 }
