@@ -125,21 +125,25 @@ func redisCurveRig(tb testing.TB) *curveRig {
 	direct, _, _ := newRedisClient(tb, addr, false)
 	counted, turns, _ := newRedisClient(tb, addr, true)
 	prefix := redisPrefix(tb, direct, "curve")
-	warm := &redisWarm{prefix: prefix, rdb: direct}
+	client := func(tb testing.TB, rdb redis.UniversalClient, ttl time.Duration) curveClient {
+		c, err := redislock.New(rdb, redislock.Options{TTL: ttl, Prefix: prefix, ReplicaAckTimeout: ttl / 5})
+		if err != nil {
+			tb.Fatalf("redislock.New = %v", err)
+		}
+		return curveClient{mutex: func(n string) (locker, error) { return c.Mutex(n) }, close: c.Close}
+	}
+	warm := &leaseWarm{holder: func(tb testing.TB) curveClient { return client(tb, direct, benchRedisTTL) }}
 	return &curveRig{engine: "redis",
 		client: func(tb testing.TB, isCounted bool, ttl time.Duration, shared bool) curveClient {
 			rdb := direct
 			if isCounted {
 				rdb = counted
 			}
-			c, err := redislock.New(rdb, redislock.Options{TTL: ttl, Prefix: prefix, ReplicaAckTimeout: ttl / 5})
-			if err != nil {
-				tb.Fatalf("redislock.New = %v", err)
-			}
+			c := client(tb, rdb, ttl)
 			if shared {
 				warm.wait(tb, c)
 			}
-			return curveClient{mutex: func(n string) (locker, error) { return c.Mutex(n) }, close: c.Close}
+			return c
 		},
 		requests: turns.Turns, atRest: turns.Turns,
 		pumps: func() int { return 2 * turns.Conns() },
@@ -150,30 +154,26 @@ func redisCurveRig(tb testing.TB) *curveRig {
 	}
 }
 
-// redisWarm makes each client of a handoff point wait once, briefly, on a
-// name another client holds, before the point is measured: its pub/sub
-// connection is dialled and subscribed then, as a long-running process's
-// would be. Without it 2 000 clients dialled during the window (the rig
-// lets its waiters settle n ms, which that many dials on a loaded host
-// outlast), and their dials, subscriptions and first attempts were counted
-// as requests of the handoffs.
-type redisWarm struct {
-	prefix string
-	rdb    redis.UniversalClient
+// leaseWarm makes each client of a lease engine's handoff point wait
+// once, briefly, on a name another client holds, before the point is
+// measured: its pub/sub connection is dialled and subscribed then, as a
+// long-running process's would be. Without it 2 000 clients dialled during
+// the window (the rig lets its waiters settle n ms, which that many dials
+// on a loaded host outlast), and their dials, subscriptions and first
+// attempts were counted as requests of the handoffs.
+type leaseWarm struct {
+	holder func(tb testing.TB) curveClient // a client on direct connections
 	once   sync.Once
 	name   string
 }
 
-func (w *redisWarm) wait(tb testing.TB, c *redislock.Client) {
+func (w *leaseWarm) wait(tb testing.TB, c curveClient) {
 	tb.Helper()
 	w.once.Do(func() {
-		h, err := redislock.New(w.rdb, redislock.Options{TTL: benchRedisTTL, Prefix: w.prefix})
-		if err != nil {
-			tb.Fatalf("redislock.New = %v", err)
-		}
-		tb.Cleanup(func() { _ = h.Close() })
-		w.name = benchName("redis-warm")
-		m, err := h.Mutex(w.name)
+		h := w.holder(tb)
+		tb.Cleanup(func() { _ = h.close() })
+		w.name = benchName("warm")
+		m, err := h.mutex(w.name)
 		if err != nil {
 			tb.Fatalf("Mutex(%q) = %v", w.name, err)
 		}
@@ -181,7 +181,7 @@ func (w *redisWarm) wait(tb testing.TB, c *redislock.Client) {
 			tb.Fatalf("Lock(%q) = %v", w.name, err)
 		}
 	})
-	m, err := c.Mutex(w.name)
+	m, err := c.mutex(w.name)
 	if err != nil {
 		tb.Fatalf("Mutex(%q) = %v", w.name, err)
 	}
@@ -216,17 +216,25 @@ func redlockCurveRig(tb testing.TB) *curveRig {
 		}
 		return g
 	}
+	client := func(tb testing.TB, nodes []redis.UniversalClient, ttl time.Duration) curveClient {
+		c, err := redlock.New(nodes, redlock.Options{TTL: ttl, Prefix: prefix})
+		if err != nil {
+			tb.Fatalf("redlock.New = %v", err)
+		}
+		return curveClient{mutex: func(n string) (locker, error) { return c.Mutex(n) }, close: c.Close}
+	}
+	warm := &leaseWarm{holder: func(tb testing.TB) curveClient { return client(tb, direct, benchRedisTTL) }}
 	return &curveRig{engine: "redlock",
 		client: func(tb testing.TB, isCounted bool, ttl time.Duration, shared bool) curveClient {
 			nodes := direct
 			if isCounted {
 				nodes = counted
 			}
-			c, err := redlock.New(nodes, redlock.Options{TTL: ttl, Prefix: prefix})
-			if err != nil {
-				tb.Fatalf("redlock.New = %v", err)
+			c := client(tb, nodes, ttl)
+			if shared {
+				warm.wait(tb, c)
 			}
-			return curveClient{mutex: func(n string) (locker, error) { return c.Mutex(n) }, close: c.Close}
+			return c
 		},
 		requests: sum.Turns, atRest: sum.Turns, pumps: pumps,
 		floor: func(tb testing.TB) *pair {
