@@ -249,6 +249,7 @@ return 0
 // channel is published on too, for watchers of the whole name.
 var release = redis.NewScript(prelude + `
 local function wakeone(k)
+  if redis.call('EXISTS', k) == 0 then return end -- nobody waits: no clock read, no trim
   trim(k, now_ms())
   for _, m in ipairs(redis.call('ZRANGE', k, 0, 15)) do
     local cid, num = string.match(m, '^(.+)%.([^.]+)$')
