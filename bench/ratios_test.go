@@ -63,7 +63,7 @@ func TestRatios(t *testing.T) {
 	t.Run("leader", func(t *testing.T) {
 		misses = append(misses, leaderReport(t)...)
 	})
-	t.Run("sql", func(t *testing.T) { sqlReport(t, rounds) })
+	t.Run("sql", func(t *testing.T) { misses = append(misses, sqlReport(t, rounds)...) })
 	t.Run("redis", func(t *testing.T) {
 		misses = append(misses, redisReport(t, rounds)...)
 	})

@@ -547,15 +547,42 @@ func smokeCounted(t *testing.T, pairs []*pair, turns *turnProxy) {
 	}
 }
 
+// sqlTargets are the lock+unlock targets against the two-UPDATE floor:
+// the most time, and the most request flights (0: not judged).
+var sqlTargets = map[string]struct {
+	ratio   float64
+	flights float64
+}{"postgres": {1.3, 0}, "mysql": {1.5, 3}, "sqlite": {2.0, 0}}
+
+// sqlVerdict judges one database's lock+unlock against sqlTargets, and
+// returns the target's text, PASS or MISS, and the miss to report.
+func sqlVerdict(name string, res map[string]*uncontended, counted bool) (target, verdict, miss string) {
+	tg := sqlTargets[name]
+	r := ratio(res["baton"], res["floor"])
+	target, verdict = fmt.Sprintf("≤%.1f×floor", tg.ratio), "PASS"
+	fl := counted && tg.flights > 0
+	if fl {
+		target += fmt.Sprintf(", ≤%.0f rt", tg.flights)
+	}
+	if r > tg.ratio || fl && res["baton"].reqOp > tg.flights+0.05 {
+		verdict = "MISS"
+		miss = fmt.Sprintf("%s uncontended (%.3f× the floor", name, r)
+		if fl {
+			miss += fmt.Sprintf(", %.2f round trips", res["baton"].reqOp)
+		}
+		miss += ")"
+	}
+	return target, verdict, miss
+}
+
 // sqlReport prints the SQL rows: lock+unlock beside the two-UPDATE floor
-// and the native session lock, and fenced writes beside plain and
-// unfenced ones, on each database. baton sets no performance target for
-// SQL: the rows are reported, not judged.
-func sqlReport(t *testing.T, rounds int) {
+// and the native session lock, judged against sqlTargets, and fenced
+// writes beside plain and unfenced ones, on each database.
+func sqlReport(t *testing.T, rounds int) (misses []string) {
 	backends := sqlBackends(t.TempDir())
 	var lt, wt strings.Builder
 	lw := tabwriter.NewWriter(&lt, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tbaton/floor\tbaton/native\trt/op b·f·n\tallocs/op b·f·n\t")
+	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tbaton/floor\tbaton/native\trt/op b·f·n\tallocs/op b·f·n\ttarget\tresult\t")
 	ww := tabwriter.NewWriter(&wt, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(ww, "engine\tplain µs\ttable µs\tunf-table µs\trow µs\tunf-row µs\ttable/plain\ttable/unf\trow/plain\trow/unf\trt/op p·t·tu·r·ru\tallocs/op p·t·tu·r·ru\t")
 	var notes []string
@@ -563,9 +590,13 @@ func sqlReport(t *testing.T, rounds int) {
 		r := newSQLRig(t, b)
 		res := interleaved(t, "sql/"+b.name, r.pairs, rounds)
 		ok := countFlights(t, "sql/"+b.name, res, r.counted, r.turns, 200)
-		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
+		target, verdict, miss := sqlVerdict(b.name, res, ok)
+		if miss != "" {
+			misses = append(misses, miss)
+		}
+		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
 			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"),
-			allocsOf(res, "baton", "floor", "native"))
+			allocsOf(res, "baton", "floor", "native"), target, verdict)
 		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
 
@@ -589,4 +620,5 @@ func sqlReport(t *testing.T, rounds int) {
 	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
+	return misses
 }
