@@ -78,6 +78,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
+	req.Endless = ctx.Done() == nil
 	a := e.Store.Begin(&req)
 	granted := false
 	defer func() { a.End(ctx, granted) }()

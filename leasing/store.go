@@ -66,6 +66,12 @@ type Request struct {
 	// (nil without a Binder).
 	Bound any
 
+	// Endless: the acquire's context never ends (its Done is nil), so an
+	// attempt's context ends only at the engine's AttemptTimeout or at
+	// Close. A store that must not cut a statement at the caller's end
+	// (package sqllock) may then run it on the caller's goroutine.
+	Endless bool
+
 	// Seen, set for KindPermit, is where the store reports the N that
 	// other holders (or waiters) stored, when it learns them; complete
 	// means held lists every live one (see Semaphore).

@@ -94,7 +94,7 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) 
 			return attempt{tok, ok, err}
 		}
 	}
-	out, done := a.c.settle(ctx, stmt, a.late(res.Ref, intent))
+	out, done := a.c.settle(ctx, a.req.Endless, stmt, a.late(res.Ref, intent))
 	switch {
 	case !done:
 		a.wi.slot = -1 // late drops it, after the statement

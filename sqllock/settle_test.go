@@ -1,10 +1,17 @@
 package sqllock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/internal/testenv"
@@ -84,4 +91,67 @@ func TestCancelledAttemptLandingLate(t *testing.T) {
 	if es, err := other.Entries(opCtx(t, 5*time.Second), name); err != nil || len(es) > 0 {
 		t.Errorf("Entries after the release = %q, %v; want none", es, err)
 	}
+}
+
+// TestEndlessAttemptInPlace: an acquire whose context never ends sends
+// its attempt's statement from its own goroutine. Its attempts end only
+// at the attempt timeout or at Close, which bound the statement anyway,
+// so the goroutine settle starts for a cancellable acquire (and its two
+// hand-offs, 14% of an uncontended lock+unlock) buys nothing there.
+func TestEndlessAttemptInPlace(t *testing.T) {
+	cfg, err := pgx.ParseConfig(testenv.Postgres(t))
+	if err != nil {
+		t.Fatalf("pgx.ParseConfig() = %v", err)
+	}
+	var inPlace atomic.Int64
+	var dialer net.Dialer
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stackConn{Conn: c, hits: &inPlace}, nil
+	}
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { _ = db.Close() })
+	c := newClient(t, db, sqllock.Options{TTL: 6 * time.Second, NoListen: true})
+	m, err := c.Mutex(uniqueName("in-place"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first also prepares and pins connections
+		before := inPlace.Load()
+		l := lockInPlace(t, m)
+		if n := inPlace.Load() - before; n == 0 {
+			t.Errorf("Lock(context.Background()) sent nothing from its own goroutine")
+		}
+		if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lockInPlace locks m with a context that never ends; stackConn looks for
+// it on the stack of each write.
+func lockInPlace(t *testing.T, m *sqllock.Mutex) *baton.Lease {
+	l, err := m.Lock(context.Background())
+	if err != nil {
+		t.Fatalf("Lock() = %v", err)
+	}
+	return l
+}
+
+// stackConn counts the writes made with lockInPlace on their goroutine's
+// stack.
+type stackConn struct {
+	net.Conn
+	hits *atomic.Int64
+}
+
+func (c *stackConn) Write(p []byte) (int, error) {
+	buf := make([]byte, 64<<10)
+	if bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("sqllock_test.lockInPlace")) {
+		c.hits.Add(1)
+	}
+	return c.Conn.Write(p)
 }
