@@ -34,6 +34,13 @@ import (
 // before their release did, it finds the lock held there; a woken waiter
 // that is refused therefore retries at its backoff step, not at its poll.
 //
+// Every node must keep the same line, or a release picks different first
+// waiters on different nodes and the node a waiter listens on picks
+// someone else. So an attempt that took some nodes and freed them records
+// its waiter there as the refusing nodes did (unlockScript), and a
+// waiter's grant, whose owner is "<waiter id>/<random>", removes that
+// waiter at its release wherever a node still lists it (releaseScript).
+//
 // Wake-ups are hints; a free lock admits any caller. What a lost one
 // costs is a poll: a message published before the client's SUBSCRIBE
 // landed, or lost with the connection (a resubscription wakes all of the
