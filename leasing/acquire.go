@@ -179,11 +179,19 @@ func (w *wait) start(ctx context.Context) error {
 
 // try runs one attempt, bounded by the engine's AttemptTimeout and
 // interrupted by Close.
+// During a run of failed attempts it ends no later than the session
+// bound (see lostAt), or lostFloor after it: an attempt cut there fails,
+// and the acquire reports ErrSessionLost on time instead of up to an
+// attempt timeout late.
 func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
 	if w.e.AttemptTimeout <= 0 {
 		return a.Try(ctx, n)
 	}
-	actx, cancel := context.WithTimeout(ctx, w.e.AttemptTimeout)
+	d := w.e.AttemptTimeout
+	if w.lastErr != nil {
+		d = min(d, max(time.Until(w.lostAt()), min(d, lostFloor)))
+	}
+	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	stop := context.AfterFunc(w.e.Ctx, cancel)
 	defer stop()
@@ -218,9 +226,8 @@ func (w *wait) failed(ctx context.Context, err error, res Result) error {
 		// Busy until then: reached, not unreachable.
 		w.lastOK, w.reached = later(w.lastOK, res.Reached), true
 	}
-	bound := w.e.Opts.TTL - w.e.Keeper.DriftMargin()
 	w.lastErr = err
-	switch since := time.Since(w.lastOK); {
+	switch since, bound := time.Since(w.lastOK), w.lostAt().Sub(w.lastOK); {
 	case ctx.Err() != nil:
 		return w.ctxEnded(ctx)
 	case w.e.Err() != nil:
@@ -234,6 +241,17 @@ func (w *wait) failed(ctx context.Context, err error, res Result) error {
 	}
 	return nil
 }
+
+// lostAt is when the acquire gives up on a server it cannot reach: a
+// held lease would have expired by then, lastOK being the send time of
+// the last attempt the server answered.
+func (w *wait) lostAt() time.Time {
+	return w.lastOK.Add(w.e.Opts.TTL - w.e.Keeper.DriftMargin())
+}
+
+// lostFloor is the least time an attempt gets once the session bound has
+// come: a server that is back answers within it.
+const lostFloor = 50 * time.Millisecond
 
 // ctxEnded is the error of an acquire whose ctx ended: ctx's error, with
 // the last attempt's error if it failed, and baton.ErrUnavailable too if
@@ -250,11 +268,16 @@ func (w *wait) ctxEnded(ctx context.Context) error {
 
 // sleep waits before the next attempt: the backoff step (at least poll),
 // or the hint (with a little jitter, so that waiters do not all come at
-// once) when it is sooner. wake reports a wake-up (a release).
+// once) when it is sooner; after a failed attempt, no later than the
+// session bound, so the last attempt is made then. wake reports a
+// wake-up (a release).
 func (w *wait) sleep(ctx context.Context, step int, hint, poll time.Duration, woke <-chan struct{}) (wake bool, err error) {
 	delay := max(w.e.Opts.Backoff.Delay(step), poll)
 	if hint > 0 && hint < delay {
 		delay = hint + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
+	}
+	if w.lastErr != nil {
+		delay = max(0, min(delay, time.Until(w.lostAt())))
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()

@@ -536,3 +536,33 @@ func TestPoll(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionLostOnTime: a waiter whose server stops answering after a
+// refusal reports ErrSessionLost at the session bound (its last answered
+// attempt plus TTL − DriftMargin), not an attempt timeout or a backoff
+// step later: the attempt running at the bound is cut there, and a
+// backoff sleep ends there. The conformance suite's bound for a killed
+// waiter (TTL + max(0.5s, TTL/4) after the kill) was missed by 8 ms under
+// load when the attempt at the bound ran its whole timeout.
+func TestSessionLostOnTime(t *testing.T) {
+	e, s := newEngine(t, leasing.Options{})
+	e.AttemptTimeout = 400 * time.Millisecond
+	var first time.Time
+	s.try = func(ctx context.Context, n int) (leasing.Result, error) {
+		if n == 0 {
+			first = time.Now()
+			return leasing.Result{Sent: first}, nil // refused: held elsewhere
+		}
+		<-ctx.Done() // blackholed
+		return leasing.Result{Sent: time.Now()}, ctx.Err()
+	}
+	m, _ := e.Mutex("lost")
+	_, err := m.Lock(opCtx(t, 10*time.Second))
+	if !errors.Is(err, baton.ErrSessionLost) {
+		t.Fatalf("Lock = %v, want ErrSessionLost", err)
+	}
+	bound := testTTL - e.Keeper.DriftMargin()
+	if took := time.Since(first); took < bound || took > bound+100*time.Millisecond {
+		t.Errorf("ErrSessionLost %v after the last answered attempt, want within 100ms after the bound %v", took, bound)
+	}
+}
