@@ -203,9 +203,7 @@ func (c *Client) verifyFirst(ctx context.Context) error {
 	}
 	vctx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
 	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel) // Close interrupts it
-	defer stop()
-	return c.Verify(vctx)
+	return c.Verify(vctx) // Close interrupts its fan (see fanOut)
 }
 
 // attempt is one Redlock acquire: both rounds within 0.8·TTL, the lock
@@ -213,10 +211,9 @@ func (c *Client) verifyFirst(ctx context.Context) error {
 func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) attemptResult {
 	c.attempts.Add(1)
 	start := time.Now()
+	// Close interrupts both rounds: each fan hooks it (see fanOut).
 	actx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
 	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel) // Close interrupts the attempt
-	defer stop()
 
 	r, rd := c.acquireRound(actx, name, owner, w)
 	r.start = start
