@@ -179,6 +179,7 @@ func (w *wait) start(ctx context.Context) error {
 
 // try runs one attempt, bounded by the engine's AttemptTimeout and
 // interrupted by Close.
+//
 // During a run of failed attempts it ends no later than the session
 // bound (see lostAt), or lostFloor after it: an attempt cut there fails,
 // and the acquire reports ErrSessionLost on time instead of up to an
@@ -227,7 +228,7 @@ func (w *wait) failed(ctx context.Context, err error, res Result) error {
 		w.lastOK, w.reached = later(w.lastOK, res.Reached), true
 	}
 	w.lastErr = err
-	switch since, bound := time.Since(w.lastOK), w.lostAt().Sub(w.lastOK); {
+	switch since, bound := time.Since(w.lastOK), w.lossBound(); {
 	case ctx.Err() != nil:
 		return w.ctxEnded(ctx)
 	case w.e.Err() != nil:
@@ -242,12 +243,13 @@ func (w *wait) failed(ctx context.Context, err error, res Result) error {
 	return nil
 }
 
-// lostAt is when the acquire gives up on a server it cannot reach: a
-// held lease would have expired by then, lastOK being the send time of
-// the last attempt the server answered.
-func (w *wait) lostAt() time.Time {
-	return w.lastOK.Add(w.e.Opts.TTL - w.e.Keeper.DriftMargin())
-}
+// lossBound is how long an acquire goes without an answered attempt
+// before it gives up on the server: a held lease would have expired.
+func (w *wait) lossBound() time.Duration { return w.e.Opts.TTL - w.e.Keeper.DriftMargin() }
+
+// lostAt is when the acquire gives up, lastOK being the send time of the
+// last attempt the server answered.
+func (w *wait) lostAt() time.Time { return w.lastOK.Add(w.lossBound()) }
 
 // lostFloor is the least time an attempt gets once the session bound has
 // come: a server that is back answers within it.
