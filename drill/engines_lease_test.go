@@ -385,8 +385,12 @@ type countingWriter struct {
 	n *atomic.Int64
 }
 
+// Write counts b before it writes it: once the reader has a byte, the
+// count has it too, so a measure taken between two reads of the count
+// holds exactly the bytes delivered between them.
 func (w countingWriter) Write(b []byte) (int, error) {
+	w.n.Add(int64(len(b)))
 	n, err := w.w.Write(b)
-	w.n.Add(int64(n))
+	w.n.Add(int64(n - len(b)))
 	return n, err
 }
