@@ -111,8 +111,9 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 		r.b.Done(s, r.dir)
 		return nil, err
 	}
+	var pred Entry // the entry waited for, when it was e's direct predecessor
 	for {
-		snap, err := r.list(ctx, s, e)
+		snap, err := r.relist(ctx, s, e, pred)
 		if err != nil {
 			return fail(r.ctxErr(ctx, s, err))
 		}
@@ -138,6 +139,7 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 		}
 		t.Retry(ctx, snap.ahead(), nil)
 		var gone <-chan struct{}
+		pred = Entry{}
 		if blocker < 0 {
 			// The rule waits for any change of the directory.
 			dw, ok := s.(DirWatcher)
@@ -147,6 +149,9 @@ func (r *recipe) run(ctx context.Context, wait bool, t *track) (*baton.Lease, er
 			gone, err = dw.WatchDir(ctx, r.dir, snap)
 		} else {
 			be := snap.Entries[blocker]
+			if blocker == snap.Own-1 {
+				pred = be
+			}
 			if hooks != nil && hooks.BeforeWatch != nil {
 				hooks.BeforeWatch(be.Key)
 			}
@@ -198,6 +203,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		return nil, r.errf("%w", err)
 	}
 	var ctl *baton.Control
+	release := releaseFunc(s, snap)
 	g := baton.Grant{
 		Name:   r.name,
 		Engine: r.b.Engine(),
@@ -205,7 +211,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		Owner:  e.id(),
 		Key:    r.key,
 		Release: func(ctx context.Context) error {
-			err := s.Delete(ctx, e)
+			err := release(ctx, e)
 			if err != nil && r.handOff {
 				s.Abandon(e)
 				return nil

@@ -59,3 +59,48 @@ func (s Snapshot) ahead() int {
 	}
 	return -1
 }
+
+// FirstReleaser is implemented by sessions that let a woken waiter skip
+// the read of a long queue. An entry granted as the first of its queue has
+// nothing before it, and nothing can be created before it later; when it
+// is released, the waiter directly behind it is first. ReleaseFirst
+// records, in the same write as the delete, that the released entry was
+// such a first; AfterFirst, in one read whose answer does not grow with
+// the queue, tells the waiter behind it that this was so.
+//
+// Without it, or when the entry that left was not released by a first
+// holder (a waiter that gave up, a session that died, another library's
+// client), the waiter reads the queue as usual.
+type FirstReleaser interface {
+	// ReleaseFirst deletes e, granted as the first entry of its queue. Like
+	// Delete it returns nil if e is already gone.
+	ReleaseFirst(ctx context.Context, e Entry) error
+	// AfterFirst reports whether gone, the entry directly before own in
+	// dir at the caller's last read, was deleted by ReleaseFirst. If so it
+	// returns the snapshot that read would give: own alone and first, with
+	// its Token. ok is false when it cannot tell.
+	AfterFirst(ctx context.Context, dir string, own, gone Entry) (snap Snapshot, ok bool, err error)
+}
+
+// relist reads the directory after a wait on gone. gone is the zero Entry
+// unless it was own's direct predecessor at the last read; then a
+// FirstReleaser may answer in one small read (see FirstReleaser).
+func (r *recipe) relist(ctx context.Context, s Session, own, gone Entry) (Snapshot, error) {
+	if fr, ok := s.(FirstReleaser); ok && gone.Key != "" {
+		snap, ok, err := fr.AfterFirst(ctx, r.dir, own, gone)
+		if err != nil || ok {
+			return snap, err
+		}
+	}
+	return r.list(ctx, s, own)
+}
+
+// releaseFunc is how a lease granted by snap deletes its entry: with
+// ReleaseFirst when the entry was first and may have had a waiter behind
+// it, so that waiter may skip a read.
+func releaseFunc(s Session, snap Snapshot) func(context.Context, Entry) error {
+	if fr, ok := s.(FirstReleaser); ok && snap.Own == 0 && !snap.Alone {
+		return fr.ReleaseFirst
+	}
+	return s.Delete
+}

@@ -63,6 +63,10 @@ type Snapshot struct {
 	// read counted them all (ZooKeeper reads the whole directory even when
 	// it returns a window); 0 when it could not (etcd).
 	Ahead int
+	// Alone is set when the read saw nothing after Own: a first holder's
+	// release then has no waiter to tell, and is a plain Delete (see
+	// FirstReleaser). A waiter that comes later reads the queue as usual.
+	Alone bool
 }
 
 // Session is one engine session. Entries it creates live as long as it

@@ -36,7 +36,8 @@ func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n
 		n = len(r.kids)
 	}
 	top, ahead := newestBefore(r.kids, own.Seq, max(n, 1))
-	snap := queue.Snapshot{Own: len(top), Entries: make([]queue.Entry, 0, len(top)+1), Partial: ahead > len(top)}
+	snap := queue.Snapshot{Own: len(top), Entries: make([]queue.Entry, 0, len(top)+1), Partial: ahead > len(top),
+		Alone: len(r.kids) == ahead+1}
 	for _, p := range top {
 		snap.Entries = append(snap.Entries, queue.Entry{Key: parent + "/" + p.name, Kind: p.kind, Seq: p.seq})
 	}

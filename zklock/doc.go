@@ -57,7 +57,8 @@
 // # The fencing token
 //
 // The token of a grant is the lock directory's Pzxid (the zxid of its last
-// child change) from the Children read that granted it, plus
+// child change) from the read that granted it (Children, or the handoff's
+// Get below), plus
 // Options.TokenFloor (the token floor rule of package baton: a sum past
 // 2^64 fails the acquire). It costs no extra round trip and strictly increases
 // across exclusive grants: the next holder's granting read already reflects
@@ -65,6 +66,24 @@
 // across the whole ensemble, so a directory deleted by the container reaper
 // and created again still yields larger tokens. Sequence suffixes restart in
 // a new directory and are never used as tokens.
+//
+// # Handoff
+//
+// A waiter watches only the entry directly before its own, so a release
+// wakes one waiter. Curator's waiter then reads every child of the
+// directory to see that it is first: in a queue of 2 000 that answer is
+// about 100 KB, and decoding it was most of the handoff. baton skips it
+// when it can: an entry granted as the first of its directory, with
+// entries behind it at the time, is released with a multi that deletes it
+// and sets the directory's data to "baton:released=<its name>" (alone, it
+// is a plain delete: the uncontended lock costs what Curator's does). Nothing can be created before an existing
+// entry, so the waiter directly behind a first holder is first once it is
+// gone: the woken waiter reads the directory's data and stat (one small
+// getData), and if the data names the entry it waited for, it holds, with
+// the Pzxid of that stat as its token. Otherwise (the entry before it was
+// a waiter that gave up, a dead session, a Curator holder) it reads the
+// children as Curator does. Curator and zk.Lock read no directory data; a
+// directory whose ACL refuses the write is released with a plain delete.
 //
 // # Session states and their timing
 //
