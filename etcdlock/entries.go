@@ -157,7 +157,9 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 func (s *session) own(dir string, e queue.Entry, data []byte, rev int64) queue.Snapshot {
 	kvs := []*mvccpb.KeyValue{{Key: []byte(e.Key), Value: []byte(entryValue(e.Kind, data)), CreateRevision: rev,
 		ModRevision: rev, Version: 1, Lease: int64(s.id)}}
-	return s.snapshot(dir, e, kvs, rev)
+	snap := s.snapshot(dir, e, kvs, rev)
+	snap.Alone = true
+	return snap
 }
 
 // countOp counts the keys under dir: the in-memory index only, no values.
@@ -398,6 +400,12 @@ func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot)
 // so a retried release never deletes a newer entry of the same lease at the
 // same key (etcd #22082). A missing key is success.
 func (s *session) Delete(ctx context.Context, e queue.Entry) error {
+	return s.delete(ctx, e)
+}
+
+// delete is Delete, with more operations in the guarded delete's
+// transaction.
+func (s *session) delete(ctx context.Context, e queue.Entry, more ...clientv3.Op) error {
 	dir := entryDir(e)
 	s.mu.Lock()
 	if f, ok := s.fresh[dir]; ok && f.e == e {
@@ -406,7 +414,7 @@ func (s *session) Delete(ctx context.Context, e queue.Entry) error {
 	s.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
-		_, err := s.c.cli.Txn(actx).If(guard(e, s.id)).Then(clientv3.OpDelete(e.Key)).Commit()
+		_, err := s.c.cli.Txn(actx).If(guard(e, s.id)).Then(append([]clientv3.Op{clientv3.OpDelete(e.Key)}, more...)...).Commit()
 		cancel()
 		if err == nil {
 			return nil
