@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/internal/zkframes"
 	"github.com/baton-go/baton/queue"
@@ -120,27 +121,7 @@ func TestWokenBehindLeaverStillWaits(t *testing.T) {
 		t.Fatalf("w got the lock held by a")
 	}
 	eventually(t, 5*time.Second, "w's entry is gone", func() bool { return len(entries(t, a, name)) == 2 })
-	select {
-	case lb := <-got:
-		if lb != nil {
-			t.Fatalf("b took the lock while a holds it (a's token %d, b's %d)", la.Token(), lb.Token())
-		}
-		return
-	case <-time.After(500 * time.Millisecond):
-	}
-	release(t, la)
-	select {
-	case lb := <-got:
-		if lb == nil {
-			return
-		}
-		release(t, lb)
-		if lb.Token() <= la.Token() {
-			t.Errorf("b's token %d after a's %d, want greater", lb.Token(), la.Token())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("b not granted within 10s of a's release")
-	}
+	leasetest.WaitsThenTakes(t, got, la, 500*time.Millisecond, func(l *baton.Lease) { release(t, l) })
 }
 
 // TestReleaseFirstWithoutWriteOnDir: a directory another client created

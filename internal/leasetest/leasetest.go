@@ -49,3 +49,32 @@ func FencedTable(t testing.TB, o baton.Observer) (fence.Table, *sql.DB) {
 	}
 	return tbl, db
 }
+
+// WaitsThenTakes checks a waiter queued behind held: the Lock whose lease
+// (nil on its error) arrives on got must not return for quiet while held is
+// held, and must return a lease with a larger token within 10 s once
+// release(held) has run. The waiter's lease is released with release too.
+func WaitsThenTakes(t testing.TB, got <-chan *baton.Lease, held *baton.Lease, quiet time.Duration, release func(*baton.Lease)) {
+	t.Helper()
+	select {
+	case l := <-got:
+		if l != nil {
+			t.Fatalf("the waiter took the lock while %s holds it (tokens %d, %d)", held.Owner(), held.Token(), l.Token())
+		}
+		return
+	case <-time.After(quiet):
+	}
+	release(held)
+	select {
+	case l := <-got:
+		if l == nil {
+			return
+		}
+		release(l)
+		if l.Token() <= held.Token() {
+			t.Errorf("the waiter's token %d after the holder's %d, want greater", l.Token(), held.Token())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not granted within 10s of the release")
+	}
+}
