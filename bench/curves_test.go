@@ -216,8 +216,8 @@ type tputPoint struct {
 // locking and unlocking a name picked at random among n, for each n of
 // s.names, and the engine's floor on s.clients clients of its own (each
 // on a name of its own: the floor cannot wait).
-func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]tputPoint) {
-	pts, floors := make(map[string][]tputPoint), make(map[string]tputPoint)
+func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]tputPoint, map[string]peerPoint) {
+	pts, floors, peers := make(map[string][]tputPoint), make(map[string]tputPoint), make(map[string]peerPoint)
 	for _, e := range curveEngines {
 		t.Run("throughput/"+e, func(t *testing.T) {
 			cr := newCurveRig(t, e)
@@ -270,9 +270,39 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 			}
 			pt.names = s.clients // a name of its own per client
 			floors[e] = pt
+			if peer := throughputPeer(t, e); peer != nil {
+				pp, err := peerThroughput(t, peer, s)
+				if err != nil {
+					t.Fatalf("%s peer throughput: %v", e, err)
+				}
+				peers[e] = pp
+			}
 		})
 	}
-	return pts, floors
+	return pts, floors, peers
+}
+
+// peerThroughput runs s.clients clients of peer, each locking and
+// unlocking a name picked at random among the most names of s.
+func peerThroughput(t *testing.T, peer *tputPeer, s curveSizes) (peerPoint, error) {
+	n := s.names[len(s.names)-1]
+	ops := make([]func(context.Context, string) error, s.clients)
+	for i := range ops {
+		ops[i] = peer.client(t)
+	}
+	pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return ops[i](ctx, peer.name(fmt.Sprintf("%d-%d", n, rand.IntN(n))))
+		}
+	})
+	pt.names = n
+	return peerPoint{tputPoint: pt, what: peer.what}, err
+}
+
+// peerPoint is a peer library's throughput over the most names.
+type peerPoint struct {
+	tputPoint
+	what string
 }
 
 // runClients runs op of k goroutines for d and returns the operations per
@@ -467,6 +497,7 @@ type curves struct {
 	handoff   map[string][]handoffPoint
 	tput      map[string][]tputPoint
 	tputFloor map[string]tputPoint
+	tputPeer  map[string]peerPoint // the peer libraries over the most names
 	held      map[string]heldPoint
 }
 
@@ -480,7 +511,7 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 	if c.handoff, err = handoffCurve(t, s); err != nil {
 		t.Fatal(err)
 	}
-	c.tput, c.tputFloor = throughputCurve(t, s)
+	c.tput, c.tputFloor, c.tputPeer = throughputCurve(t, s)
 	c.held = heldRow(t, s)
 	if t.Failed() {
 		return c, nil
@@ -567,7 +598,8 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 	for _, n := range s.names {
 		head += fmt.Sprintf("ops/s @%d names\t", n)
 	}
-	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tallocs/op @%d names\tfloor allocs/op\ttarget\tresult\t", s.names[len(s.names)-1]))
+	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tpeer ops/s @%d names\tpeer/floor\tallocs/op @%d names\tfloor allocs/op\ttarget\tresult\t", s.names[len(s.names)-1], s.names[len(s.names)-1]))
+	var peerNotes []string
 	for _, e := range curveEngines {
 		if len(c.tput[e]) == 0 {
 			continue
@@ -584,9 +616,17 @@ func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
 			verdict = "MISS"
 			misses = append(misses, fmt.Sprintf("%s throughput over %d names (%.2f× the floor)", e, pts[len(pts)-1].names, r))
 		}
-		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), verdict)
+		peerOps, peerRatio := "–", "–"
+		if p, ok := c.tputPeer[e]; ok {
+			peerOps, peerRatio = fmt.Sprintf("%.0f", p.ops), fmt.Sprintf("%.2f", p.ops/floor.ops)
+			peerNotes = append(peerNotes, fmt.Sprintf("%s: %s", e, p.what))
+		}
+		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, peerOps, peerRatio, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), verdict)
 	}
 	w.Flush()
+	if len(peerNotes) > 0 {
+		tw.WriteString("peers, on the same number of clients over as many names of their own: " + strings.Join(peerNotes, "; ") + "\n")
+	}
 	report(t, "curve-throughput", "throughput: lock+unlock per second of %d clients together (direct connections, a client each), each op on a name picked at random among n; the floor: the engine's bare round trips on the same number of clients, each on a name of its own; allocs/op: the whole process's heap allocations per lock+unlock over the same run (a client's first use of a name included); %v per point:\n%s", s.clients, s.tput, tw.String())
 
 	tw.Reset()
