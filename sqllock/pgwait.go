@@ -46,7 +46,7 @@ func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func
 	c, name, slot, iowner := w.c, w.name, w.slot, w.owner
 	return func(ctx context.Context) attempt {
 		var tok int64
-		err := c.db.QueryRowContext(ctx, c.q.pgAcquireWait(), name, 0, "mutex", owner, ttl.Microseconds(),
+		err := c.db.QueryRowContext(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(),
 			slot, iowner, c.o.TTL.Microseconds(), write).Scan(&tok)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

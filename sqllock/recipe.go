@@ -363,9 +363,9 @@ func (s *store) mysqlBump(ctx context.Context, tx *sql.Tx) (uint64, error) {
 	var res sql.Result
 	var err error
 	if s.db.Stats().MaxOpenConnections != 0 {
-		res, err = tx.ExecContext(ctx, s.q.txBump())
+		res, err = tx.ExecContext(ctx, s.q.hot.txBump)
 	} else {
-		res, err = s.db.ExecContext(ctx, s.q.txBump())
+		res, err = s.db.ExecContext(ctx, s.q.hot.txBump)
 	}
 	if err != nil {
 		return 0, err
@@ -388,7 +388,7 @@ func (s *store) nextToken(ctx context.Context, tx *sql.Tx) (uint64, error) {
 	case fence.MySQL:
 		return s.mysqlBump(ctx, tx)
 	default:
-		if err := tx.QueryRowContext(ctx, s.q.txBump()).Scan(&tok); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q.hot.txBump).Scan(&tok); err != nil {
 			return 0, err
 		}
 	}

@@ -208,13 +208,13 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	case s.q.d == fence.Postgres && len(refs) == 1:
 		// A lease's own release: a single-row UPDATE by primary key; the
 		// unnest join of pgRelease costs ~130 µs more per call (bench).
-		_, err = db.ExecContext(ctx, s.q.release(1), append(refArgs(nil, refs), s.q.locks)...)
+		_, err = db.ExecContext(ctx, s.q.hot.release1, append(refArgs(make([]any, 0, 4), refs), s.q.locks)...)
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
 	case s.q.d == fence.SQLite && len(refs) == 1:
 		var st *sql.Stmt
-		if st, err = s.prepared(ctx, s.q.release(1)); err == nil {
+		if st, err = s.prepared(ctx, s.q.hot.release1); err == nil {
 			_, err = st.ExecContext(ctx, refArgs(nil, refs)...)
 		}
 	default:
@@ -236,7 +236,7 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.Postgres {
 		var tok int64
-		err := s.db.QueryRowContext(ctx, s.q.pgAcquire(), name, slot, kind, owner, ttl.Microseconds()).Scan(&tok)
+		err := s.db.QueryRowContext(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds()).Scan(&tok)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return 0, false, nil
@@ -258,11 +258,11 @@ func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owne
 // statement was prepared afresh, and an upsert, a counter bump and a
 // separate token write cost three statements where two do.
 func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
-	take, err := s.prepared(ctx, s.q.liteTake())
+	take, err := s.prepared(ctx, s.q.hot.liteTake)
 	if err != nil {
 		return 0, false, err
 	}
-	bump, err := s.prepared(ctx, s.q.liteBump())
+	bump, err := s.prepared(ctx, s.q.hot.liteBump)
 	if err != nil {
 		return 0, false, err
 	}
@@ -320,7 +320,7 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 // server dropped the connection. A refused attempt still uses up a token:
 // the counter grows with attempts, not only with grants.
 func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
-	res, err := s.db.ExecContext(ctx, s.q.txBump())
+	res, err := s.db.ExecContext(ctx, s.q.hot.txBump)
 	if err != nil {
 		return 0, false, err
 	}
@@ -328,7 +328,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if err != nil {
 		return 0, false, err
 	}
-	res, err = s.db.ExecContext(ctx, s.q.myTake(), name, slot, kind, owner, tok, ttl.Microseconds())
+	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kind, owner, tok, ttl.Microseconds())
 	if err != nil {
 		return 0, false, err
 	}
