@@ -115,6 +115,25 @@
 // Neither guarantee survives a paused host (a VM or laptop sleep stops the
 // monotonic clock). Fencing does.
 //
+// # Handoff
+//
+// A waiter watches only the key directly before its own, so a release
+// wakes one waiter. The woken waiter of concurrency.Mutex then reads the
+// newest key before its own, and etcd answers that range (sorted by
+// create revision, limit 1) by reading and sorting every key of the
+// queue: at 2 000 waiters, each handoff read 2 000 keys from bbolt. baton
+// skips it when it can: a holder granted as the first of its queue, with
+// keys behind it, releases with its guarded delete plus a put of its grant
+// ID at "<name>\x00released", on its own lease (a lock name has no control
+// characters, so that key is no lock's entry, and it lies outside the
+// "<name>/" prefix that etcdctl lock and concurrency.Mutex read). Nothing
+// gets an earlier create revision than an existing key, so the waiter
+// directly behind a first holder is first once it is gone: the woken
+// waiter sends one transaction comparing that key with the ID of the key
+// it waited for and its own key's create revision, and holds if both
+// match. Otherwise (the key before it was a waiter that gave up, an
+// expired lease, an etcdctl holder) it reads the range as before.
+//
 // # TTL: rounding and clamping
 //
 // etcd TTLs are whole seconds; Options.TTL is rounded up. etcd raises a TTL
@@ -125,13 +144,12 @@
 // # Traps worked around
 //
 //   - etcd #11456 (a lock granted after its lease expired): every wake-up
-//     re-reads the queue (for a waiter, its own key and the newest key
-//     before it: one range capped at its create revision, limit 2, so a
-//     wake-up costs the same in a queue of five or of thousands); a read
-//     where the own key is missing (its lease is
-//     gone) fails the acquire with baton.ErrSessionLost, and a lease baton
-//     already considers Lost never grants, even while the server still
-//     shows its key.
+//     checks the own key (the compare of the handoff below, or a re-read
+//     of the queue: its own key and the newest key before it, one range
+//     capped at its create revision, limit 2); a read where the own key is
+//     missing (its lease is gone) fails the acquire with
+//     baton.ErrSessionLost, and a lease baton already considers Lost never
+//     grants, even while the server still shows its key.
 //   - etcd #22082 (a retried Unlock deletes a newer lock of the same lease):
 //     a release deletes its key only if the key's create revision is still
 //     the entry's, so a stale retry is a no-op.
