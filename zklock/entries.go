@@ -371,6 +371,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 		if snap.Token, err = s.token(parent, r.st); err != nil {
 			return queue.Snapshot{}, err
 		}
+		snap.Alone = len(r.kids) == snap.Own+1
 	}
 	return snap, nil
 }

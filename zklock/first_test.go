@@ -172,3 +172,41 @@ func TestReleaseFirstWithoutWriteOnDir(t *testing.T) {
 		t.Errorf("entries after the releases: %v, want none", es)
 	}
 }
+
+// TestAloneReleaseIsADelete: a grant with nobody behind it is released
+// with a plain delete on every recipe, not the multi that marks the
+// directory: the uncontended lock costs what Curator's does.
+func TestAloneReleaseIsADelete(t *testing.T) {
+	f := zkframes.Start(t, testenv.ZK(t))
+	c := dial(t, f.Addr, zklock.Options{})
+	name := lockName(t)
+	rw, err := c.RWMutex(name + "/rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem, err := c.Semaphore(name+"/sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		what    string
+		acquire func(context.Context) (*baton.Lease, error)
+	}{
+		{"mutex", mutex(t, c, name+"/m").Lock},
+		{"read lock", rw.RLock},
+		{"write lock", rw.Lock},
+		{"semaphore", sem.Acquire},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		l, err := r.acquire(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: acquire = %v", r.what, err)
+		}
+		f.Take()
+		release(t, l)
+		if ops := f.Take(); ops[opMulti] != 0 || ops[opDelete] != 1 {
+			t.Errorf("%s: the release sent %v; want one delete (%d) and no multi (%d)", r.what, ops, opDelete, opMulti)
+		}
+	}
+}
