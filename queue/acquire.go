@@ -203,7 +203,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		return nil, r.errf("%w", err)
 	}
 	var ctl *baton.Control
-	release := releaseFunc(s, snap)
+	release := r.releaseFunc(s, snap)
 	g := baton.Grant{
 		Name:   r.name,
 		Engine: r.b.Engine(),
