@@ -9,7 +9,6 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/leasetest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 )
@@ -127,5 +126,25 @@ func TestWokenBehindLeaverStillWaits(t *testing.T) {
 		t.Fatalf("w got the lock held by a")
 	}
 	waitEntries(t, a, name, 2) // w's entry is gone
-	leasetest.WaitsThenTakes(t, got, la, 500*time.Millisecond, func(l *baton.Lease) { release(t, l) })
+	select {
+	case lb := <-got:
+		if lb != nil {
+			t.Fatalf("b took the lock while a holds it (a's token %d, b's %d)", la.Token(), lb.Token())
+		}
+		return
+	case <-time.After(500 * time.Millisecond):
+	}
+	release(t, la)
+	select {
+	case lb := <-got:
+		if lb == nil {
+			return
+		}
+		release(t, lb)
+		if lb.Token() <= la.Token() {
+			t.Errorf("b's token %d after a's %d, want greater", lb.Token(), la.Token())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b not granted within 10s of a's release")
+	}
 }
