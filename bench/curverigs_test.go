@@ -42,6 +42,9 @@ type curveRig struct {
 	pumps func() int
 	// floor makes a floor pair on a direct client and a name of its own.
 	floor func(tb testing.TB) *pair
+	// peer makes the peer library's side of the throughput row; nil where
+	// there is none (SQL).
+	peer func(tb testing.TB) *tputPeer
 	// maxClients, when > 0, caps the clients of a handoff point: waiters
 	// share them (a lease engine's waiter is an acquire, not a session).
 	maxClients int
@@ -86,6 +89,7 @@ func zkCurveRig(tb testing.TB) *curveRig {
 		requests: p.requests, atRest: p.all,
 		pumps: func() int { return 2 * p.Conns() },
 		floor: func(tb testing.TB) *pair { return newZKRig(tb).pair("floor") },
+		peer:  zkTputPeer,
 	}
 }
 
@@ -117,6 +121,7 @@ func etcdCurveRig(tb testing.TB) *curveRig {
 		requests: rc.requests, atRest: all,
 		pumps: func() int { return 0 },
 		floor: func(tb testing.TB) *pair { return newEtcdRig(tb).pair("floor") },
+		peer:  etcdTputPeer,
 	}
 }
 
@@ -147,6 +152,7 @@ func redisCurveRig(tb testing.TB) *curveRig {
 		},
 		requests: turns.Turns, atRest: turns.Turns,
 		pumps: func() int { return 2 * turns.Conns() },
+		peer:  redisTputPeer,
 		floor: func(tb testing.TB) *pair {
 			ping := func(ctx context.Context) error { return direct.Ping(ctx).Err() }
 			return &pair{impl: "floor", what: "PING + PING", lock: ping, unlock: ping}
@@ -236,7 +242,7 @@ func redlockCurveRig(tb testing.TB) *curveRig {
 			}
 			return c
 		},
-		requests: sum.Turns, atRest: sum.Turns, pumps: pumps,
+		requests: sum.Turns, atRest: sum.Turns, pumps: pumps, peer: redsyncTputPeer,
 		floor: func(tb testing.TB) *pair {
 			pingAll := func(ctx context.Context) error {
 				errs := make(chan error, len(direct))

@@ -270,8 +270,8 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 			}
 			pt.names = s.clients // a name of its own per client
 			floors[e] = pt
-			if peer := throughputPeer(t, e); peer != nil {
-				pp, err := peerThroughput(t, peer, s)
+			if cr.peer != nil {
+				pp, err := peerThroughput(t, cr.peer(t), s)
 				if err != nil {
 					t.Fatalf("%s peer throughput: %v", e, err)
 				}

@@ -27,49 +27,43 @@ type tputPeer struct {
 	name func(k string) string
 }
 
-// throughputPeer returns engine's peer for the throughput row, or nil
-// where there is none (the SQL engines).
-func throughputPeer(tb testing.TB, engine string) *tputPeer {
-	tb.Helper()
-	switch engine {
-	case "zk":
-		return zkTputPeer(tb)
-	case "etcd":
-		root := benchName("etcd-tput-peer")
-		return &tputPeer{what: "concurrency.Mutex, a session per client", name: func(k string) string { return root + "/" + k },
-			client: func(tb testing.TB) func(context.Context, string) error {
-				sess, err := concurrency.NewSession(etcdClient(tb, nil), concurrency.WithTTL(int(heldTTL/time.Second)))
+// etcdTputPeer is concurrency.Mutex on a session per client.
+func etcdTputPeer(testing.TB) *tputPeer {
+	root := benchName("etcd-tput-peer")
+	return &tputPeer{what: "concurrency.Mutex, a session per client", name: func(k string) string { return root + "/" + k },
+		client: func(tb testing.TB) func(context.Context, string) error {
+			sess, err := concurrency.NewSession(etcdClient(tb, nil), concurrency.WithTTL(int(heldTTL/time.Second)))
+			if err != nil {
+				tb.Fatalf("concurrency.NewSession = %v", err)
+			}
+			tb.Cleanup(func() { sess.Close() })
+			return func(ctx context.Context, name string) error {
+				m := concurrency.NewMutex(sess, name)
+				if err := m.Lock(ctx); err != nil {
+					return err
+				}
+				return m.Unlock(ctx)
+			}
+		}}
+}
+
+// redisTputPeer is bsm/redislock on one go-redis client, retrying every
+// millisecond where baton would wait.
+func redisTputPeer(tb testing.TB) *tputPeer {
+	rdb, _, _ := newRedisClient(tb, redisAddr(tb), false)
+	prefix := redisPrefix(tb, rdb, "tput-peer")
+	retry := &bsmlock.Options{RetryStrategy: bsmlock.LinearBackoff(time.Millisecond)}
+	return &tputPeer{what: "bsm/redislock Obtain (1 ms retries) + Release", name: func(k string) string { return prefix + ":" + k },
+		client: func(testing.TB) func(context.Context, string) error {
+			locker := bsmlock.New(rdb)
+			return func(ctx context.Context, name string) error {
+				l, err := locker.Obtain(ctx, name, benchRedisTTL, retry)
 				if err != nil {
-					tb.Fatalf("concurrency.NewSession = %v", err)
+					return err
 				}
-				tb.Cleanup(func() { sess.Close() })
-				return func(ctx context.Context, name string) error {
-					m := concurrency.NewMutex(sess, name)
-					if err := m.Lock(ctx); err != nil {
-						return err
-					}
-					return m.Unlock(ctx)
-				}
-			}}
-	case "redis":
-		rdb, _, _ := newRedisClient(tb, redisAddr(tb), false)
-		prefix := redisPrefix(tb, rdb, "tput-peer")
-		retry := &bsmlock.Options{RetryStrategy: bsmlock.LinearBackoff(time.Millisecond)}
-		return &tputPeer{what: "bsm/redislock Obtain (1 ms retries) + Release", name: func(k string) string { return prefix + ":" + k },
-			client: func(testing.TB) func(context.Context, string) error {
-				locker := bsmlock.New(rdb)
-				return func(ctx context.Context, name string) error {
-					l, err := locker.Obtain(ctx, name, benchRedisTTL, retry)
-					if err != nil {
-						return err
-					}
-					return l.Release(ctx)
-				}
-			}}
-	case "redlock":
-		return redsyncTputPeer(tb)
-	}
-	return nil
+				return l.Release(ctx)
+			}
+		}}
 }
 
 // zkTputPeer is zk.Lock on a connection per client. zk.Lock makes its
