@@ -113,6 +113,9 @@ func (c *Client) Migrate(ctx context.Context) error {
 	if err := migrate(ctx, c.db, c.q); err != nil {
 		return err
 	}
+	if err := c.findTokenSource(ctx); err != nil {
+		return err
+	}
 	c.schemaOK = true
 	return nil
 }
@@ -140,6 +143,9 @@ func migrate(ctx context.Context, db *sql.DB, q *statements) error {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("sqllock: migrate: %w", err)
 			}
+		}
+		if err := migrateSequence(ctx, db, q); err != nil {
+			return fmt.Errorf("sqllock: migrate: token sequence: %w", err)
 		}
 		return addDataColumn(ctx, db, q)
 	}
@@ -221,8 +227,23 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	if err := c.identify(ctx); err != nil {
 		return err
 	}
+	if err := c.findTokenSource(ctx); err != nil {
+		return err
+	}
 	c.st.pin(ctx)
 	c.schemaOK = true
+	return nil
+}
+
+// findTokenSource sets whether the client's MySQL-dialect tokens come
+// from the sequence (see sequence.go). It runs under schemaMu, before the
+// client's first acquire.
+func (c *Client) findTokenSource(ctx context.Context) error {
+	seq, err := usesSequence(ctx, c.db, c.q)
+	if err != nil {
+		return fmt.Errorf("sqllock: looking up the token sequence %s: %w", c.q.seq, err)
+	}
+	c.st.seq.Store(seq)
 	return nil
 }
 

@@ -59,6 +59,9 @@
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB;
 //	INSERT IGNORE INTO baton_tokens (id, v) VALUES (1, 0);
+//	-- MariaDB only; on a table already in use, run Migrate instead, which
+//	-- starts the sequence above the counter and retires the counter:
+//	CREATE SEQUENCE IF NOT EXISTS baton_token_seq;
 //
 // SQLite (expires_at in microseconds since the Unix epoch):
 //
@@ -88,30 +91,33 @@
 // UTC_TIMESTAMP(6) on MySQL (not NOW(6), which follows the session's time
 // zone), julianday('now') on SQLite. Client clocks never enter a row.
 //
-// PostgreSQL acquires with one statement: an UPDATE of the row if it is
-// free, or an INSERT of it if it does not exist, both in one WITH query;
-// the token is nextval of the sequence, evaluated under the row's lock.
-// MySQL (MariaDB has no UPDATE … RETURNING) acquires with two
-// autocommitted statements: the one-row counter advanced by one (the new
-// value comes back as LAST_INSERT_ID), then a conditional upsert that
-// takes the row with that token only if the row is free and holds a
-// smaller token. SQLite uses one short transaction: a conditional upsert
+// PostgreSQL acquires with one statement: an UPDATE of the row if it
+// exists and is free (answering 0 when it is held); only for a row that
+// does not exist yet, a second statement inserts it. The token is nextval
+// of the sequence, evaluated under the row's lock. MariaDB (which has no
+// UPDATE … RETURNING) acquires with one autocommitted conditional upsert
+// that takes the row with the sequence's NEXTVAL as its token only if the
+// row is free and holds a smaller token; the token comes back as
+// LAST_INSERT_ID. MySQL, which has no sequences, first advances the
+// one-row counter in a statement of its own, then sends the same upsert
+// with that value (see sequence.go for the move from the counter to the
+// sequence). SQLite uses one short transaction: a conditional upsert
 // that takes the row only if it is free (and locks it), then the counter
 // advanced by one, then the token written to the row. The token source is
-// shared by every name: it grows with grants (on MySQL, with attempts),
-// never with the number of names.
+// shared by every name: it grows with grants (on MariaDB and MySQL, with
+// attempts), never with the number of names.
 //
 // Tokens strictly increase across the grants of one name because every
 // grant after the first either takes its token while holding the row's
 // lock, after the previous grant's token was committed (PostgreSQL,
-// SQLite), or stores its token only over a smaller one (MySQL: a token
+// SQLite), or stores its token only over a smaller one (MariaDB, MySQL: a token
 // taken before another client's grant and release of the name is refused,
 // and the attempt is retried like any refused one). That is why a release
 // does not delete the row: it only clears the owner (a "tombstone") and
 // keeps the token, and the next grant goes through the checked path.
 // Prune deletes rows that have been free for a long time; an INSERT whose
-// token was taken more than olderThan earlier (a PostgreSQL nextval, a
-// MySQL counter bump) could then store a smaller token than a grant made
+// token was taken more than olderThan earlier (a nextval, a MySQL
+// counter bump) could then store a smaller token than a grant made
 // and pruned in between, so choose olderThan far beyond any statement's
 // duration (an hour is the suggestion).
 //
@@ -159,11 +165,12 @@
 // until the server drops the connection (wait_timeout, or TCP
 // keepalive); keep wait_timeout short for lock clients. (The mutex's
 // acquire holds no transaction there.)
-// Only that one name stalls: on MySQL the shared token counter is bumped
-// in an autocommitted statement on another pooled connection (while the
-// transaction holds the name's lock, so tokens still increase per name),
-// never inside the attempt's transaction, so a cut-off client cannot hold
-// the counter's row and stall every name. That needs a second connection
+// Only that one name stalls: MariaDB's sequence has no row to hold, and
+// on MySQL the shared token counter is bumped in an autocommitted
+// statement on another pooled connection (while the transaction holds the
+// name's lock, so tokens still increase per name), never inside the
+// attempt's transaction, so a cut-off client cannot hold the counter's
+// row and stall every name. That needs a second connection
 // while the transaction holds one, so it is done only when the pool is
 // unlimited (database/sql's default, and the CLI's); with SetMaxOpenConns
 // the bump stays inside the transaction.
@@ -216,4 +223,15 @@
 // when it is free: a cancelled query elsewhere on the pool closes its
 // connection, and on a slow link a renewal that had to open a new one
 // (TCP, startup, prepare, execute) did not fit in what the lease had left.
+//
+// With SetMaxOpenConns(n), call SetMaxIdleConns(n) too. database/sql
+// keeps only two idle connections by default and closes the rest as soon
+// as a burst of attempts ends, so every burst of waiters (a release
+// wakes them, a safety-net poll comes due) opens connections again. On
+// PostgreSQL each is a new server process with its startup and
+// authentication; a hundred waiters sharing a pool of 24 under load saw
+// connects and first statements outlast the attempt timeout (TTL/3), and
+// with a 2-second TTL some waiters' acquires failed with
+// baton.ErrSessionLost although the server answered everything else. The
+// pool's Stats().MaxIdleClosed counts the connections lost that way.
 package sqllock

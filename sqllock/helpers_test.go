@@ -137,14 +137,14 @@ func newClient(t testing.TB, db *sql.DB, o sqllock.Options) *sqllock.Client {
 }
 
 // opCtx bounds one blocking call of a test.
-func opCtx(t *testing.T, d time.Duration) context.Context {
+func opCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // lock acquires name on c or stops the test.
-func lock(t *testing.T, c *sqllock.Client, name string) *baton.Lease {
+func lock(t testing.TB, c *sqllock.Client, name string) *baton.Lease {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -158,17 +158,29 @@ func lock(t *testing.T, c *sqllock.Client, name string) *baton.Lease {
 }
 
 // engine describes backend b to the conformance suite.
-func engine(t *testing.T, b backend) batontest.Engine {
+func engine(t *testing.T, b backend) batontest.Engine { return engineOn(t, b, "", false) }
+
+// engineOn is engine with every client on the tables of prefix ("": the
+// default), and on MySQL's token counter even on MariaDB if counter is set
+// (see sqllock.CounterOnly).
+func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.Engine {
 	adminDB, _ := b.open(t, false)
-	admin := newClient(t, adminDB, sqllock.Options{})
+	admin := newClient(t, adminDB, sqllock.Options{TablePrefix: prefix})
+	if counter {
+		sqllock.CounterOnly(admin)
+	}
 	return batontest.Engine{
 		Name: "sql/" + b.name,
 		NewClient: func(t testing.TB) batontest.Client {
 			db, p := b.open(t, true)
-			c, err := sqllock.New(db, sqllock.Options{TTL: b.ttl})
+			c, err := sqllock.New(db, sqllock.Options{TTL: b.ttl, TablePrefix: prefix})
 			if err != nil {
 				t.Fatalf("sqllock.New() = %v", err)
 			}
+			if counter {
+				sqllock.CounterOnly(c)
+			}
+			warm(t, c)
 			return &sqlClient{Client: c, db: db, proxy: p}
 		},
 		Entries: func(t testing.TB, name string) []string {
@@ -183,6 +195,19 @@ func engine(t *testing.T, b backend) batontest.Engine {
 		// A row expires TTL after its last renewal executed; waiters poll
 		// at least every TTL/4.
 		SessionTTL: b.ttl + 100*time.Millisecond,
+	}
+}
+
+// warm takes and frees a lock of its own on c, so that c's connections
+// (the keeper's two and one for attempts) are open before the suite
+// starts its clock: a dozen clients connecting at once through their
+// proxies took longer than a 1.5 s TTL's attempt timeout on a loaded
+// 2-core host, which tests how fast PostgreSQL forks backends rather
+// than the recipes.
+func warm(t testing.TB, c *sqllock.Client) {
+	t.Helper()
+	if err := lock(t, c, uniqueName("warm")).Release(opCtx(t, 10*time.Second)); err != nil {
+		t.Fatalf("warm-up Release = %v", err)
 	}
 }
 

@@ -43,7 +43,8 @@ type Options struct {
 	TokenFloor uint64
 
 	// TablePrefix prefixes the names of the schema objects: <prefix>locks,
-	// <prefix>tokens (MySQL, SQLite), <prefix>token_seq (PostgreSQL). It
+	// <prefix>tokens (MySQL, SQLite; retired on MariaDB),
+	// <prefix>token_seq (PostgreSQL, MariaDB). It
 	// must match [a-z_][a-z0-9_]{0,39}; "" means DefaultTablePrefix.
 	TablePrefix string
 

@@ -3,8 +3,10 @@ package sqllock
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -139,6 +141,10 @@ func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error)
 	res, err := a.c.st.attemptRecipe(ctx, &a.r, a.owner, &a.mine, a.req.Wait)
 	out := leasing.Result{Sent: sent, Ref: keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: res.slot}}
 	switch {
+	case errors.Is(err, errGuardBusy):
+		// Refused, the intent row kept: another attempt holds the guard,
+		// and what it does (a grant, or a refusal) changes nothing here.
+		return out, nil
 	case err != nil:
 		if a.c.contended(err) {
 			out.Reached = time.Now() // busy until now: reached, not unreachable
@@ -255,21 +261,46 @@ func (v *view) slotFor(mine *intent) int64 {
 	return v.maxSlot + 1
 }
 
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// errGuardBusy is an attempt that found the name's guard row locked by
+// other attempts for longer than its lock timeout (PostgreSQL): the
+// server answered, nothing was written, and the attempt is refused.
+//
+// A release wakes every waiter of a multi-row recipe, and they queue on
+// the guard. Under load that queue outlasted the attempt timeout (TTL/3):
+// the client then cancelled the statement, which closes the connection,
+// so the next attempt had to open one first; with a short TTL a waiter
+// could go TTL − DriftMargin without an answered attempt and fail with
+// baton.ErrSessionLost while the server answered everyone. The server's
+// lock timeout ends the wait instead, on a connection that stays open.
+var errGuardBusy = errors.New("sqllock: the name's guard row stayed locked by other attempts")
+
+// guardBusy reports whether err is PostgreSQL's lock timeout (SQLSTATE
+// 55P03, lock_not_available), as pgx and lib/pq word it.
+func (c *Client) guardBusy(err error) bool {
+	msg := err.Error()
+	return c.q.d == fence.Postgres && (strings.Contains(msg, "55P03") || strings.Contains(msg, "due to lock timeout"))
+}
+
 // readGuarded locks name's guard row in tx (bounding, on PostgreSQL, how
 // long a cut-off client can keep it locked) and reads the name's rows as
 // owner sees them.
 func (s *store) readGuarded(ctx context.Context, tx *sql.Tx, name, owner string) (*view, error) {
+	args := []any{name}
 	if s.q.d == fence.Postgres {
 		// A client cut off between two statements of this transaction
 		// would keep the guard row locked until the server noticed the
-		// dead connection (TCP keepalive: hours), stalling the name: let
-		// the server end such a session after the attempt's own bound.
-		ms := max(s.c.o.TTL/3, 100*time.Millisecond).Milliseconds()
-		if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-			return nil, err
-		}
+		// dead connection (TCP keepalive: hours), stalling the name: the
+		// server ends such a session after the attempt's own bound. And
+		// the wait for the guard ends at half of it (see errGuardBusy).
+		idle := max(s.c.attemptTimeout(), 100*time.Millisecond)
+		args = append(args, ms(idle), ms(idle/2))
 	}
-	if _, err := tx.ExecContext(ctx, s.q.guard(), name); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q.guard(), args...); err != nil {
+		if s.c.guardBusy(err) {
+			return nil, errGuardBusy
+		}
 		return nil, err
 	}
 	all, err := s.readRecipeRows(ctx, tx, name)
@@ -347,7 +378,8 @@ func (s *store) readRecipeRows(ctx context.Context, q querier, name string) ([]r
 	return out, rows.Err()
 }
 
-// mysqlBump advances MySQL's one-row token counter for a transaction that
+// mysqlBump advances MySQL's one-row token counter (MariaDB takes the
+// sequence's NEXTVAL inside tx instead: it locks no row) for a transaction that
 // holds the name's row (or guard) lock. It does so in a statement of its
 // own on another pooled connection, committed at once, so the counter's
 // row is locked only for that statement: bumped inside tx, it stayed
@@ -368,6 +400,9 @@ func (s *store) mysqlBump(ctx context.Context, tx *sql.Tx) (uint64, error) {
 		res, err = s.db.ExecContext(ctx, s.q.hot.txBump)
 	}
 	if err != nil {
+		if s.moveToSequence(ctx) {
+			return s.nextToken(ctx, tx)
+		}
 		return 0, err
 	}
 	tok, err := res.LastInsertId()
@@ -386,7 +421,12 @@ func (s *store) nextToken(ctx context.Context, tx *sql.Tx) (uint64, error) {
 			return 0, err
 		}
 	case fence.MySQL:
-		return s.mysqlBump(ctx, tx)
+		if !s.seq.Load() {
+			return s.mysqlBump(ctx, tx)
+		}
+		if err := tx.QueryRowContext(ctx, s.q.hot.myNext).Scan(&tok); err != nil {
+			return 0, err
+		}
 	default:
 		if err := tx.QueryRowContext(ctx, s.q.hot.txBump).Scan(&tok); err != nil {
 			return 0, err

@@ -13,6 +13,7 @@ type statements struct {
 	d      fence.Dialect
 	locks  string // table of rows
 	tokens string // one-row counter (MySQL, SQLite)
+	noSeq  bool   // MySQL dialect: the counter even on MariaDB (tests)
 	seq    string // sequence (PostgreSQL)
 	now    string // the database clock as an SQL expression of expires_at's type
 	plus   string // expression adding the TTL parameter (µs) to now; contains %s for the param
@@ -23,11 +24,11 @@ type statements struct {
 	// in newStatements: building them per call was about a tenth of a
 	// PostgreSQL lock+unlock's allocations.
 	hot struct {
-		pgAcquire, pgAcquireWait string // PostgreSQL
-		myTake                   string // MySQL
-		liteTake, liteBump       string // SQLite
-		txBump                   string // MySQL, SQLite
-		release1                 string // release(1)
+		pgAcquire, pgAcquireWait  string // PostgreSQL
+		myTake, myTakeSeq, myNext string // MySQL
+		liteTake, liteBump        string // SQLite
+		txBump                    string // MySQL, SQLite
+		release1                  string // release(1)
 	}
 }
 
@@ -91,7 +92,8 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	case fence.Postgres:
 		s.hot.pgAcquire, s.hot.pgAcquireWait = s.pgAcquire(), s.pgAcquireWait()
 	case fence.MySQL:
-		s.hot.myTake, s.hot.txBump = s.myTake(), s.txBump()
+		s.hot.myTake, s.hot.myTakeSeq, s.hot.txBump = s.myTake("?"), s.myTake("NEXTVAL("+s.seq+")"), s.txBump()
+		s.hot.myNext = `SELECT NEXTVAL(` + s.seq + `)`
 	case fence.SQLite:
 		s.hot.liteTake, s.hot.liteBump, s.hot.txBump = s.liteTake(), s.liteBump(), s.txBump()
 	}
@@ -173,10 +175,12 @@ func (s *statements) liteBump() string { return `UPDATE ` + s.tokens + ` SET v =
 // whatever clientFoundRows says about rows affected: the VALUES row sets
 // LAST_INSERT_ID to the token, and the refusing branch resets it to 0.
 // Assignments run left to right: token and expires_at see the new owner.
-// Parameters: name, slot, kind, owner, token, ttl µs.
-func (s *statements) myTake() string {
+// The token is tok: "?" for the counter's value, taken before, or the
+// sequence's NEXTVAL (MariaDB; see sequence.go), taken in the statement.
+// Parameters: name, slot, kind, owner, the token if tok is "?", ttl µs.
+func (s *statements) myTake(tok string) string {
 	free := `expires_at <= UTC_TIMESTAMP(6) AND token < VALUES(token)`
-	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, LAST_INSERT_ID(?), ` + s.later(6) + `)
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, LAST_INSERT_ID(` + tok + `), ` + s.later(6) + `)
 ON DUPLICATE KEY UPDATE
 	kind = IF(` + free + `, VALUES(kind), kind),
 	owner = IF(` + free + `, VALUES(owner), owner),
@@ -304,13 +308,22 @@ func (s *statements) prune() string {
 // locks it until the transaction ends: a locking upsert, so that two
 // transactions on a new name cannot both miss the row. Its expires_at
 // records the last attempt, so that Prune leaves busy guards alone.
-// Parameter: name.
+// Parameter: name; on PostgreSQL also the transaction's
+// idle_in_transaction_session_timeout and lock_timeout (ms, as text), set
+// by the row the upsert inserts, so before it waits for the guard's lock
+// (see readGuarded).
 func (s *statements) guard() string {
-	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (` + s.p(1) + `, -1, 'guard', '', 0, ` + s.now + `)`
-	if s.d == fence.MySQL {
-		return ins + ` ON DUPLICATE KEY UPDATE expires_at = UTC_TIMESTAMP(6)`
+	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) `
+	row := s.p(1) + `, -1, 'guard', '', 0, ` + s.now
+	upsert := ` ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at`
+	switch s.d {
+	case fence.MySQL:
+		return ins + `VALUES (` + row + `) ON DUPLICATE KEY UPDATE expires_at = UTC_TIMESTAMP(6)`
+	case fence.Postgres:
+		return `WITH t AS (SELECT set_config('idle_in_transaction_session_timeout', $2, true), set_config('lock_timeout', $3, true)) ` +
+			ins + `SELECT ` + row + ` FROM t` + upsert
 	}
-	return ins + ` ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at`
+	return ins + `VALUES (` + row + `)` + upsert
 }
 
 // recipeRows reads the rows of a name from the mutex's slot 0 up, but not

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -28,6 +29,10 @@ type store struct {
 	// renewConn and releaseConn are connections of the pool kept warm for
 	// the keeper's renewals and releases (see warm.go).
 	renewConn, releaseConn warmConn
+
+	// seq is set when MySQL-dialect tokens come from the sequence
+	// (MariaDB; see sequence.go), at the first use.
+	seq atomic.Bool
 
 	// stmts are SQLite's prepared statements (see prepared), nil for
 	// good once stmtsDone; stmtMu guards both.
@@ -311,17 +316,35 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// myAcquire is MySQL's attempt: two autocommitted statements, one flight
-// each — the counter advanced, then the row taken with that token if it is
-// free and holds a smaller one (see statements.myTake). A transaction
+// myAcquire is MySQL's attempt. With the sequence (MariaDB) it is one
+// autocommitted statement, the row taken with the sequence's next value
+// if it is free and holds a smaller token. With the counter it is two,
+// one flight each: the counter advanced, then the row taken with that
+// token on the same condition (see statements.myTake). A transaction
 // around an upsert, the counter and the token's write cost six flights
 // with its BEGIN, COMMIT and the release, held the row's lock across three
 // of them, and a client cut off inside it left the name locked until the
 // server dropped the connection. A refused attempt still uses up a token:
 // the counter grows with attempts, not only with grants.
 func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+	if s.seq.Load() {
+		// One statement: the token is the sequence's next value, and the
+		// result's LastInsertId is 0 when the row was not taken.
+		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kind, owner, ttl.Microseconds())
+		if err != nil {
+			return 0, false, err
+		}
+		got, err := res.LastInsertId()
+		if err != nil || got <= 0 {
+			return 0, false, err
+		}
+		return uint64(got), true, nil
+	}
 	res, err := s.db.ExecContext(ctx, s.q.hot.txBump)
 	if err != nil {
+		if s.moveToSequence(ctx) {
+			return s.myAcquire(ctx, name, slot, kind, owner, ttl)
+		}
 		return 0, false, err
 	}
 	tok, err := res.LastInsertId()

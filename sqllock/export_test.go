@@ -1,0 +1,6 @@
+package sqllock
+
+// CounterOnly keeps c on MySQL's token counter even on MariaDB: its
+// migration creates no sequence, and its tokens come from the counter
+// table, as on MySQL. Call it before c's first use.
+func CounterOnly(c *Client) { c.q.noSeq = true }
