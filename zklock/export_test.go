@@ -34,3 +34,15 @@ func (c *Client) Watches() int {
 	}
 	return s.watches.size()
 }
+
+// RecheckMissing runs Inspect's recheck of sessions missing from live on
+// a client of servers (only their four-letter words are used), for
+// entries of the sessions given; it returns live as completed.
+func RecheckMissing(ctx context.Context, servers, sessions []string, live map[string]bool) map[string]bool {
+	out := make([]queue.EntryInfo, len(sessions))
+	for i, s := range sessions {
+		out[i].Session = s
+	}
+	(&Client{servers: servers}).recheckMissing(ctx, out, live)
+	return live
+}
