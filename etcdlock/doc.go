@@ -102,11 +102,18 @@
 //     with baton.ErrSessionLost.
 //
 // One member that is frozen or cut off must not cost a lease while the
-// others answer: a keepalive still unanswered halfway to Suspended is
-// hedged by a second one on a new stream, which the client balances to
-// another member (the first answer wins), and a release's guarded delete
+// others answer: a keepalive still unanswered a third of the way to
+// Suspended is hedged by another on a new stream, which the client's round
+// robin puts on the next member, and so on up to three in flight (the
+// first answer wins); and a release's guarded delete
 // bounds each attempt (TTL/4, at least 250 ms) and retries on another
 // member; the delete is exact, so a retry never removes a newer entry.
+// A wait is not hedged: clientv3 carries all of a client's watches on one
+// stream, and while that stream's member is frozen (its connection still
+// open) a waiter hears of its turn only once the member answers again, or
+// once gRPC's own keepalive (clientv3.Config.DialKeepAliveTime, at least
+// the server's --grpc-keepalive-min-time) drops the connection and the
+// watch moves to another member. The grant is late, never lost or doubled.
 //
 // The etcd lessor checks for expired leases on a 500 ms tick, so the server
 // removes a lease's keys up to half a second after its TTL ran out: a dead

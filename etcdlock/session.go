@@ -181,26 +181,30 @@ type kaResult struct {
 	err  error
 }
 
-// keepalives are the keepalive attempts in flight: at most two. The
-// second, a hedge, goes out when the first is still unanswered halfway
-// between its send and the time the lease would turn Suspended. Each attempt opens a stream of its own, which the
-// client may balance to another member: a member that is frozen or cut off
-// from its peers holds a keepalive routed to it until the deadline, and
-// without the hedge one slow member of three would cost sessions while the
-// other two answer.
+// keepalives are the keepalive attempts in flight. An attempt still
+// unanswered hedgeAfter after the newest one went out is backed up by a
+// new attempt, up to maxKeepalives in flight. Each attempt opens a stream
+// of its own, which the client's round robin puts on the next member: a
+// member that is frozen or cut off from its peers keeps its connection
+// ready and holds a keepalive routed to it until the deadline. Without
+// hedges one slow member of three would cost sessions while the other two
+// answer; with only one, a keepalive and its hedge both put on stuck
+// members (two of three, or one when other requests take the round robin's
+// turn in between) did.
 type keepalives struct {
-	results chan kaResult // buffered for both attempts
+	results chan kaResult // buffered for every attempt
 	cancels []context.CancelFunc
 	n       int       // attempts in flight
-	first   time.Time // send time of the attempt a hedge would back up
-	hedged  bool      // the second attempt went out
+	last    time.Time // send time of the newest attempt in flight
 	ignore  int       // attempts cancelled after an answer: their errors mean nothing
 }
 
+// maxKeepalives bounds the attempts in flight: one per member of a
+// three-member cluster, the common size.
+const maxKeepalives = 3
+
 func (k *keepalives) start(s *session, sent, deadline time.Time) {
-	if k.n == 0 {
-		k.first = sent
-	}
+	k.last = sent
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	k.cancels = append(k.cancels, cancel)
 	k.n++
@@ -223,7 +227,6 @@ func (k *keepalives) cancelAll() {
 func (k *keepalives) received(r kaResult) bool {
 	k.n--
 	if k.n == 0 {
-		k.hedged = false
 		for _, c := range k.cancels {
 			c()
 		}
@@ -251,12 +254,12 @@ func (s *session) run() {
 	interval, suspect, lost := timing(s.granted)
 	// A healthy member answers in milliseconds: an attempt still
 	// unanswered after hedgeAfter is likely stuck on a member that does
-	// not answer, and the hedge then reaches another before the lease
-	// turns Suspended.
-	hedgeAfter := (suspect - interval) / 2
+	// not answer. The hedges go out early enough that the last of them
+	// reaches another member before the lease turns Suspended.
+	hedgeAfter := (suspect - interval) / maxKeepalives
 	lastAck := s.sent // send time of the last answered keepalive (or grant)
 	nextSend := lastAck.Add(interval)
-	ka := &keepalives{results: make(chan kaResult, 2)}
+	ka := &keepalives{results: make(chan kaResult, maxKeepalives)}
 	var (
 		attempt int
 		cause   error
@@ -287,16 +290,15 @@ loop:
 				break loop
 			}
 			ka.start(s, now, lostAt)
-		case ka.n == 1 && !ka.hedged && (late || now.Sub(ka.first) >= hedgeAfter):
-			ka.hedged = true
+		case ka.n > 0 && ka.n < maxKeepalives && now.Sub(ka.last) >= hedgeAfter:
 			ka.start(s, now, lostAt)
 		}
 		wake := lostAt
 		if st, _ := s.Observe(); st == baton.Held {
 			wake = minTime(wake, lastAck.Add(suspect))
 		}
-		if ka.n == 1 && !ka.hedged {
-			wake = minTime(wake, ka.first.Add(hedgeAfter))
+		if ka.n > 0 && ka.n < maxKeepalives {
+			wake = minTime(wake, ka.last.Add(hedgeAfter))
 		}
 		if ka.n == 0 {
 			wake = minTime(wake, nextSend)
