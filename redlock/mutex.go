@@ -98,6 +98,10 @@ type attempts struct {
 	// double a herd's attempts).
 	watched <-chan struct{}
 	woken   bool
+	// waiters is the waiters' count the last refusal answered (0: none
+	// known), which spaces the retries of attempts the nodes did not
+	// answer (see Try).
+	waiters int64
 }
 
 // waiting is how an attempt records its waiter (see wakeone.go).
@@ -171,10 +175,15 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 		if a.w.record && !a.woken {
 			res.Poll = a.c.pollFloor(r.waiters)
 		}
+		if a.w.record {
+			a.waiters = r.waiters
+		}
 		return res, nil
 	}
 	if r.majorityAnswered {
 		res.Reached = r.start
+	} else {
+		res.Poll = a.c.retryFloor(a.waiters)
 	}
 	if errors.Is(r.err, ErrBadCounter) {
 		// Retrying cannot help until an operator repairs the counters.

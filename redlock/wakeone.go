@@ -57,8 +57,10 @@ import (
 // together poll about once per Backoff.Max/2 whatever their number,
 // capped at TTL/2 so that an intent never expires between polls and a
 // waiter still finds out within a TTL that it cannot reach a majority. An
-// attempt that fails without a majority of "held" answers (a split vote,
-// unreachable nodes) retries at its backoff step: the lock may be free.
+// attempt that fails without a majority of "held" answers retries at its
+// backoff step when a majority answered (a split vote: the lock may be
+// free), and no sooner than retryFloor when a majority did not answer at
+// all (slow or unreachable nodes) and the waiter knows of other waiters.
 type wakeOne struct {
 	leasing.Waiters        // ID: the client's id, "<random>-<listen>", the first part of its waiters' ids
 	channel         string // the client's channel
@@ -78,6 +80,19 @@ func (w *wakeOne) init(o Options, nodes int) {
 // pollFloor is the least time before the next poll of one of n waiters.
 func (c *Client) pollFloor(n int64) time.Duration {
 	return leasing.PollFloor(n, c.o.Backoff, c.o.TTL)
+}
+
+// retryFloor is the least time before a waiter that knows of n waiters
+// retries an attempt a majority of the nodes did not answer: a poll's
+// floor, capped at TTL/10. Overloaded nodes answer late, the attempts of
+// every waiter fail at once, and retried at the backoff step (at most
+// Backoff.Max apart) 2 000 waiters sent fifteen times their polls'
+// requests: the nodes fell further behind, and the waiters, with no
+// successful attempt for a TTL, failed with ErrSessionLost. Capped at
+// TTL/10, a waiter still makes several attempts before that, and a
+// release's wake-up still cuts the wait short.
+func (c *Client) retryFloor(n int64) time.Duration {
+	return leasing.PollFloor(n, c.o.Backoff, c.o.TTL/5)
 }
 
 // waitersKey is the waiters set of lock name on every node (by arrival);

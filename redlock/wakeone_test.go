@@ -351,3 +351,68 @@ func TestRefusedAttemptsReleaseNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestUnansweredRetriesSpaced: a waiter that knows of 30 other waiters and
+// whose attempts a majority of the nodes stops answering (three of five
+// blackholed) retries no sooner than its retry floor, not at its backoff
+// step: on overloaded nodes, every waiter failing at once and retrying at
+// the backoff step multiplied the load that made them fail. With a 50 ms
+// backoff and a 100 ms node timeout the old loop attempted about every
+// 125 ms (over 30 attempts in 4 s, each an acquire and an unlock of what
+// the silent nodes may have granted); spaced by the floor (31 × 25 ms,
+// jittered over its upper half) it attempts fewer than ten times.
+func TestUnansweredRetriesSpaced(t *testing.T) {
+	const ttl = 10 * time.Second
+	r := newWakeRig(t, redlock.Options{TTL: ttl, NodeTimeout: 100 * time.Millisecond,
+		Backoff: baton.Backoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}})
+	r.wait(30, 30)
+
+	ps := redlocktest.Proxies(t, testenv.Redlock(t))
+	nodes := redlocktest.Clients(t, redlocktest.ProxyAddrs(ps))
+	count := &cmdcount.Hook{}
+	nodes[4].AddHook(count)
+	c, err := redlock.New(nodes, r.o)
+	if err != nil {
+		t.Fatalf("redlock.New() = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	m := redlocktest.Mutex(t, c, r.name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { // owner: the test; ends with ctx
+		l, err := m.Lock(ctx)
+		if err == nil {
+			redlocktest.Release(t, l)
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(20 * time.Second)
+	for !r.intents(31) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter's intent is not on every node after 20s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, i := range []int{0, 1, 2} {
+		if err := ps[i].Blackhole(""); err != nil {
+			t.Fatalf("Blackhole(node %d) = %v", i, err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the attempt in flight ends
+	before := count.N()
+	const window = 4 * time.Second
+	time.Sleep(window)
+	sent := count.N() - before
+	select {
+	case err := <-done:
+		t.Fatalf("Lock returned %v within %v of losing a majority, want it still waiting (TTL %v)", err, window, ttl)
+	default:
+	}
+	// An attempt costs node 4 its acquire and, at most, the unlock of
+	// what the silent nodes may have granted.
+	if sent > 20 {
+		t.Errorf("the waiter sent node 4 %d requests in %v with a majority silent, want ≤ 20 (retries spaced by the floor, not the backoff)", sent, window)
+	}
+	t.Logf("requests to node 4 in %v with nodes 0-2 silent: %d", window, sent)
+}
