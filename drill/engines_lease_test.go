@@ -244,6 +244,7 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 		t.Cleanup(func() { db.Close() })
 		if o.pool > 0 {
 			db.SetMaxOpenConns(o.pool)
+			db.SetMaxIdleConns(o.pool) // see sqllock's doc: no reconnect per burst
 		}
 		ttl := sqlTTL
 		if o.ttl > 0 {
@@ -303,8 +304,8 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 // connection: it measures the answer to one acquire on that connection (a
 // TryLock of a scratch name, warmed once so the statements are prepared)
 // and lets through all of the next answer but its last byte. The
-// connection is then closed: the acquire statement (PostgreSQL) or the
-// transaction's COMMIT (MySQL) was applied, and its answer never arrives.
+// connection is then closed: the acquire statement was applied, and its
+// answer never arrives.
 func cutLastByte(t *testing.T, lc *lockClient, counter *byteCounter) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -269,8 +269,11 @@ func ensureZKChroot(t *testing.T, addr, pass string) {
 		t.Fatal(err)
 	}
 	tc := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	// go-zookeeper gives a dial 1s; a TLS handshake with a JVM busy with
+	// the other packages' tests took longer, and AddAuth then failed with
+	// "could not connect to a server" (one try, one server).
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, tc)
+		return tls.DialWithDialer(&net.Dialer{Timeout: max(timeout, 15*time.Second)}, network, address, tc)
 	}
 	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false),
 		zk.WithLogger(zkQuiet{}))
