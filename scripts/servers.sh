@@ -26,6 +26,29 @@ zk_classpath() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# stop_pidfile kills the process in pidfile $1 and waits up to 10 s for it
+# to exit, so that its data directory is not removed under it and a start
+# right after finds its ports free (an etcd member that lost its peers
+# takes a while to shut down).
+stop_pidfile() {
+  local pid i
+  [ -f "$1" ] || return 0
+  pid=$(cat "$1")
+  rm -f "$1"
+  kill "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 50); do running "$pid" || return 0; sleep 0.2; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+# running reports whether process $1 exists and has not exited: a process
+# whose parent is gone and whose new parent does not reap it stays a
+# zombie, which kill -0 still finds.
+running() {
+  local st
+  st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "${st#Z}" = "$st" ]
+}
+
 wait_port() {
   local i
   for i in $(seq 1 150); do port_open "$1" && return 0; sleep 0.2; done
@@ -187,8 +210,7 @@ start)
 stop)
   for fn in "${EXTRA_STOP[@]}"; do "$fn" || true; done
   for p in "$STATE"/zk/pid "$STATE"/etcd/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
-    [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
-    rm -f "$p"
+    stop_pidfile "$p"
   done
   if [ -f "$STATE/pg/data/postmaster.pid" ]; then
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)

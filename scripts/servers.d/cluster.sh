@@ -72,8 +72,7 @@ start_cluster_set() {
 stop_cluster_set() {
   local f
   for f in "$STATE"/etcd-cl*/pid "$STATE"/sentinel-*/pid; do
-    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
-    rm -f "$f"
+    stop_pidfile "$f"
   done
   rm -rf "$STATE"/etcd-cl* "$STATE"/sentinel-*
   # redis-16401/16402 are removed with every redis-* by servers.sh stop.

@@ -291,8 +291,7 @@ start_tls() {
 stop_tls() {
   local p bin
   for p in "$STATE"/zk-tls/pid "$STATE"/etcd-tls/pid "$STATE"/redis-tls/pid "$STATE"/my-tls/pid; do
-    [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
-    rm -f "$p"
+    stop_pidfile "$p"
   done
   if [ -f "$STATE/pg-tls/data/postmaster.pid" ]; then
     bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)

@@ -71,8 +71,7 @@ CFG
 stop_zkensemble() {
   local p
   for p in "$STATE"/zkensemble/*/pid; do
-    [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
-    rm -f "$p"
+    stop_pidfile "$p"
   done
   rm -rf "$STATE/zkensemble"
 }
