@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // memCount is the process's heap allocations so far: objects (mallocs)
@@ -72,13 +73,7 @@ var allocSink any
 // its own figure (the rounds rotate the order), and the figure must be the
 // pair's own allocations, give or take the process's background.
 func TestInterleavedAllocs(t *testing.T) {
-	if f := flag.Lookup("test.benchtime"); f != nil {
-		old := f.Value.String()
-		if err := f.Value.Set("20000x"); err != nil {
-			t.Fatalf("set benchtime: %v", err)
-		}
-		t.Cleanup(func() { _ = f.Value.Set(old) })
-	}
+	setBenchtime(t, "20000x")
 	nop := func(context.Context) error { return nil }
 	one := &pair{impl: "one", what: "one object", unlock: nop, lock: func(context.Context) error {
 		allocSink = new([64]byte)
@@ -106,4 +101,50 @@ func TestInterleavedAllocs(t *testing.T) {
 	if got := allocsOf(res, "one", "three", "none"); got != "1·3·–" {
 		t.Errorf("allocsOf = %q, want %q", got, "1·3·–")
 	}
+}
+
+// TestInterleavedCPU checks the CPU figures beside the allocations: a pair
+// that burns at least 100 µs of the process's CPU per lock+unlock must
+// show at least that, and a pair whose server reading grows by exactly
+// 50 µs per lock must show exactly 50 µs of server CPU; a pair without a
+// server reading shows none.
+func TestInterleavedCPU(t *testing.T) {
+	setBenchtime(t, "500x")
+	nop := func(context.Context) error { return nil }
+	burn := &pair{impl: "burn", what: "100 µs of CPU", unlock: nop, lock: func(context.Context) error {
+		for c0 := processCPU(); processCPU()-c0 < 100*time.Microsecond; {
+		}
+		return nil
+	}}
+	var served time.Duration
+	srv := &pair{impl: "srv", what: "50 µs of server CPU",
+		lock:   func(context.Context) error { served += 50 * time.Microsecond; return nil },
+		unlock: nop,
+		server: func(context.Context) (time.Duration, error) { return served, nil },
+	}
+	res := interleaved(t, "cpu", []*pair{burn, srv}, 2)
+	if u := res["burn"]; len(u.cpu) != 2 || len(u.srv) != 0 {
+		t.Fatalf("burn: %d CPU and %d server figures over 2 rounds, want 2 and 0", len(u.cpu), len(u.srv))
+	} else if c := time.Duration(medianOf(u.cpu)); c < 100*time.Microsecond || c > 20*time.Millisecond {
+		t.Errorf("burn: client CPU %v/op, want ≥ 100µs (and < 20ms)", c)
+	}
+	if u := res["srv"]; len(u.srv) != 2 {
+		t.Fatalf("srv: %d server figures over 2 rounds, want 2", len(u.srv))
+	} else if s := time.Duration(medianOf(u.srv)); s != 50*time.Microsecond {
+		t.Errorf("srv: server CPU %v/op, want 50µs", s)
+	}
+}
+
+// setBenchtime sets -test.benchtime for the test (testing.Benchmark reads
+// it) and puts it back at its end.
+func setBenchtime(t *testing.T, v string) {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(v); err != nil {
+		t.Fatalf("set benchtime %q: %v", v, err)
+	}
+	t.Cleanup(func() { _ = f.Value.Set(old) })
 }

@@ -300,6 +300,7 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 				// hundreds of transactions waiting on one row in the server
 				// (the pinned renewal connection leaves three for attempts).
 				db.SetMaxOpenConns(4)
+				db.SetMaxIdleConns(4)
 			}
 			if p != nil {
 				mu.Lock()

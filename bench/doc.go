@@ -131,6 +131,15 @@
 // SQLite's own work (it runs in-process), are in them, for every
 // implementation of a row alike; the servers' allocations are not.
 //
+// CPU time stands in the notes of the uncontended pairs, beside their
+// allocations: the client process's (getrusage: user and system time, every
+// goroutine, over the same timed loop) per op, and for Redis and Redlock
+// the servers' (INFO cpu: used_cpu_user + used_cpu_sys, summed over the
+// nodes, read before and after the loop) per op, medians over rounds. With
+// the round trips equal, they tell whether a gap is the client's work or
+// the server's. Both count every client of the process or the server, so
+// they are for a server nobody else uses during the run.
+//
 // Server requests are counted on the server for ZooKeeper (mntr's
 // zk_packets_received, minus the pings measured over an idle window of the
 // same length with the same sessions) and on the client for etcd (a gRPC

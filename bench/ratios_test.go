@@ -103,8 +103,11 @@ type uncontended struct {
 	// at its start and end): the whole process's, so the clients'
 	// background work is in them.
 	allocs, bytes []float64
-	reqOp         float64
-	breakMs       map[string]int64
+	// cpu and srv are the process's and the server's CPU ns per op of
+	// each round (srv only where the pair reads it; see loop).
+	cpu, srv []float64
+	reqOp    float64
+	breakMs  map[string]int64
 }
 
 // add keeps one round's time and allocations.
@@ -112,6 +115,10 @@ func (u *uncontended) add(br testing.BenchmarkResult) {
 	u.nsPerOp = append(u.nsPerOp, float64(br.NsPerOp()))
 	u.allocs = append(u.allocs, float64(br.MemAllocs)/float64(br.N))
 	u.bytes = append(u.bytes, float64(br.MemBytes)/float64(br.N))
+	u.cpu = append(u.cpu, br.Extra["cpu-ns/op"])
+	if v, ok := br.Extra["srv-ns/op"]; ok {
+		u.srv = append(u.srv, v)
+	}
 }
 
 func (u uncontended) median() float64 { return medianOf(u.nsPerOp) }
@@ -138,7 +145,14 @@ func (u uncontended) spread() string {
 // allocSpread is the note on allocations: the median allocs/op and B/op,
 // and the allocs/op range over rounds.
 func (u uncontended) allocSpread() string {
-	return fmt.Sprintf("%.1f allocs/op (rounds %.1f–%.1f), %.0f B/op", u.medianAllocs(), slices.Min(u.allocs), slices.Max(u.allocs), u.medianBytes())
+	s := fmt.Sprintf("%.1f allocs/op (rounds %.1f–%.1f), %.0f B/op", u.medianAllocs(), slices.Min(u.allocs), slices.Max(u.allocs), u.medianBytes())
+	if len(u.cpu) > 0 {
+		s += fmt.Sprintf(", client CPU %.0f µs/op", medianOf(u.cpu)/1e3)
+	}
+	if len(u.srv) > 0 {
+		s += fmt.Sprintf(", server CPU %.1f µs/op", medianOf(u.srv)/1e3)
+	}
+	return s
 }
 
 func uncontendedReport(t *testing.T, rounds int) (misses []string) {

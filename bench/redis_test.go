@@ -217,7 +217,7 @@ func redisPairs(tb testing.TB, rdb *redis.Client) []*pair {
 			return int(n), err
 		},
 	}
-	return []*pair{bp, floor, peer}
+	return readingServers([]*pair{bp, floor, peer}, rdb)
 }
 
 // heldReport is the figures of many held leases on one client.
@@ -454,22 +454,36 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// redisCPU is the server's used_cpu_user + used_cpu_sys (INFO cpu): every
-// client of the server counts, so it is a reference only.
-func redisCPU(ctx context.Context, rdb redis.UniversalClient) time.Duration {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0
+// readingServers gives each pair the nodes' CPU reading (see loop).
+func readingServers[C redis.UniversalClient](pairs []*pair, nodes ...C) []*pair {
+	for _, p := range pairs {
+		p.server = func(ctx context.Context) (time.Duration, error) { return serverCPUOf(ctx, nodes...) }
 	}
+	return pairs
+}
+
+// serverCPUOf is used_cpu_user + used_cpu_sys of each node (INFO cpu,
+// microsecond resolution), summed: the servers' CPU time so far, reading
+// their sockets and writing replies included.
+func serverCPUOf[C redis.UniversalClient](ctx context.Context, nodes ...C) (time.Duration, error) {
 	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %w", err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO cpu %s = %q: %w", k, v, err)
+				}
+				total += f
+			}
 		}
 	}
-	return time.Duration(total * float64(time.Second))
+	return time.Duration(total * float64(time.Second)), nil
 }
 
 // redisReport prints the Redis rows: uncontended lock+unlock against
@@ -504,10 +518,12 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	ttl := 6 * time.Second
 	ctx := t.Context()
 	rdb, _, _ := newRedisClient(t, redisAddr(t), false)
-	s0 := redisCPU(ctx, rdb)
+	// Every client of the server counts: a reference only (0 if unread).
+	s0, _ := serverCPUOf(ctx, rdb)
 	s0t := time.Now()
 	hr := holdMany(t, n, ttl, 5)
-	serverCPU := float64(redisCPU(ctx, rdb)-s0) / float64(time.Since(s0t)) // CPU seconds per second, whole run
+	s1, _ := serverCPUOf(ctx, rdb)
+	serverCPU := float64(s1-s0) / float64(time.Since(s0t)) // CPU seconds per second, whole run
 	report(t, "redis-held", "%d held leases on one client (TTL %v, renewal period %v, %d periods measured):\n"+
 		"  goroutines added by the client: %d (with 1 lease: %d)\n"+
 		"  round trips per renewal period: %.2f (renewal rounds in the window: %d, last round took %v; commands %v)\n"+

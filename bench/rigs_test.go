@@ -28,6 +28,17 @@ type pair struct {
 	unlock  func(ctx context.Context) error
 	entries func(ctx context.Context) (int, error) // entries under its name now
 	check   func() error                           // optional: after lock, the grant looks right
+	// server is optional: the server's CPU time so far (every client's),
+	// where the engine reports it.
+	server func(ctx context.Context) (time.Duration, error)
+}
+
+// serverCPU is p.server's reading, or 0 when the pair has none.
+func (p *pair) serverCPU(ctx context.Context) (time.Duration, error) {
+	if p.server == nil {
+		return 0, nil
+	}
+	return p.server(ctx)
 }
 
 // rig is one engine's three implementations on one server, plus the

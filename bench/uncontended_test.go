@@ -82,9 +82,18 @@ func benchRig(b *testing.B, r *rig) {
 	}
 }
 
-// loop runs lock+unlock b.N times.
+// loop runs lock+unlock b.N times. It reports the process's CPU time per
+// op ("cpu-ns/op": user and system, every goroutine of the process, so
+// the clients' own background work is in it) and, for a pair that can
+// read it, the server's ("srv-ns/op"): with the wire's round trips equal,
+// these two say whether a gap is the client's work or the server's.
 func loop(b *testing.B, p *pair) error {
 	ctx := context.Background()
+	srv0, err := p.serverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0 := processCPU()
 	for b.Loop() {
 		if err := p.lock(ctx); err != nil {
 			return err
@@ -92,6 +101,15 @@ func loop(b *testing.B, p *pair) error {
 		if err := p.unlock(ctx); err != nil {
 			return err
 		}
+	}
+	cpu := processCPU() - cpu0
+	srv, err := p.serverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	if p.server != nil {
+		b.ReportMetric(float64(srv-srv0)/float64(b.N), "srv-ns/op")
 	}
 	return nil
 }
