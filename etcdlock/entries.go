@@ -125,6 +125,12 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 	}
 	key := dir + "/" + s.hex
 	val := entryValue(kind, data)
+	// Bound by the session as every other request: on a partitioned
+	// connection the answer never comes, and the caller's deadline may be
+	// far away (a pooled session's lease can be lost while the create is
+	// in flight).
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	resp, err := s.c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), countOp(dir)).

@@ -291,3 +291,37 @@ func TestCompactionDuringWait(t *testing.T) {
 	}
 	release(t, r.l)
 }
+
+// TestEnqueueEndsWithSession: a Lock that reuses a pooled session sends
+// its enqueue at once, and the partition cuts it off before the answer
+// comes back. The lease is lost within its TTL, and Lock must fail with
+// baton.ErrSessionLost then, not wait for an answer that will not come
+// until the caller's deadline (seen on a loaded cluster, where the key was
+// applied and listed while its member's answer was still on the way).
+func TestEnqueueEndsWithSession(t *testing.T) {
+	name := uniq(t)
+	p, err := faultproxy.Start(server.Endpoint)
+	if err != nil {
+		t.Fatalf("faultproxy.Start = %v", err)
+	}
+	t.Cleanup(p.Close)
+	const ttl = 2 * time.Second
+	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{TTL: ttl})
+	m := mutex(t, c, name)
+	release(t, lock(t, m, name)) // the session is pooled, idle and Held
+	if err := p.Blackhole(""); err != nil {
+		t.Fatalf("Blackhole = %v", err)
+	}
+	t.Cleanup(p.Heal)
+	cut := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := m.Lock(ctx)
+	took := time.Since(cut)
+	if l != nil {
+		t.Fatalf("Lock(%q) through a partition = a lease (token %d), want an error", name, l.Token())
+	}
+	if !errors.Is(err, baton.ErrSessionLost) || took > ttl+time.Second {
+		t.Errorf("Lock(%q) through a partition = %v after %v, want %v within the TTL (%v)", name, err, took.Round(time.Millisecond), baton.ErrSessionLost, ttl)
+	}
+}
