@@ -70,6 +70,7 @@ type Client struct {
 	// draining: Close waits for calls; a round that starts now sends
 	// nothing (a WaitGroup must not grow from zero during its Wait).
 	draining bool
+	late     lateAcquires // granted attempts' requests still in flight (late.go)
 
 	hooks hooks
 
@@ -132,6 +133,7 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		keyIdx: o.Prefix + "index",
 		keyCtr: o.Prefix + "counter",
 		ttlArg: o.TTL.Milliseconds(),
+		late:   lateAcquires{pending: map[string]chan struct{}{}},
 	}
 	for i, rdb := range nodes {
 		if rdb == nil {

@@ -57,7 +57,12 @@
 // Suspended when no renewal was confirmed for TTL/2, and Lost at
 // send time + TTL − (DriftMargin + drift) — before any node can expire a
 // majority of the keys. Release deletes the key on every node
-// (owner-checked) and succeeds once a majority confirmed.
+// (owner-checked) and succeeds once a majority confirmed. A node that had
+// not answered when the round stopped may still grant a moment later, so
+// a release first waits until the grant's acquire requests have answered
+// (at most NodeTimeout from the attempt's start; see late.go): sent
+// sooner, on another connection, it could reach the node first and leave
+// the released grant's key there for a whole TTL.
 //
 // # Waiting
 //

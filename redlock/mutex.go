@@ -238,8 +238,9 @@ func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) att
 				err: fmt.Errorf("granted too late: %v after the first request, validity %v", time.Since(start).Round(time.Millisecond), validity.Round(time.Millisecond))}
 		} else {
 			// Nodes that answer after the round stopped may still grant:
-			// the keeper extends and releases the key on every node.
-			rd.f.cancel()
+			// the keeper extends and releases the key on every node, once
+			// they answered (see late.go).
+			c.settleLate(owner, start, rd)
 			return r
 		}
 	}

@@ -110,6 +110,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 		return nil
 	}
 	c := s.c
+	c.awaitLate(ctx, refs)
 	keys, owners := s.keysOwners(refs)
 	for _, r := range refs {
 		keys = append(keys, c.waitersKey(r.Key))

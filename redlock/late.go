@@ -1,0 +1,69 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/baton-go/baton/keeper"
+)
+
+// A granted attempt returns as soon as a majority granted, and the nodes
+// that had not answered yet may grant it too a moment later. Their
+// requests are left to finish, not cancelled: a cancelled request closes
+// its connection, and the script may still run on the node after the
+// grant's release, sent on another connection, reached it first. That
+// key, a grant already released, then held the node for a whole TTL: on
+// a loaded host, 500 lock+unlock left two of five nodes held, and every
+// later acquire needed all three others.
+//
+// So the release of a grant waits until its acquire requests have all
+// answered (or reached their NodeTimeout; a node that has not answered by
+// then is one whose key expires by its TTL, as a node that does not
+// answer the release). lateAcquires tracks them by owner.
+type lateAcquires struct {
+	pending map[string]chan struct{} // owner → closed once every request answered; under Client.mu
+}
+
+// settleLate lets rd's unanswered requests finish in a goroutine of the
+// client, at most NodeTimeout from start, and registers owner's release
+// to wait for them.
+func (c *Client) settleLate(owner string, start time.Time, rd round) {
+	if rd.f.pending() == 0 {
+		rd.f.cancel()
+		return
+	}
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.late.pending[owner] = done
+	c.mu.Unlock()
+	// The fan's own requests still count in calls, so the count is above
+	// zero here and Close's Wait may not have returned.
+	c.calls.Add(1)
+	go func() {
+		defer c.calls.Done()
+		defer rd.f.cancel()
+		rd.f.drain(start.Add(c.o.NodeTimeout))
+		c.mu.Lock()
+		delete(c.late.pending, owner)
+		c.mu.Unlock()
+		close(done)
+	}()
+}
+
+// awaitLate waits until the acquire requests of refs have all answered,
+// or ctx ends.
+func (c *Client) awaitLate(ctx context.Context, refs []keeper.Ref) {
+	for _, r := range refs {
+		c.mu.Lock()
+		done := c.late.pending[r.Owner]
+		c.mu.Unlock()
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
