@@ -14,8 +14,9 @@ import (
 
 // TestCounterOutOfRange: the acquire scripts mint tokens with Lua numbers
 // (doubles), exact only up to 2^53, and a negative counter would mint
-// tokens ≤ 0. A counter SET to -1 or to 2^53 makes every recipe's acquire
-// fail at once with ErrBadCounter: nothing granted, the counter untouched.
+// tokens ≤ 0. A counter SET to -1, to 2^53, to the int64 limit (where
+// INCR itself fails) or to a non-number makes every recipe's acquire fail
+// at once with ErrBadCounter: nothing granted, the counter untouched.
 // At 2^53-1 the next grant gets exactly 2^53, and the one after is
 // refused.
 func TestCounterOutOfRange(t *testing.T) {
@@ -40,7 +41,7 @@ func TestCounterOutOfRange(t *testing.T) {
 		"Semaphore.Acquire":    sem.Acquire,
 		"Election (Campaign)":  func(ctx context.Context) (*baton.Lease, error) { l, err := el.Campaign(ctx); return leaseOf(l), err },
 	}
-	for _, bad := range []string{"-1", "9007199254740992", "-9007199254740993"} {
+	for _, bad := range []string{"-1", "9007199254740992", "-9007199254740993", "9223372036854775807", "x"} {
 		if err := rdb.Set(ctx, counter, bad, 0).Err(); err != nil {
 			t.Fatalf("SET %s %s = %v", counter, bad, err)
 		}

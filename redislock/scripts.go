@@ -22,10 +22,14 @@ import "github.com/redis/go-redis/v9"
 //
 // Lua numbers are doubles: past 2^53 an INCR's result is rounded, so
 // tokens would repeat or go back without an error, and a negative counter
-// would mint tokens ≤ 0. mint refuses a counter outside 0…2^53-1 before
-// incrementing it, with an error reply starting with counterErr, which
-// every acquire script returns as is; the client maps it to
-// ErrBadCounter. Nothing is written then: no grant, no wrap.
+// would mint tokens ≤ 0. mint refuses a counter outside 0…2^53-1, with an
+// error reply starting with "BATONCOUNTER", which every acquire script
+// returns as is; the client maps it to ErrBadCounter. Nothing is written
+// then: no grant, no wrap. It increments first and checks the result, one
+// call where a read before the increment made two on every grant: a
+// result in 1…2^53-1 is exact and proves the counter was in range; any
+// other is undone (DECR is exact on the server) and the stored text
+// judged, since 2^53 and 2^53+1 are the same double.
 
 const prelude = `
 local function tostr(n) return string.format('%d', n) end
@@ -37,14 +41,17 @@ local function extend(k, ms)
   if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
 end
 local function mint(ck)
-  local c = redis.call('GET', ck)
-  if c then
-    local n = tonumber(c)
-    if n and (n < 0 or n >= 9007199254740992) then
-      return redis.error_reply('BATONCOUNTER token counter ' .. ck .. ' holds ' .. c .. ', outside 0..2^53-1')
-    end
+  local t = redis.pcall('INCR', ck)
+  if type(t) ~= 'number' then -- not an integer, or at the int64 limit: unchanged
+  elseif t >= 1 and t < 9007199254740992 then return t
+  else
+    -- 2^53 and 2^53+1 are one double: undo the step (DECR is exact on
+    -- the server) and judge the stored text, which is exact.
+    redis.call('DECR', ck)
   end
-  return redis.call('INCR', ck)
+  local c = redis.call('GET', ck)
+  if c == '9007199254740991' then return redis.call('INCR', ck) end
+  return redis.error_reply('BATONCOUNTER token counter ' .. ck .. ' holds ' .. c .. ', outside 0..2^53-1')
 end
 local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
 local function intent(k, now)
