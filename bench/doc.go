@@ -140,6 +140,12 @@
 // the server's. Both count every client of the process or the server, so
 // they are for a server nobody else uses during the run.
 //
+// After the timed rounds, each Redis and Redlock pair runs alone once more
+// between CONFIG RESETSTAT and INFO commandstats, and its note says which
+// commands the servers ran per op and the microseconds each took: a
+// script's line includes the commands it called, and "lua" is the rest of
+// the script's time. That is where a gap in server CPU comes from.
+//
 // Server requests are counted on the server for ZooKeeper (mntr's
 // zk_packets_received, minus the pings measured over an idle window of the
 // same length with the same sessions) and on the client for etcd (a gRPC

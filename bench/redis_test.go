@@ -103,7 +103,8 @@ func newRedisClient(tb testing.TB, addr string, counted bool) (*redis.Client, *t
 // redisRig is the Redis lock pairs, timed on a direct client and counted
 // on a proxied one.
 type redisRig struct {
-	pairs   []*pair // baton, floor, peer
+	pairs   []*pair       // baton, floor, peer
+	rdb     *redis.Client // the pairs' server, for its statistics
 	counted []*pair
 	turns   *turnProxy
 	cmds    *cmdCounter
@@ -117,7 +118,7 @@ func newRedisRig(tb testing.TB) *redisRig {
 	tb.Helper()
 	addr := redisAddr(tb)
 	rdb, _, _ := newRedisClient(tb, addr, false)
-	r := &redisRig{pairs: redisPairs(tb, rdb)}
+	r := &redisRig{pairs: redisPairs(tb, rdb), rdb: rdb}
 	crdb, p, cc := newRedisClient(tb, addr, true)
 	r.counted, r.turns, r.cmds = redisPairs(tb, crdb), p, cc
 	return r
@@ -511,6 +512,15 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	w.Flush()
 	notes := spreads("redis", r.pairs, res)
 	notes = append(notes, fmt.Sprintf("commands sent by the counted client over the 3×200 counted ops: %v", cmds))
+	// Where each pair's server time goes, per command (the pairs one
+	// after the other, 2,000 ops each, after the timed rounds).
+	for _, p := range r.pairs {
+		prof, err := commandProfile(t.Context(), p, 2000, r.rdb)
+		if err != nil {
+			t.Fatalf("redis %s command profile: %v", p.impl, err)
+		}
+		notes = append(notes, fmt.Sprintf("redis %s server: %s", p.impl, prof))
+	}
 	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
 		rounds, tw.String(), strings.Join(notes, "\n"))
 

@@ -32,7 +32,8 @@ func redlockAddrs(tb testing.TB) []string {
 // clients behind one counting proxy per node.
 type redlockRig struct {
 	nodes   int
-	pairs   []*pair // baton, floor, peer
+	pairs   []*pair         // baton, floor, peer
+	direct  []*redis.Client // the pairs' nodes, for their statistics
 	counted []*pair
 	turns   *turnSum
 }
@@ -62,7 +63,7 @@ func newRedlockRig(tb testing.TB) *redlockRig {
 		counted[i], p, _ = newRedisClient(tb, a, true)
 		sum.ps = append(sum.ps, p)
 	}
-	return &redlockRig{nodes: len(addrs), pairs: redlockPairs(tb, direct), counted: redlockPairs(tb, counted), turns: sum}
+	return &redlockRig{nodes: len(addrs), pairs: redlockPairs(tb, direct), direct: direct, counted: redlockPairs(tb, counted), turns: sum}
 }
 
 // allNodes maps "n of total nodes hold it" to the smoke's entry count: 1
@@ -254,7 +255,15 @@ func redlockReport(t *testing.T, rounds int) (misses []string) {
 		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), redlockTarget, verdict)
 	recordRes("redlock", res, "peer", "go-redsync")
 	w.Flush()
+	notes := spreads("redlock", r.pairs, res)
+	for _, p := range r.pairs { // as for Redis, summed over the nodes
+		prof, err := commandProfile(t.Context(), p, 1000, r.direct...)
+		if err != nil {
+			t.Fatalf("redlock %s command profile: %v", p.impl, err)
+		}
+		notes = append(notes, fmt.Sprintf("redlock %s servers: %s", p.impl, prof))
+	}
 	report(t, "redlock", "Redlock lock+unlock on %d nodes, %d interleaved rounds (peer: go-redsync; floor: 2 rounds of PING to every node; rt/op/node: request flights per node through counting proxies; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
-		r.nodes, rounds, tw.String(), strings.Join(spreads("redlock", r.pairs, res), "\n"))
+		r.nodes, rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }
