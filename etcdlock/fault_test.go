@@ -10,7 +10,6 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -106,11 +105,7 @@ func TestHolderLeaseRevoked(t *testing.T) {
 // have been granted the lock yet.
 func TestSuspendedBeforeLost(t *testing.T) {
 	name := uniq(t)
-	p, err := faultproxy.Start(server.Endpoint)
-	if err != nil {
-		t.Fatalf("faultproxy.Start = %v", err)
-	}
-	t.Cleanup(p.Close)
+	p := proxy(t)
 	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{TTL: 2 * time.Second})
 	raw := rawClient(t, "")
 	l := lock(t, mutex(t, c, name), name)
@@ -300,11 +295,7 @@ func TestCompactionDuringWait(t *testing.T) {
 // applied and listed while its member's answer was still on the way).
 func TestEnqueueEndsWithSession(t *testing.T) {
 	name := uniq(t)
-	p, err := faultproxy.Start(server.Endpoint)
-	if err != nil {
-		t.Fatalf("faultproxy.Start = %v", err)
-	}
-	t.Cleanup(p.Close)
+	p := proxy(t)
 	const ttl = 2 * time.Second
 	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{TTL: ttl})
 	m := mutex(t, c, name)

@@ -9,7 +9,6 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/heldtest"
 )
 
@@ -21,11 +20,7 @@ import (
 // already Suspended is Suspended too, not left Held until the next change.
 func TestHeldLeasesFollowSession(t *testing.T) {
 	const n, ttl = 200, 3 * time.Second
-	p, err := faultproxy.Start(server.Endpoint)
-	if err != nil {
-		t.Fatalf("faultproxy.Start = %v", err)
-	}
-	t.Cleanup(p.Close)
+	p := proxy(t)
 	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{TTL: ttl})
 	name := uniq(t)
 	leases := []*baton.Lease{lock(t, mutex(t, c, name+"/0"), name+"/0")}

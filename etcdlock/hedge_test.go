@@ -21,11 +21,7 @@ func TestKeepaliveOutlivesTwoStuckEndpoints(t *testing.T) {
 	var addrs []string
 	var stuck []*faultproxy.Proxy
 	for i := range 3 {
-		p, err := faultproxy.Start(server.Endpoint)
-		if err != nil {
-			t.Fatalf("faultproxy.Start = %v", err)
-		}
-		t.Cleanup(p.Close)
+		p := proxy(t)
 		addrs = append(addrs, p.Addr)
 		if i < 2 {
 			stuck = append(stuck, p)

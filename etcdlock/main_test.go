@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/internal/faultproxy"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -150,4 +151,15 @@ func uniq(t *testing.T) string {
 func keyOf(l *baton.Lease) string {
 	key, _, _ := strings.Cut(l.Owner(), "@")
 	return key
+}
+
+// proxy starts a fault proxy to the server, closed at cleanup.
+func proxy(t *testing.T) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(server.Endpoint)
+	if err != nil {
+		t.Fatalf("faultproxy.Start = %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
