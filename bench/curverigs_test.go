@@ -150,7 +150,7 @@ func redisCurveRig(tb testing.TB) *curveRig {
 			}
 			return c
 		},
-		requests: turns.Turns, atRest: turns.Turns,
+		requests: turns.Requests, atRest: turns.Turns,
 		pumps: func() int { return 2 * turns.Conns() },
 		peer:  redisTputPeer,
 		floor: func(tb testing.TB) *pair {
@@ -242,7 +242,7 @@ func redlockCurveRig(tb testing.TB) *curveRig {
 			}
 			return c
 		},
-		requests: sum.Turns, atRest: sum.Turns, pumps: pumps, peer: redsyncTputPeer,
+		requests: sum.Requests, atRest: sum.Turns, pumps: pumps, peer: redsyncTputPeer,
 		floor: func(tb testing.TB) *pair {
 			pingAll := func(ctx context.Context) error {
 				errs := make(chan error, len(direct))

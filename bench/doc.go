@@ -85,7 +85,11 @@
 //     ≥ 0.8× the floor's. The curves count requests exactly on the
 //     client's side: ZooKeeper request frames by opcode through a proxy
 //     (pings told apart by opcode), etcd calls (keepalives left out), and
-//     request flights through turnProxy for the others.
+//     request flights through turnProxy for the others (for Redis and
+//     Redlock without the flights that are only the PING of go-redis's
+//     pub/sub health check, one per client's subscription per TTL: with
+//     a client per waiter they grew with the waiters, as ZooKeeper's
+//     pings would).
 //
 // A full run (every section) regenerates README.md, the whole file, from
 // its own tables, and draws its charts into results/ with gonum/plot:

@@ -81,7 +81,7 @@ func newRedisClient(tb testing.TB, addr string, counted bool) (*redis.Client, *t
 	var p *turnProxy
 	var cc *cmdCounter
 	if counted {
-		p = startTurnProxy(tb, addr)
+		p = startTurnProxy(tb, addr, redisPing)
 		addr = p.Addr()
 	}
 	// ContextTimeoutEnabled, as redislock's doc recommends; both libraries

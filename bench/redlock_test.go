@@ -41,10 +41,15 @@ type redlockRig struct {
 // turnSum adds up the round trips of several proxies.
 type turnSum struct{ ps []*turnProxy }
 
-func (s *turnSum) Turns() int64 {
+func (s *turnSum) Turns() int64 { return s.sum((*turnProxy).Turns) }
+
+// Requests adds up the proxies' flights without keepalives.
+func (s *turnSum) Requests() int64 { return s.sum((*turnProxy).Requests) }
+
+func (s *turnSum) sum(count func(*turnProxy) int64) int64 {
 	var n int64
 	for _, p := range s.ps {
-		n += p.Turns()
+		n += count(p)
 	}
 	return n
 }

@@ -117,12 +117,12 @@ func (r *relay) accept() {
 }
 
 // pump copies src to dst, calling seen before forwarding each read.
-func pump(dst, src net.Conn, seen func()) {
+func pump(dst, src net.Conn, seen func(chunk []byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			seen()
+			seen(buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}

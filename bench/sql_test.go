@@ -55,7 +55,7 @@ func sqlBackends(dir string) []sqlBackend {
 				if u.Port() == "" {
 					host += ":5432"
 				}
-				p = startTurnProxy(tb, host)
+				p = startTurnProxy(tb, host, nil)
 				u.Host = p.Addr()
 			}
 			return openSQL(tb, "pgx", u.String()), p
@@ -68,7 +68,7 @@ func sqlBackends(dir string) []sqlBackend {
 			cfg.InterpolateParams = true // as sqllock's doc recommends: no prepare round trip
 			var p *turnProxy
 			if counted {
-				p = startTurnProxy(tb, cfg.Addr)
+				p = startTurnProxy(tb, cfg.Addr, nil)
 				cfg.Addr = p.Addr()
 			}
 			return openSQL(tb, "mysql", cfg.FormatDSN()), p

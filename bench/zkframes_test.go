@@ -42,7 +42,7 @@ func startZKFrameProxy(tb testing.TB, upstream string) *zkFrameProxy {
 	tb.Helper()
 	p := &zkFrameProxy{ops: make(map[string]int64)}
 	p.relay = startRelay(tb, "zkFrameProxy", upstream, func() (up, down func(dst, src net.Conn)) {
-		return p.frames, func(dst, src net.Conn) { pump(dst, src, func() {}) }
+		return p.frames, func(dst, src net.Conn) { pump(dst, src, func([]byte) {}) }
 	})
 	return p
 }
