@@ -70,7 +70,9 @@ type Client struct {
 	// draining: Close waits for calls; a round that starts now sends
 	// nothing (a WaitGroup must not grow from zero during its Wait).
 	draining bool
-	late     lateAcquires // granted attempts' requests still in flight (late.go)
+	// late: granted attempts whose acquire requests are still in
+	// flight, by owner, each closed once they all answered (late.go).
+	late map[string]chan struct{}
 
 	hooks hooks
 
@@ -133,7 +135,7 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		keyIdx: o.Prefix + "index",
 		keyCtr: o.Prefix + "counter",
 		ttlArg: o.TTL.Milliseconds(),
-		late:   lateAcquires{pending: map[string]chan struct{}{}},
+		late:   map[string]chan struct{}{},
 	}
 	for i, rdb := range nodes {
 		if rdb == nil {

@@ -19,14 +19,23 @@ import (
 // So the release of a grant waits until its acquire requests have all
 // answered (or reached their NodeTimeout; a node that has not answered by
 // then is one whose key expires by its TTL, as a node that does not
-// answer the release). lateAcquires tracks them by owner.
-type lateAcquires struct {
-	pending map[string]chan struct{} // owner → closed once every request answered; under Client.mu
+// answer the release). Client.late tracks them by owner.
+
+// afterRound lets rd's unanswered requests finish in a goroutine of the
+// client, at most NodeTimeout from start, and hands their answers to
+// then. The fan's own requests still count in calls, so the count is
+// above zero here and Close's Wait may not have returned.
+func (c *Client) afterRound(start time.Time, rd round, then func(late []result)) {
+	c.calls.Add(1)
+	go func() {
+		defer c.calls.Done()
+		defer rd.f.cancel()
+		then(rd.f.drain(start.Add(c.o.NodeTimeout)))
+	}()
 }
 
-// settleLate lets rd's unanswered requests finish in a goroutine of the
-// client, at most NodeTimeout from start, and registers owner's release
-// to wait for them.
+// settleLate has a granted attempt's unanswered requests finish, and
+// owner's release wait for them.
 func (c *Client) settleLate(owner string, start time.Time, rd round) {
 	if rd.f.pending() == 0 {
 		rd.f.cancel()
@@ -34,20 +43,14 @@ func (c *Client) settleLate(owner string, start time.Time, rd round) {
 	}
 	done := make(chan struct{})
 	c.mu.Lock()
-	c.late.pending[owner] = done
+	c.late[owner] = done
 	c.mu.Unlock()
-	// The fan's own requests still count in calls, so the count is above
-	// zero here and Close's Wait may not have returned.
-	c.calls.Add(1)
-	go func() {
-		defer c.calls.Done()
-		defer rd.f.cancel()
-		rd.f.drain(start.Add(c.o.NodeTimeout))
+	c.afterRound(start, rd, func([]result) {
 		c.mu.Lock()
-		delete(c.late.pending, owner)
+		delete(c.late, owner)
 		c.mu.Unlock()
 		close(done)
-	}()
+	})
 }
 
 // awaitLate waits until the acquire requests of refs have all answered,
@@ -55,7 +58,7 @@ func (c *Client) settleLate(owner string, start time.Time, rd round) {
 func (c *Client) awaitLate(ctx context.Context, refs []keeper.Ref) {
 	for _, r := range refs {
 		c.mu.Lock()
-		done := c.late.pending[r.Owner]
+		done := c.late[r.Owner]
 		c.mu.Unlock()
 		if done == nil {
 			continue

@@ -270,14 +270,10 @@ func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, sta
 		return
 	}
 	// Requests still in flight may create the key later (after an unlock
-	// sent now on another connection): a goroutine of the client waits
-	// for their answers, at most NodeTimeout from the round's start, and
-	// has the keeper unlock every node if one of them granted or failed.
-	c.calls.Add(1)
-	go func() {
-		defer c.calls.Done()
-		defer rd.f.cancel()
-		for _, res := range rd.f.drain(start.Add(c.o.NodeTimeout)) {
+	// sent now on another connection): once they answered, the keeper
+	// unlocks every node if one of them granted or failed.
+	c.afterRound(start, rd, func(late []result) {
+		for _, res := range late {
 			if vs, _ := res.v.([]any); res.err != nil || len(vs) == 2 && vs[0] == int64(codeGranted) {
 				c.k.Abandon(ref)
 				return
@@ -286,7 +282,7 @@ func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, sta
 		if rd.f.pending() > 0 {
 			c.k.Abandon(ref)
 		}
-	}()
+	})
 }
 
 // round is what an acquire round learnt.
