@@ -19,17 +19,32 @@ type cmdStat struct {
 	usec  int64
 }
 
+// infoSection reads one section of a node's INFO as its "key:value"
+// lines.
+func infoSection(ctx context.Context, rdb redis.UniversalClient, section string) (map[string]string, error) {
+	info, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s: %w", section, err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
 // commandStats reads INFO commandstats, keyed by command name in lower
 // case ("evalsha", "hget", "set").
 func commandStats(ctx context.Context, rdb redis.UniversalClient) (map[string]cmdStat, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	lines, err := infoSection(ctx, rdb, "commandstats")
 	if err != nil {
-		return nil, fmt.Errorf("INFO commandstats: %w", err)
+		return nil, err
 	}
 	out := map[string]cmdStat{}
-	for _, line := range strings.Split(info, "\n") {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+	for name, fields := range lines {
+		if !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
 		var s cmdStat
@@ -42,7 +57,7 @@ func commandStats(ctx context.Context, rdb redis.UniversalClient) (map[string]cm
 				s.usec, err = strconv.ParseInt(v, 10, 64)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("INFO commandstats %s: %w", line, err)
+				return nil, fmt.Errorf("INFO commandstats %s:%s: %w", name, fields, err)
 			}
 		}
 		out[strings.TrimPrefix(name, "cmdstat_")] = s

@@ -469,19 +469,16 @@ func readingServers[C redis.UniversalClient](pairs []*pair, nodes ...C) []*pair 
 func serverCPUOf[C redis.UniversalClient](ctx context.Context, nodes ...C) (time.Duration, error) {
 	var total float64
 	for _, n := range nodes {
-		info, err := n.Info(ctx, "cpu").Result()
+		cpu, err := infoSection(ctx, n, "cpu")
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu: %w", err)
+			return 0, err
 		}
-		for _, line := range strings.Split(info, "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return 0, fmt.Errorf("INFO cpu %s = %q: %w", k, v, err)
-				}
-				total += f
+		for _, k := range []string{"used_cpu_user", "used_cpu_sys"} {
+			f, err := strconv.ParseFloat(cpu[k], 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s = %q: %w", k, cpu[k], err)
 			}
+			total += f
 		}
 	}
 	return time.Duration(total * float64(time.Second)), nil

@@ -1,9 +1,9 @@
 package bench_test
 
 import (
+	"bytes"
 	"errors"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -70,9 +70,9 @@ func (p *turnProxy) Requests() int64 { return p.turns.Load() - p.keepalives.Load
 // redisPing tells a burst that is one PING without a payload, as
 // go-redis's pub/sub health check sends it (redislock and redlock
 // subscribe one connection per client, checked every TTL).
-func redisPing(burst []byte) bool {
-	return strings.EqualFold(string(burst), "*1\r\n$4\r\nping\r\n")
-}
+func redisPing(burst []byte) bool { return bytes.EqualFold(burst, respPing) }
+
+var respPing = []byte("*1\r\n$4\r\nping\r\n")
 
 // TestTurnProxyKeepalives: through a Redis counting proxy, a PING is a
 // flight Turns counts and Requests leaves out; a PING with a payload and
