@@ -100,7 +100,8 @@ type node struct {
 type hooks struct {
 	// writeBack picks the nodes the write-back raises, given the granting
 	// nodes and the node that minted the token; nil means the granting
-	// nodes (the protocol). A control returns nil (skip) or other nodes.
+	// nodes but the minter (the protocol). A control returns nil (skip)
+	// or other nodes.
 	writeBack func(granting []int, minter int) []int
 }
 
@@ -455,7 +456,7 @@ type NodeEntry struct {
 	Addr    string        // the node client's address
 	Owner   string        // the holding grant's owner ("" when free)
 	Token   uint64        // the token this node minted for the holder
-	Grant   uint64        // the grant's quorum token, once written back (0 before)
+	Grant   uint64        // the grant's quorum token, once written back (0 before; see Inspect)
 	TTLLeft time.Duration // time left on the node's clock (0 when free)
 	Counter uint64        // the node's token counter
 	Index   string        // the node's stored index ("" when missing)
@@ -464,7 +465,9 @@ type NodeEntry struct {
 
 // Inspect reads what every node holds for lock name, without taking
 // anything; a node that does not answer within NodeTimeout·4 has Err set.
-// Tokens are shown without TokenFloor.
+// Tokens are shown without TokenFloor. The node that minted the quorum
+// token gets no write-back (its counter is the token already): its Grant
+// is its Token when another node of the same owner records that grant.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -502,6 +505,13 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 			}
 		}
 		out[r.i] = e
+	}
+	for i, e := range out {
+		for _, o := range out {
+			if e.Owner != "" && e.Grant == 0 && o.Owner == e.Owner && o.Grant == e.Token {
+				out[i].Grant = e.Token // the minter: tokens ≡ node (mod N) are its alone
+			}
+		}
 	}
 	return out, nil
 }

@@ -36,10 +36,13 @@
 //     a majority has become impossible (enough nodes held by others or
 //     failed), without waiting for slow nodes.
 //  2. The token is the largest the granting majority minted.
-//  3. Write-back: on the granting nodes, and only where this attempt's key
-//     is still present (owner-checked, in the same script), the counter is
-//     raised to at least the token (staying ≡ i mod N). Fewer than a
-//     majority raised: the attempt fails.
+//  3. Write-back: on the granting nodes other than the one that minted
+//     the token, and only where this attempt's key is still present
+//     (owner-checked, in the same script), the counter is raised to at
+//     least the token (staying ≡ i mod N). The minter needs no raise: its
+//     acquire script set its counter to the token as it created the key.
+//     Fewer than a majority holding the token (the minter and the nodes
+//     raised): the attempt fails.
 //  4. Validity = TTL − elapsed − drift, computed after the write-back on
 //     Go's monotonic clock from the first request's send time; drift =
 //     TTL·DriftFactor + 2ms. Not positive: the attempt fails.
@@ -100,17 +103,19 @@
 // began after G returned has a token T' > T; and no two grants share a
 // token.
 //
-// G's write-back raised a majority W of the nodes, each while G's key was
-// present on it, to a counter ≥ T. G' needs a majority M' of its own; M'
-// and W share a node k. G' created its key on k after G returned, so
-// after G's raise on k; and since G's key was present at the raise, G'
-// could create its key only after G's key left k (released or expired).
-// Either way node k's counter was already ≥ T when G' minted on it, and a
-// mint is always above the counter, so G' got a value > T from k, and T'
-// — the largest of its majority's values — is > T. Without the write-back
-// the argument breaks: the node in common may be one whose own counter
-// was far below T (T came from another node), and G' can get a smaller
-// token; this package's tests build that interleaving as the control.
+// When G returned, a majority W of the nodes had a counter ≥ T, each set
+// while G's key was present on it: the minter of T by the acquire script
+// that created G's key there, the others by G's write-back (the raise).
+// G' needs a majority M' of its own; M' and W share a node k. G' created
+// its key on k after G returned, so after the raise on k; and since G's
+// key was present at the raise, G' could create its key only after G's
+// key left k (released or expired). Either way node k's counter was
+// already ≥ T when G' minted on it, and a mint is always above the
+// counter, so G' got a value > T from k, and T' — the largest of its
+// majority's values — is > T. Without the write-back the argument breaks:
+// the node in common may be one whose own counter was far below T (T came
+// from another node), and G' can get a smaller token; this package's
+// tests build that interleaving as the control.
 //
 // Tokens never collide: a token ≡ i (mod N) can only have been minted by
 // node i, whose counter only grows, so node i never mints the same value

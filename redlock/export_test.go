@@ -7,7 +7,7 @@ func SkipWriteBack(c *Client) {
 }
 
 // MisdirectWriteBack makes c raise only the node that minted the token,
-// where the raise is a no-op, instead of the granting majority: the
+// where the raise is a no-op, instead of the other granting nodes: the
 // "misdirected" negative control of row 7 (tests only).
 func MisdirectWriteBack(c *Client) {
 	c.hooks.writeBack = func(_ []int, minter int) []int { return []int{minter} }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/baton-go/baton/internal/rediseval"
+	"slices"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 	"github.com/redis/go-redis/v9"
@@ -419,11 +420,13 @@ func (c *Client) outcome(t *tally) attemptResult {
 	return res
 }
 
-// writeBack raises the counters of the granting nodes to at least the
-// quorum token, only where this attempt's key is still present, and keeps
-// the grant only when a majority was raised: then any later grant takes
-// one of those nodes after this key left it, after the raise, and mints a
-// larger token there (see the package doc).
+// writeBack raises the counters of the granting nodes other than the
+// minter to at least the quorum token, only where this attempt's key is
+// still present, and keeps the grant only when, with the minter, a
+// majority holds it: then any later grant takes one of those nodes after
+// this key left it, after the raise, and mints a larger token there (see
+// the package doc). The minter needs no raise: its acquire script set its
+// counter to the token in the same step that created the key.
 func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[int]uint64, r attemptResult) attemptResult {
 	var t uint64
 	minter := -1
@@ -434,12 +437,14 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 			t, minter = v, i
 		}
 	}
-	targets := granting
+	targets := slices.DeleteFunc(slices.Clone(granting), func(i int) bool { return i == minter })
 	if c.hooks.writeBack != nil {
 		targets = c.hooks.writeBack(granting, minter)
 	}
-	if len(targets) == 0 {
-		targets = []int{} // fanOut(nil) would mean every node
+	need := c.maj - 1 // the minter is the majority's first member
+	if len(targets) == 0 || need == 0 {
+		r.token = t
+		return r
 	}
 	keys := []string{c.lockKey(name), c.keyCtr}
 	boxed := rediseval.BoxKeys(keys)
@@ -451,7 +456,7 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 	defer f.cancel()
 	raised := 0
 	var errs []error
-	for raised < c.maj {
+	for raised < need {
 		res, more := f.next()
 		if !more {
 			break
@@ -466,11 +471,11 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 		}
 	}
 	if c.hooks.writeBack != nil {
-		raised = c.maj // a control keeps the grant whatever its write-back did
+		raised = need // a control keeps the grant whatever its write-back did
 	}
-	if raised < c.maj {
+	if raised < need {
 		return attemptResult{outcome: unreached, start: r.start, majorityAnswered: true,
-			err: writeBackErr(raised, len(granting), c.maj, errs)}
+			err: writeBackErr(raised+1, len(granting), c.maj, errs)}
 	}
 	r.token = t
 	return r
@@ -512,11 +517,12 @@ func (c *Client) unlock(ctx context.Context, name, owner string, w waiting, idx 
 	}
 }
 
-// writeBackErr is the error of a write-back that raised fewer than a
-// majority of nodes. Nodes that did not answer before the attempt's bound
-// leave no error of their own, so errs may be empty.
-func writeBackErr(raised, granting, majority int, errs []error) error {
-	err := fmt.Errorf("write-back raised %d of %d granting nodes, want %d", raised, granting, majority)
+// writeBackErr is the error of a write-back after which fewer than a
+// majority of nodes hold the token: held counts the minter and the nodes
+// raised. Nodes that did not answer before the attempt's bound leave no
+// error of their own, so errs may be empty.
+func writeBackErr(held, granting, majority int, errs []error) error {
+	err := fmt.Errorf("write-back: %d of %d granting nodes hold the token (its minter included), want %d", held, granting, majority)
 	if len(errs) == 0 {
 		return fmt.Errorf("%w (the others did not answer in time)", err)
 	}
