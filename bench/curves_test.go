@@ -11,11 +11,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -87,6 +85,7 @@ type handoffPoint struct {
 	handoffs int
 	p50, p99 time.Duration
 	req      float64 // requests per handoff; NaN without a wire
+	rest     float64 // requests per second at rest (holder holding, waiters waiting)
 	allocs   float64 // the whole process's heap allocations per handoff
 	// failed: a Lock or Release failed under the load (not a broken
 	// handoff rule), so the point has no figures.
@@ -175,7 +174,7 @@ func handoffCurve(t *testing.T, s curveSizes) (map[string][]handoffPoint, error)
 				} else {
 					r = curveHandoffRig(t, newCurveRig(t, e), n)
 				}
-				res, err := runHandoff(r, handoffConfig{max: 500, budget: s.handoff, settle: time.Millisecond})
+				res, err := runHandoff(r, handoffConfig{max: 500, budget: s.handoff, settle: time.Millisecond, rest: s.handoff})
 				if err != nil && !errors.Is(err, errHandoffRule) {
 					// A measured outcome, not a broken rule: the engine
 					// could not serve this many waiters here (a Lock or a
@@ -188,10 +187,10 @@ func handoffCurve(t *testing.T, s curveSizes) (map[string][]handoffPoint, error)
 				if err != nil {
 					t.Fatalf("%s handoff with %d waiters: %v", e, n, err)
 				}
-				pt := handoffPoint{waiters: n, handoffs: res.handoffs, p50: res.quantile(0.5), p99: res.quantile(0.99), req: res.perHandoff(),
-					allocs: res.allocsPerHandoff()}
+				pt := handoffPoint{waiters: n, handoffs: res.handoffs, p50: res.quantile(0.5), p99: res.quantile(0.99),
+					req: res.perHandoff(), rest: res.restPerSec(), allocs: res.allocsPerHandoff()}
 				if e == "sqlite" {
-					pt.req = math.NaN()
+					pt.req, pt.rest = math.NaN(), math.NaN()
 				}
 				out[e] = append(out[e], pt)
 			})
@@ -210,6 +209,11 @@ type tputPoint struct {
 	names  int
 	ops    float64
 	allocs float64
+	// busy is the host's busy share of its cores over the run and cpu
+	// its busy CPU time per lock+unlock in µs (clients and servers, see
+	// hostCPU); cpuOK is false where the host's CPU cannot be read.
+	busy, cpu float64
+	cpuOK     bool
 }
 
 // throughputCurve runs s.clients direct clients of each engine, each
@@ -306,9 +310,9 @@ type peerPoint struct {
 }
 
 // runClients runs op of k goroutines for d and returns the operations per
-// second of all together and the process's allocations per operation
+// second of all together, the process's allocations per operation
 // (MemStats read once before the goroutines start and once after they
-// end).
+// end) and the host's CPU per operation (/proc/stat, read the same way).
 func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context) error) (tputPoint, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
 	defer cancel()
@@ -319,7 +323,7 @@ func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context)
 	for i := range ops {
 		ops[i] = mk(i)
 	}
-	m0 := readMem()
+	m0, h0 := readMem(), readHostCPU()
 	start := time.Now()
 	end := start.Add(d)
 	for i, op := range ops {
@@ -335,8 +339,11 @@ func runClients(k int, d time.Duration, mk func(i int) func(ctx context.Context)
 	}
 	wg.Wait()
 	took := time.Since(start)
-	allocs, _ := readMem().perOp(m0, int(done.Load()))
-	return tputPoint{ops: float64(done.Load()) / took.Seconds(), allocs: allocs}, errors.Join(errs...)
+	n := int(done.Load())
+	allocs, _ := readMem().perOp(m0, n)
+	pt := tputPoint{ops: float64(n) / took.Seconds(), allocs: allocs}
+	pt.busy, pt.cpu, pt.cpuOK = readHostCPU().since(h0, n)
+	return pt, errors.Join(errs...)
 }
 
 // heldPoint is the figures of many leases held by one client.
@@ -505,187 +512,6 @@ func parallel(n int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// curves is the cost curves of one run.
-type curves struct {
-	sizes     curveSizes
-	handoff   map[string][]handoffPoint
-	tput      map[string][]tputPoint
-	tputFloor map[string]tputPoint
-	tputPeer  map[string]peerPoint // the peer libraries over the most names
-	held      map[string]heldPoint
-}
-
-// curveReport draws the cost curves and prints them with their targets:
-// requests per handoff flat (≤ 1.1× from the fewest to the most waiters),
-// p50 at the most waiters ≤ 1.5× at the fewest, goroutines independent of
-// the leases held, throughput over the most names ≥ 0.8× the floor's.
-func curveReport(t *testing.T, s curveSizes) (c curves, misses []string) {
-	c.sizes = s
-	var err error
-	if c.handoff, err = handoffCurve(t, s); err != nil {
-		t.Fatal(err)
-	}
-	c.tput, c.tputFloor, c.tputPeer = throughputCurve(t, s)
-	c.held = heldRow(t, s)
-	if t.Failed() {
-		return c, nil
-	}
-
-	var handoffFailures []string
-	var tw strings.Builder
-	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "engine\t"
-	for _, n := range s.waiters {
-		head += fmt.Sprintf("p50/p99 µs @%d\t", n)
-	}
-	for _, n := range s.waiters {
-		head += fmt.Sprintf("req @%d\t", n)
-	}
-	for _, n := range s.waiters {
-		head += fmt.Sprintf("allocs @%d\t", n)
-	}
-	fmt.Fprintln(w, head+"p50 ratio\treq ratio\ttarget\tresult\t")
-	for _, e := range append([]string{"etcd-peer"}, curveEngines...) {
-		pts := c.handoff[e]
-		if len(pts) == 0 { // filtered out by -run
-			continue
-		}
-		line := e + "\t"
-		var ok []handoffPoint
-		var failed []string
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "failed\t"
-				failed = append(failed, fmt.Sprintf("%d waiters: %v", p.waiters, p.failed))
-				continue
-			}
-			ok = append(ok, p)
-			line += fmt.Sprintf("%d/%d\t", p.p50.Microseconds(), p.p99.Microseconds())
-		}
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "–\t"
-				continue
-			}
-			line += fmtReq(p.req) + "\t"
-		}
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "–\t"
-				continue
-			}
-			line += fmtAllocs(p.allocs) + "\t"
-		}
-		if len(failed) > 0 {
-			misses = append(misses, fmt.Sprintf("%s handoff curve: failed at %s", e, strings.Join(failed, "; ")))
-			handoffFailures = append(handoffFailures, fmt.Sprintf("%s at %s", e, strings.Join(failed, "; ")))
-		}
-		if len(ok) == 0 {
-			fmt.Fprintf(w, "%s–\t–\t≤1.5× p50, ≤1.1× req\tMISS\t\n", line)
-			continue
-		}
-		first, last := ok[0], ok[len(ok)-1]
-		lr := float64(last.p50) / float64(first.p50)
-		rr := last.req / first.req
-		verdict := "PASS"
-		switch {
-		case e == "etcd-peer":
-			verdict = "reference"
-		case len(failed) > 0:
-			verdict = "MISS"
-		case lr > 1.5 || rr > 1.1 || math.IsNaN(rr) && lr > 1.5:
-			verdict = "MISS"
-			misses = append(misses, fmt.Sprintf("%s handoff curve (p50 %.2f×, requests %s× from %d to %d waiters)", e, lr, fmtReq(rr), first.waiters, last.waiters))
-		}
-		fmt.Fprintf(w, "%s%.2f\t%s\t≤1.5× p50, ≤1.1× req\t%s\t\n", line, lr, fmtReq(rr), verdict)
-	}
-	w.Flush()
-	var failNote string
-	if len(handoffFailures) > 0 {
-		failNote = "\nfailed (a Lock or Release returned an error under the load: the points are left out of the curve and the chart): " + strings.Join(handoffFailures, "\n")
-	}
-	report(t, "curve-handoff", "%s", fmt.Sprintf("handoff cost curve: p50/p99 from Release start to the next waiter's Lock return, requests per handoff (exact, client-side: ZooKeeper request frames without pings, etcd calls without keepalives, request flights through a counting proxy for Redis, Redlock (without pub/sub health-check PINGs), PostgreSQL and MariaDB; SQLite has no wire) and allocs per handoff (the whole process's heap allocations over the handoffs: holder, waiters and re-queue), every waiter on a client of its own (SQL: spread over %d clients of 4 connections each); lease engines grant any waiter, queue engines the next in line; up to 500 handoffs or %v per point; ratios: most waiters drawn over fewest:\n%s", sqlClients, s.handoff, tw.String())+failNote)
-
-	tw.Reset()
-	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head = "engine\t"
-	for _, n := range s.names {
-		head += fmt.Sprintf("ops/s @%d names\t", n)
-	}
-	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tpeer ops/s @%d names\tpeer/floor\tallocs/op @%d names\tfloor allocs/op\ttarget\tresult\t", s.names[len(s.names)-1], s.names[len(s.names)-1]))
-	var peerNotes []string
-	for _, e := range curveEngines {
-		if len(c.tput[e]) == 0 {
-			continue
-		}
-		line := e + "\t"
-		for _, p := range c.tput[e] {
-			line += fmt.Sprintf("%.0f\t", p.ops)
-		}
-		pts := c.tput[e]
-		most, floor := pts[len(pts)-1], c.tputFloor[e]
-		r := most.ops / floor.ops
-		verdict := "PASS"
-		if r < 0.8 {
-			verdict = "MISS"
-			misses = append(misses, fmt.Sprintf("%s throughput over %d names (%.2f× the floor)", e, pts[len(pts)-1].names, r))
-		}
-		peerOps, peerRatio := "–", "–"
-		if p, ok := c.tputPeer[e]; ok {
-			peerOps, peerRatio = fmt.Sprintf("%.0f", p.ops), fmt.Sprintf("%.2f", p.ops/floor.ops)
-			peerNotes = append(peerNotes, fmt.Sprintf("%s: %s", e, p.what))
-		}
-		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, peerOps, peerRatio, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), verdict)
-	}
-	w.Flush()
-	if len(peerNotes) > 0 {
-		tw.WriteString("peers, on the same number of clients over as many names of their own: " + strings.Join(peerNotes, "; ") + "\n")
-	}
-	report(t, "curve-throughput", "throughput: lock+unlock per second of %d clients together (direct connections, a client each), each op on a name picked at random among n; the floor: the engine's bare round trips on the same number of clients, each on a name of its own; allocs/op: the whole process's heap allocations per lock+unlock over the same run (a client's first use of a name included); %v per point:\n%s", s.clients, s.tput, tw.String())
-
-	tw.Reset()
-	w = tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	var heldFailures []string
-	fmt.Fprintln(w, "engine\tleases\tgoroutines (1 lease)\tgoroutines (all)\theap B/lease\treq/s at rest\tacquire all\trelease all\tallocs/lease acq·rel\ttarget\tresult\t")
-	for _, e := range curveEngines {
-		h, ok := c.held[e]
-		if !ok {
-			continue
-		}
-		verdict := "PASS"
-		if h.failed != nil {
-			msg := h.failed.Error()
-			if i := strings.IndexByte(msg, '\n'); i > 0 {
-				msg = msg[:i] + " …"
-			}
-			fmt.Fprintf(w, "%s\t%d\tfailed\t–\t–\t–\t–\t–\t–\tgoroutines independent of leases\tMISS\t\n", e, h.leases)
-			heldFailures = append(heldFailures, fmt.Sprintf("%s: %s", e, msg))
-			misses = append(misses, fmt.Sprintf("%s %d held leases failed: %s", e, h.leases, msg))
-			continue
-		}
-		if h.gN != h.g1 {
-			verdict = "MISS"
-			misses = append(misses, fmt.Sprintf("%s %d held leases (goroutines %d, %d with one)", e, h.leases, h.gN, h.g1))
-		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%s\t%v\t%v\t%s·%s\tgoroutines independent of leases\t%s\t\n", e, h.leases, h.g1, h.gN, h.heapPerLease,
-			fmtReq(h.restPerSec), h.acquire.Round(time.Millisecond), h.release.Round(time.Millisecond),
-			fmtAllocs(h.acquireAllocs), fmtAllocs(h.releaseAllocs), verdict)
-	}
-	w.Flush()
-	if len(heldFailures) > 0 {
-		tw.WriteString("failed (a lease lost or an operation failed under the load): " + strings.Join(heldFailures, "\n"))
-	}
-	report(t, "curve-held", "held leases on one client (lease time / session timeout %v): goroutines the client added, live heap per lease, requests per second at rest over %v (pings, keepalives and renewals included), acquiring and releasing all on 32 goroutines, with the process's heap allocations per lease over each:\n%s", heldTTL, s.rest, tw.String())
-	return c, misses
-}
-
-func fmtReq(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
 // TestCurvesSmoke draws the cost curves at small sizes on every engine (3
 // waiters, 40 held leases, 4 clients over 1 and 4 names): every handoff
 // follows the rules (queue order on the queue engines, growing tokens),
@@ -702,6 +528,7 @@ func TestCurvesSmoke(t *testing.T) {
 		return
 	}
 	checkCurveAllocs(t, c)
+	checkCurveRest(t, c)
 	dir := t.TempDir()
 	charts, err := writeCharts(dir, c, nil, nil)
 	if err != nil {
@@ -711,6 +538,30 @@ func TestCurvesSmoke(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, ch.file))
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("chart %s: %d bytes, %v; want a PNG", ch.file, len(b), err)
+		}
+	}
+}
+
+// checkCurveRest checks that every handoff point with a wire measured
+// its rest window, and that on Linux every throughput point read the
+// host's CPU.
+func checkCurveRest(t *testing.T, c curves) {
+	t.Helper()
+	for e, pts := range c.handoff {
+		for _, p := range pts {
+			if p.failed == nil && e != "sqlite" && !(p.rest >= 0) {
+				t.Errorf("%s handoff at %d waiters: rest %v req/s, want a rate ≥ 0", e, p.waiters, p.rest)
+			}
+		}
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	for e, pts := range c.tput {
+		for _, p := range append(pts, c.tputFloor[e]) {
+			if !p.cpuOK || !(p.cpu > 0) {
+				t.Errorf("%s throughput over %d names: host CPU %v µs/op (read %v), want > 0", e, p.names, p.cpu, p.cpuOK)
+			}
 		}
 	}
 }

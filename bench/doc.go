@@ -89,7 +89,14 @@
 //     Redlock without the flights that are only the PING of go-redis's
 //     pub/sub health check, one per client's subscription per TTL: with
 //     a client per waiter they grew with the waiters, as ZooKeeper's
-//     pings would).
+//     pings would). After each point's handoffs, a window of the same
+//     length with the holder holding counts the waiters' requests at rest
+//     (Redis, Redlock and SQL waiters poll and keep their intents alive,
+//     each at least once per TTL/2), printed beside the curve. Each
+//     throughput point also reads the host's CPU (/proc/stat, clients and
+//     servers together): on a host kept busy, throughput over the floor's
+//     is about the floor's CPU per op over the point's, which the table
+//     prints next to it.
 //
 // A full run (every section) regenerates README.md, the whole file, from
 // its own tables, and draws its charts into results/ with gonum/plot:

@@ -248,6 +248,11 @@ type handoffResult struct {
 	releases  []time.Duration // release start → Release returns
 	requests  int64           // during the handoff window
 	idle      int64           // during an idle window of the same length (pings)
+	took      time.Duration   // the handoff window's length
+	// rest is the requests during a window of restFor after the handoffs,
+	// the holder holding and every waiter waiting (handoffConfig.rest).
+	rest      int64
+	restFor   time.Duration
 	breakdown map[string]int64
 	// mem is the process's allocations over the handoffs (Release, the
 	// next Lock's return, the re-queue), read once before the first and
@@ -257,6 +262,15 @@ type handoffResult struct {
 
 func (h handoffResult) perHandoff() float64 {
 	return float64(h.requests-h.idle) / float64(h.handoffs)
+}
+
+// restPerSec is the requests per second at rest after the handoffs (NaN
+// when no rest window was measured).
+func (h handoffResult) restPerSec() float64 {
+	if h.restFor <= 0 {
+		return math.NaN()
+	}
+	return float64(h.rest) / h.restFor.Seconds()
 }
 
 func (h handoffResult) quantile(q float64) time.Duration { return quantile(h.latencies, q) }
@@ -294,6 +308,10 @@ type handoffConfig struct {
 	max    int
 	settle time.Duration // pause after each re-queue, so handoffs do not overlap
 	budget time.Duration // when > 0, handoffs stop after this long
+	// rest, when > 0, is a window after the handoffs in which the holder
+	// holds and the waiters wait; its requests are the waiters' traffic
+	// at rest (polls, intents kept alive).
+	rest time.Duration
 }
 
 // runHandoff queues every contender behind contender 0, then repeatedly
@@ -483,7 +501,16 @@ func runHandoff(r *handoffRig, cfg handoffConfig) (res handoffResult, err error)
 	if err != nil {
 		return res, err
 	}
-	res.requests = p1 - p0
+	res.requests, res.took = p1-p0, time.Since(start)
+	if cfg.rest > 0 {
+		t1 := time.Now()
+		time.Sleep(cfg.rest)
+		p2, err := r.requests()
+		if err != nil {
+			return res, err
+		}
+		res.rest, res.restFor = p2-p1, time.Since(t1)
+	}
 	if r.breakdown != nil {
 		res.breakdown = diff(r.breakdown(), before)
 	}
