@@ -45,9 +45,8 @@ SELECT token FROM u UNION ALL SELECT token FROM i`
 func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func(context.Context) attempt {
 	c, name, slot, iowner := w.c, w.name, w.slot, w.owner
 	return func(ctx context.Context) attempt {
-		var tok int64
-		err := c.db.QueryRowContext(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(),
-			slot, iowner, c.o.TTL.Microseconds(), write).Scan(&tok)
+		tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(),
+			slot, iowner, c.o.TTL.Microseconds(), write)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return attempt{}

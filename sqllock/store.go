@@ -240,8 +240,7 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 // owner to keeper.Abandon.
 func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.Postgres {
-		var tok int64
-		err := s.db.QueryRowContext(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds()).Scan(&tok)
+		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds())
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return 0, false, nil
