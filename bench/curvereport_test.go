@@ -233,7 +233,7 @@ func restTable(c curves, s curveSizes) string {
 		fmt.Fprintln(w, line+every+"\t")
 	}
 	w.Flush()
-	return fmt.Sprintf("requests at rest: after each point's handoffs, a window of the same length (%v), the holder holding and every waiter waiting, counts what the waiters send with no handoff at all. ZooKeeper's pings and etcd's keepalives are not counted; Redis, Redlock and SQL waiters poll as a safety net and keep their intents alive, each at least once per TTL/2 (TTL %v here): traffic that grows with the waiters, not with the handoffs, and that the requests per handoff above include when it falls into the handoff window (polls start TTL/4 to TTL/2 after a waiter's first attempt, so it grows over a point's first seconds):\n%s", s.handoff, benchRedisTTL, tw.String())
+	return fmt.Sprintf("requests at rest: after each point's handoffs, a window of the same length (%v), the holder holding and every waiter waiting, counts what the waiters send with no handoff at all. ZooKeeper's pings and etcd's keepalives are not counted; Redis, Redlock and SQL waiters poll as a safety net and keep their intents alive, each at least once per TTL/2 (TTL %v here; a Redlock waiter's poll is a request to every node): traffic that grows with the waiters, not with the handoffs, and that the requests per handoff above include when it falls into the handoff window (polls start TTL/4 to TTL/2 after a waiter's first attempt, so it grows over a point's first seconds):\n%s", s.handoff, benchRedisTTL, tw.String())
 }
 
 // cpuCols formats the host CPU columns of a throughput row: µs per op at
