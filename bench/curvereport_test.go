@@ -131,7 +131,7 @@ func tputTable(t *testing.T, c curves, s curveSizes) (misses []string) {
 		head += fmt.Sprintf("ops/s @%d names\t", n)
 	}
 	mostNames := s.names[len(s.names)-1]
-	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tpeer ops/s @%d names\tpeer/floor\tallocs/op @%d names\tfloor allocs/op\thost CPU µs/op @%d names·floor\tfloor/most CPU\thost busy @%d names·floor\ttarget\tresult\t", mostNames, mostNames, mostNames, mostNames))
+	fmt.Fprintln(w, head+fmt.Sprintf("floor ops/s\tmost names/floor\tpeer ops/s @%d names\tpeer/floor\tallocs/op @%d names\tfloor allocs/op\thost CPU µs/op @%d names·floor\tfloor/most CPU\thost busy @%d names·floor\tpeer host CPU µs/op\ttarget\tresult\t", mostNames, mostNames, mostNames, mostNames))
 	var peerNotes []string
 	for _, e := range curveEngines {
 		if len(c.tput[e]) == 0 {
@@ -149,12 +149,15 @@ func tputTable(t *testing.T, c curves, s curveSizes) (misses []string) {
 			verdict = "MISS"
 			misses = append(misses, fmt.Sprintf("%s throughput over %d names (%.2f× the floor)", e, pts[len(pts)-1].names, r))
 		}
-		peerOps, peerRatio := "–", "–"
+		peerOps, peerRatio, peerCPU := "–", "–", "–"
 		if p, ok := c.tputPeer[e]; ok {
 			peerOps, peerRatio = fmt.Sprintf("%.0f", p.ops), fmt.Sprintf("%.2f", p.ops/floor.ops)
+			if p.cpuOK {
+				peerCPU = fmt.Sprintf("%.0f", p.cpu)
+			}
 			peerNotes = append(peerNotes, fmt.Sprintf("%s: %s", e, p.what))
 		}
-		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, peerOps, peerRatio, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), cpuCols(most, floor), verdict)
+		fmt.Fprintf(w, "%s%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t≥0.8×floor\t%s\t\n", line, floor.ops, r, peerOps, peerRatio, fmtAllocs(most.allocs), fmtAllocs(floor.allocs), cpuCols(most, floor), peerCPU, verdict)
 	}
 	w.Flush()
 	if len(peerNotes) > 0 {

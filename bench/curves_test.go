@@ -543,8 +543,8 @@ func TestCurvesSmoke(t *testing.T) {
 }
 
 // checkCurveRest checks that every handoff point with a wire measured
-// its rest window, and that on Linux every throughput point read the
-// host's CPU.
+// its rest window, and that on Linux every throughput point (the peers'
+// too) read the host's CPU.
 func checkCurveRest(t *testing.T, c curves) {
 	t.Helper()
 	for e, pts := range c.handoff {
@@ -562,6 +562,11 @@ func checkCurveRest(t *testing.T, c curves) {
 			if !p.cpuOK || !(p.cpu > 0) {
 				t.Errorf("%s throughput over %d names: host CPU %v µs/op (read %v), want > 0", e, p.names, p.cpu, p.cpuOK)
 			}
+		}
+	}
+	for e, p := range c.tputPeer {
+		if !p.cpuOK || !(p.cpu > 0) {
+			t.Errorf("%s peer throughput: host CPU %v µs/op (read %v), want > 0", e, p.cpu, p.cpuOK)
 		}
 	}
 }
