@@ -63,32 +63,19 @@ func handoffTable(t *testing.T, c curves, s curveSizes) (misses []string) {
 		if len(pts) == 0 { // filtered out by -run
 			continue
 		}
-		line := e + "\t"
 		var ok []handoffPoint
 		var failed []string
 		for _, p := range pts {
 			if p.failed != nil {
-				line += "failed\t"
 				failed = append(failed, fmt.Sprintf("%d waiters: %v", p.waiters, p.failed))
-				continue
+			} else {
+				ok = append(ok, p)
 			}
-			ok = append(ok, p)
-			line += fmt.Sprintf("%d/%d\t", p.p50.Microseconds(), p.p99.Microseconds())
 		}
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "–\t"
-				continue
-			}
-			line += fmtReq(p.req) + "\t"
-		}
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "–\t"
-				continue
-			}
-			line += fmtAllocs(p.allocs) + "\t"
-		}
+		line := e + "\t" + pointCells(pts, "failed", func(p handoffPoint) string {
+			return fmt.Sprintf("%d/%d", p.p50.Microseconds(), p.p99.Microseconds())
+		}) + pointCells(pts, "–", func(p handoffPoint) string { return fmtReq(p.req) }) +
+			pointCells(pts, "–", func(p handoffPoint) string { return fmtAllocs(p.allocs) })
 		if len(failed) > 0 {
 			misses = append(misses, fmt.Sprintf("%s handoff curve: failed at %s", e, strings.Join(failed, "; ")))
 			handoffFailures = append(handoffFailures, fmt.Sprintf("%s at %s", e, strings.Join(failed, "; ")))
@@ -222,14 +209,7 @@ func restTable(c curves, s curveSizes) string {
 		if len(pts) == 0 {
 			continue
 		}
-		line, every := e+"\t", "–"
-		for _, p := range pts {
-			if p.failed != nil {
-				line += "–\t"
-				continue
-			}
-			line += fmtReq(p.rest) + "\t"
-		}
+		line, every := e+"\t"+pointCells(pts, "–", func(p handoffPoint) string { return fmtReq(p.rest) }), "–"
 		if last := pts[len(pts)-1]; last.failed == nil && last.rest > 0 {
 			every = fmt.Sprintf("%.1f", float64(last.waiters)/last.rest)
 		}
@@ -237,6 +217,20 @@ func restTable(c curves, s curveSizes) string {
 	}
 	w.Flush()
 	return fmt.Sprintf("requests at rest: after each point's handoffs, a window of the same length (%v), the holder holding and every waiter waiting, counts what the waiters send with no handoff at all. ZooKeeper's pings and etcd's keepalives are not counted; Redis, Redlock and SQL waiters poll as a safety net and keep their intents alive, each at least once per TTL/2 (TTL %v here; a Redlock waiter's poll is a request to every node): traffic that grows with the waiters, not with the handoffs, and that the requests per handoff above include when it falls into the handoff window (polls start TTL/4 to TTL/2 after a waiter's first attempt, so it grows over a point's first seconds):\n%s", s.handoff, benchRedisTTL, tw.String())
+}
+
+// pointCells is one tab-terminated cell per handoff point: cell of the
+// point, or failed for a point whose operations failed.
+func pointCells(pts []handoffPoint, failed string, cell func(handoffPoint) string) string {
+	var b strings.Builder
+	for _, p := range pts {
+		if p.failed != nil {
+			b.WriteString(failed + "\t")
+		} else {
+			b.WriteString(cell(p) + "\t")
+		}
+	}
+	return b.String()
 }
 
 // cpuCols formats the host CPU columns of a throughput row: µs per op at
