@@ -43,9 +43,11 @@ type spec struct {
 	aux *aux
 	// onReply, if set, sees every script reply (the semaphore's N check).
 	onReply func([]any)
-	// one: waiters are woken one at a time (wakeone.go); the waiters' set
-	// goes with the grant to the release script.
+	// one: this client's waiters are woken one at a time (wakeone.go).
 	one bool
+	// wakes: the grant's release wakes the first of the waiters' set
+	// (wakeone.go), which goes with the grant to the release script.
+	wakes bool
 }
 
 // specFor describes the keys and script of the acquire req (see keys.go
@@ -59,7 +61,7 @@ func (c *Client) specFor(req *leasing.Request) *spec {
 		key = s.keys[s.zsetKey]
 	}
 	waiters := ""
-	if s.one {
+	if s.wakes {
 		waiters = s.waiters
 	}
 	s.aux = newAux(key, s.zset, s.companion, s.wake, waiters)
@@ -95,13 +97,13 @@ func (c *Client) rawSpec(req *leasing.Request) *spec {
 			script: evAcquireHash,
 			keys:   []string{b + sfxElect, b + sfxElectWaiters, k.counter},
 			detail: req.ID, publish: k.wake,
-			waiters: b + sfxElectWaiters, wake: k.wake, one: c.wo.on,
+			waiters: b + sfxElectWaiters, wake: k.wake, one: c.wo.on, wakes: c.wo.wakes,
 		}
 	}
 	return &spec{
 		script:  evAcquireHash,
 		keys:    []string{b + sfxMutex, b + sfxMutexWaiters, k.counter},
-		waiters: b + sfxMutexWaiters, wake: k.wake, one: c.wo.on,
+		waiters: b + sfxMutexWaiters, wake: k.wake, one: c.wo.on, wakes: c.wo.wakes,
 	}
 }
 

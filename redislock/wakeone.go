@@ -54,6 +54,7 @@ import (
 // backoff and by releases of their own client.
 type wakeOne struct {
 	on              bool   // this client's mutex and election waiters are woken one at a time
+	wakes           bool   // this client's releases wake other clients' waiters one at a time
 	leasing.Waiters        // ID: the client's id, the first part of its waiters' ids
 	channel         string // the client's channel: root + id
 	rootArg         any    // the release script's ARGV[5], boxed once
@@ -63,12 +64,12 @@ type wakeOne struct {
 // init sets w up for a client of rdb with options o (validated).
 func (w *wakeOne) init(rdb redis.UniversalClient, o Options) {
 	root := o.Prefix + ":wake:"
-	w.rootArg, w.countOK = root, "1"
+	w.rootArg, w.countOK, w.wakes = root, "1", true
 	if _, ok := rdb.(*redis.ClusterClient); ok {
 		w.countOK = "0"
 	}
 	if _, ring := rdb.(*redis.Ring); ring {
-		w.rootArg = "" // nor does its release wake anyone alone
+		w.rootArg, w.wakes = "", false // nor does its release wake anyone alone
 		return
 	}
 	if o.NoPubSub {

@@ -24,14 +24,17 @@ type wakeOneRig struct {
 	first   *baton.Lease
 }
 
-func newWakeOneRig(t *testing.T, n int, base time.Duration) *wakeOneRig {
+// The holder's client has no pub/sub when holderNoPubSub.
+func newWakeOneRig(t *testing.T, n int, base time.Duration, holderNoPubSub bool) *wakeOneRig {
 	rdb := redisClient(t, redisAddr(t))
 	r := &wakeOneRig{t: t, name: "wake-one", count: &cmdcount.Hook{}, grants: make(chan *baton.Lease, n+1)}
 	rdb.AddHook(r.count)
 	prefix := testPrefix(t, rdb)
 	r.waiters = prefix + ":{" + r.name + "}:mutex:waiters"
 	o := redislock.Options{TTL: 20 * time.Second, Prefix: prefix, Backoff: baton.Backoff{Base: base, Max: 5 * time.Second}}
-	holder := newClient(t, rdb, o)
+	ho := o
+	ho.NoPubSub = holderNoPubSub
+	holder := newClient(t, rdb, ho)
 	r.first = lock(t, holder, r.name)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -84,7 +87,7 @@ func (r *wakeOneRig) handoff(l *baton.Lease, within time.Duration) *baton.Lease 
 // of a handoff do not grow with the waiters.
 func TestWakeOne(t *testing.T) {
 	const n, handoffs = 12, 6
-	r := newWakeOneRig(t, n, 500*time.Millisecond) // polls ≥ 3s apart (12 × 500ms, jittered)
+	r := newWakeOneRig(t, n, 500*time.Millisecond, false) // polls ≥ 3s apart (12 × 500ms, jittered)
 	before := r.count.N()
 	l := r.first
 	for range handoffs {
@@ -97,11 +100,21 @@ func TestWakeOne(t *testing.T) {
 	}
 }
 
+// TestWakeOneByClientWithoutPubSub: a client without pub/sub cannot be
+// woken one at a time, but its releases still wake other clients'
+// waiters one at a time, or they would wait for their polls.
+func TestWakeOneByClientWithoutPubSub(t *testing.T) {
+	r := newWakeOneRig(t, 12, 500*time.Millisecond, true) // polls ≥ 3s apart
+	start := time.Now()
+	r.handoff(r.first, 2*time.Second)
+	t.Logf("handoff from a client without pub/sub in %v", time.Since(start))
+}
+
 // TestWakeOneSkipsGoneClient: a release that picks the intent of a waiter
 // whose client is gone (no subscriber on its channel) wakes the next one
 // instead of leaving the lock to a poll.
 func TestWakeOneSkipsGoneClient(t *testing.T) {
-	r := newWakeOneRig(t, 1, 5*time.Second) // the live waiter polls after 0.5s at the soonest, then seconds apart
+	r := newWakeOneRig(t, 1, 5*time.Second, false) // the live waiter polls after 0.5s at the soonest, then seconds apart
 	rdb := redisClient(t, redisAddr(t))
 	ctx := opCtx(t, 5*time.Second)
 	now, err := rdb.Time(ctx).Result()
