@@ -218,7 +218,51 @@ func redisPairs(tb testing.TB, rdb *redis.Client) []*pair {
 			return int(n), err
 		},
 	}
-	return readingServers([]*pair{bp, floor, peer}, rdb)
+	return readingServers([]*pair{bp, floor, peer, mintPair(rdb, prefix)}, rdb)
+}
+
+// The mint floor is the least a lock that mints a fencing token costs on
+// Redis: one script that takes the key with SET NX PX and mints the token
+// with INCR, one that compares the owner and deletes. Beside baton it
+// says what baton adds to the mint (its layout, its waiter line); beside
+// bsm/redislock, which mints nothing, what the token itself costs.
+var (
+	mintAcquire = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -1 end
+return redis.call('INCR', KEYS[2])
+`)
+	mintRelease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+)
+
+// mintPair is the mint floor, on keys under prefix.
+func mintPair(rdb *redis.Client, prefix string) *pair {
+	keys := []string{prefix + ":mint", prefix + ":mint-counter"}
+	ttl := benchRedisTTL.Milliseconds()
+	var owner string
+	return &pair{impl: "mint", what: "script SET NX PX + INCR; script GET + DEL",
+		lock: func(ctx context.Context) error {
+			owner = baton.NewOwnerID()
+			tok, err := mintAcquire.Run(ctx, rdb, keys, owner, ttl).Int64()
+			if err == nil && tok < 1 {
+				err = fmt.Errorf("mint floor: not granted (%d)", tok)
+			}
+			return err
+		},
+		unlock: func(ctx context.Context) error {
+			n, err := mintRelease.Run(ctx, rdb, keys[:1], owner).Int64()
+			if err == nil && n != 1 {
+				err = fmt.Errorf("mint floor: released %d keys, want 1", n)
+			}
+			return err
+		},
+		entries: func(ctx context.Context) (int, error) {
+			n, err := rdb.Exists(ctx, keys[0]).Result()
+			return int(n), err
+		},
+	}
 }
 
 // heldReport is the figures of many held leases on one client.
@@ -485,7 +529,8 @@ func serverCPUOf[C redis.UniversalClient](ctx context.Context, nodes ...C) (time
 }
 
 // redisReport prints the Redis rows: uncontended lock+unlock against
-// bsm/redislock (target ≤ 1.05×) and the 2×PING floor, with round trips
+// bsm/redislock (target ≤ 1.05×), the 2×PING floor and the mint floor
+// (see mintPair), with round trips
 // through the counting proxy (target: one each way), and the figures of
 // 10 000 held leases.
 func redisReport(t *testing.T, rounds int) (misses []string) {
@@ -502,9 +547,10 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 	}
 	var tw strings.Builder
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tbaton/floor\tbaton/peer\trt/op b·f·p\tallocs/op b·f·p\ttarget\tresult\t")
-	fmt.Fprintf(w, "redis\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t≤1.05×peer, 2 rt\t%s\t\n", micros(res, "baton"), micros(res, "floor"), micros(res, "peer"),
-		bf, bp, flights(true, res, "baton", "floor", "peer"), allocsOf(res, "baton", "floor", "peer"), verdict)
+	fmt.Fprintln(w, "engine\tbaton µs/op\tfloor µs/op\tpeer µs/op\tmint µs/op\tbaton/floor\tbaton/peer\tbaton/mint\tmint/peer\trt/op b·f·p·m\tallocs/op b·f·p·m\ttarget\tresult\t")
+	fmt.Fprintf(w, "redis\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t≤1.05×peer, 2 rt\t%s\t\n", micros(res, "baton"), micros(res, "floor"), micros(res, "peer"), micros(res, "mint"),
+		bf, bp, ratioOf(res, "baton", "mint"), ratioOf(res, "mint", "peer"),
+		flights(true, res, "baton", "floor", "peer", "mint"), allocsOf(res, "baton", "floor", "peer", "mint"), verdict)
 	recordRes("redis", res, "peer", "bsm/redislock")
 	w.Flush()
 	notes := spreads("redis", r.pairs, res)
@@ -518,7 +564,7 @@ func redisReport(t *testing.T, rounds int) (misses []string) {
 		}
 		notes = append(notes, fmt.Sprintf("redis %s server: %s", p.impl, prof))
 	}
-	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; rt/op: request flights through a counting proxy, every connection of the client; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
+	report(t, "redis", "Redis lock+unlock, %d interleaved rounds (peer: bsm/redislock; floor: 2×PING; mint: the least lock that mints a token, one script SET NX PX + INCR and one GET + DEL; rt/op: request flights through a counting proxy, every connection of the client; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s",
 		rounds, tw.String(), strings.Join(notes, "\n"))
 
 	const n = 10000

@@ -126,6 +126,8 @@ func newSQLRig(tb testing.TB, b sqlBackend) *sqlRig {
 //   - floor: the two conditional UPDATEs a lease lock cannot do without,
 //     on a row of the same table: take the row if it is free by the
 //     database clock, then clear it if it is still ours. No token.
+//   - mint (PostgreSQL): the floor with a token minted by the take (see
+//     sqlMintPair).
 //   - native (PostgreSQL, MySQL): the database's own session lock on a
 //     pinned connection, pg_try_advisory_lock / GET_LOCK(…, 0) and their
 //     unlocks: no lease, no token, freed only when the session ends.
@@ -165,6 +167,9 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	})
 	floor := sqlFloorPair(tb, b, db, c.Table())
 	pairs := []*pair{bp, floor}
+	if mp := sqlMintPair(tb, b, db, c.Table()); mp != nil {
+		pairs = append(pairs, mp)
+	}
 	if np := nativePair(tb, b, db); np != nil {
 		pairs = append(pairs, np)
 	}
@@ -177,10 +182,43 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 // is free by the database clock, then clear it if it is still ours. No
 // token.
 func sqlFloorPair(tb testing.TB, b sqlBackend, db *sql.DB, tbl string) *pair {
+	return sqlTakeFreePair(tb, b, db, tbl, "")
+}
+
+// sqlMintPair is the mint floor on PostgreSQL: the floor's take also mints
+// a fencing token from a sequence of its own (nextval, RETURNING it), the
+// least a lock with a token costs there. Beside the floor it is what the
+// token costs; beside baton, what baton adds to it. Nil elsewhere.
+func sqlMintPair(tb testing.TB, b sqlBackend, db *sql.DB, tbl string) *pair {
+	tb.Helper()
+	if b.dialect != fence.Postgres {
+		return nil
+	}
+	seq := tbl + "_mint_seq"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, `CREATE SEQUENCE IF NOT EXISTS `+seq); err != nil {
+		tb.Fatalf("create the mint floor's sequence: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = db.ExecContext(ctx, `DROP SEQUENCE IF EXISTS `+seq)
+	})
+	return sqlTakeFreePair(tb, b, db, tbl, seq)
+}
+
+// sqlTakeFreePair is the floor's take and free on a row of its own in
+// tbl; with seq, the take sets the row's token to the sequence's next
+// value and returns it (PostgreSQL).
+func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *pair {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	floorName := benchName("sql-floor")
+	impl, floorName := "floor", benchName("sql-floor")
+	if seq != "" {
+		impl, floorName = "mint", benchName("sql-mint")
+	}
 	ph := func(n int) string {
 		if b.dialect == fence.Postgres {
 			return fmt.Sprintf("$%d", n)
@@ -208,17 +246,32 @@ func sqlFloorPair(tb testing.TB, b sqlBackend, db *sql.DB, tbl string) *pair {
 	})
 	take := `UPDATE ` + tbl + ` SET owner = ` + ph(1) + `, expires_at = ` + later +
 		` WHERE name = ` + ph(2) + ` AND slot = 0 AND expires_at <= ` + now
+	if seq != "" {
+		take = `UPDATE ` + tbl + ` SET owner = $1, expires_at = ` + later + `, token = nextval('` + seq +
+			`') WHERE name = $2 AND slot = 0 AND expires_at <= ` + now + ` RETURNING token`
+	}
 	if b.dialect != fence.Postgres { // positional: owner, then ttl, then name
 		take = `UPDATE ` + tbl + ` SET owner = ?, expires_at = ` + later + ` WHERE name = ? AND slot = 0 AND expires_at <= ` + now
 	}
 	free := `UPDATE ` + tbl + ` SET owner = '', expires_at = ` + now + ` WHERE name = ` + ph(1) + ` AND slot = 0 AND owner = ` + ph(2)
 	ttl := sqllock.DefaultTTL.Microseconds()
 	var owner string
-	floor := &pair{impl: "floor", what: "UPDATE row if free + UPDATE row if ours",
+	what := "UPDATE row if free + UPDATE row if ours"
+	if seq != "" {
+		what = "UPDATE row if free, token = nextval, RETURNING it + UPDATE row if ours"
+	}
+	floor := &pair{impl: impl, what: what,
 		lock: func(ctx context.Context) error {
 			owner = baton.NewOwnerID()
 			var res sql.Result
 			var err error
+			if seq != "" {
+				var tok int64
+				if err := db.QueryRowContext(ctx, take, owner, floorName, ttl).Scan(&tok); err != nil {
+					return fmt.Errorf("mint: take %q: %w", floorName, err)
+				}
+				return nil
+			}
 			if b.dialect == fence.Postgres {
 				res, err = db.ExecContext(ctx, take, owner, floorName, ttl)
 			} else {
@@ -582,7 +635,7 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 	backends := sqlBackends(t.TempDir())
 	var lt, wt strings.Builder
 	lw := tabwriter.NewWriter(&lt, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tbaton/floor\tbaton/native\trt/op b·f·n\tallocs/op b·f·n\ttarget\tresult\t")
+	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tmint µs/op\tbaton/floor\tbaton/native\tbaton/mint\tmint/floor\trt/op b·f·n·m\tallocs/op b·f·n·m\ttarget\tresult\t")
 	ww := tabwriter.NewWriter(&wt, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(ww, "engine\tplain µs\ttable µs\tunf-table µs\trow µs\tunf-row µs\ttable/plain\ttable/unf\trow/plain\trow/unf\trt/op p·t·tu·r·ru\tallocs/op p·t·tu·r·ru\t")
 	var notes []string
@@ -594,9 +647,10 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 		if miss != "" {
 			misses = append(misses, miss)
 		}
-		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name, micros(res, "baton"), micros(res, "floor"), micros(res, "native"),
-			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), flights(ok, res, "baton", "floor", "native"),
-			allocsOf(res, "baton", "floor", "native"), target, verdict)
+		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name,
+			micros(res, "baton"), micros(res, "floor"), micros(res, "native"), micros(res, "mint"),
+			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), ratioOf(res, "baton", "mint"), ratioOf(res, "mint", "floor"),
+			flights(ok, res, "baton", "floor", "native", "mint"), allocsOf(res, "baton", "floor", "native", "mint"), target, verdict)
 		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
 
@@ -617,7 +671,7 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 	}
 	lw.Flush()
 	ww.Flush()
-	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
+	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; mint: the floor's take also minting a token from a sequence, PostgreSQL only; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
 	return misses
