@@ -153,14 +153,17 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 		}
 		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
 	}
-	owner := baton.NewOwnerID()
-	if a.w.id != "" {
-		// The release of a waiter's grant removes the waiter wherever a
-		// node still lists it (see releaseScript).
-		owner = a.w.id + "/" + owner
-	}
 	a.w.record = a.wait && n > 0 && a.refused
 	a.tried = a.tried || a.w.record
+	owner := baton.NewOwnerID()
+	if a.tried {
+		// This attempt or an earlier one may have recorded the waiter:
+		// the release of its grant removes the waiter wherever a node
+		// still lists it (see releaseScript). Nothing lists a waiter
+		// that never recorded itself, and its grant's release skips
+		// those two ZREMs on every node.
+		owner = a.w.id + "/" + owner
+	}
 	r := a.c.attempt(ctx, a.name, owner, a.w)
 	res := leasing.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
 	switch r.outcome {
