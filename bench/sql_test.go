@@ -126,6 +126,8 @@ func newSQLRig(tb testing.TB, b sqlBackend) *sqlRig {
 //   - floor: the two conditional UPDATEs a lease lock cannot do without,
 //     on a row of the same table: take the row if it is free by the
 //     database clock, then clear it if it is still ours. No token.
+//   - floor-deadline (PostgreSQL, MySQL): the floor, each statement under
+//     a context deadline (see withDeadline).
 //   - mint (PostgreSQL): the floor with a token minted by the take (see
 //     sqlMintPair).
 //   - native (PostgreSQL, MySQL): the database's own session lock on a
@@ -167,6 +169,9 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	})
 	floor := sqlFloorPair(tb, b, db, c.Table())
 	pairs := []*pair{bp, floor}
+	if b.dialect != fence.SQLite {
+		pairs = append(pairs, withDeadline(floor))
+	}
 	if mp := sqlMintPair(tb, b, db, c.Table()); mp != nil {
 		pairs = append(pairs, mp)
 	}
@@ -183,6 +188,24 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 // token.
 func sqlFloorPair(tb testing.TB, b sqlBackend, db *sql.DB, tbl string) *pair {
 	return sqlTakeFreePair(tb, b, db, tbl, "")
+}
+
+// withDeadline is p with each statement under a context that has a
+// deadline, as baton's are (an attempt, a release, a renewal is bounded
+// whatever the caller's context): beside p, what the driver charges for
+// watching a deadline. go-sql-driver/mysql hands the context to a
+// goroutine of the connection and back for every statement; pgx arms a
+// context.AfterFunc.
+func withDeadline(p *pair) *pair {
+	bounded := func(f func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, sqllock.DefaultTTL/3)
+			defer cancel()
+			return f(ctx)
+		}
+	}
+	return &pair{impl: p.impl + "-deadline", what: p.what + ", each under a deadline",
+		lock: bounded(p.lock), unlock: bounded(p.unlock), entries: p.entries}
 }
 
 // sqlMintPair is the mint floor on PostgreSQL: the floor's take also mints
@@ -635,7 +658,7 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 	backends := sqlBackends(t.TempDir())
 	var lt, wt strings.Builder
 	lw := tabwriter.NewWriter(&lt, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tmint µs/op\tbaton/floor\tbaton/native\tbaton/mint\tmint/floor\trt/op b·f·n·m\tallocs/op b·f·n·m\ttarget\tresult\t")
+	fmt.Fprintln(lw, "engine\tbaton µs/op\tfloor µs/op\tnative µs/op\tmint µs/op\tbaton/floor\tbaton/native\tbaton/mint\tmint/floor\tdeadline/floor\tbaton/deadline\trt/op b·f·n·m\tallocs/op b·f·n·m\ttarget\tresult\t")
 	ww := tabwriter.NewWriter(&wt, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(ww, "engine\tplain µs\ttable µs\tunf-table µs\trow µs\tunf-row µs\ttable/plain\ttable/unf\trow/plain\trow/unf\trt/op p·t·tu·r·ru\tallocs/op p·t·tu·r·ru\t")
 	var notes []string
@@ -647,9 +670,10 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 		if miss != "" {
 			misses = append(misses, miss)
 		}
-		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name,
+		fmt.Fprintf(lw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.name,
 			micros(res, "baton"), micros(res, "floor"), micros(res, "native"), micros(res, "mint"),
 			ratioOf(res, "baton", "floor"), ratioOf(res, "baton", "native"), ratioOf(res, "baton", "mint"), ratioOf(res, "mint", "floor"),
+			ratioOf(res, "floor-deadline", "floor"), ratioOf(res, "baton", "floor-deadline"),
 			flights(ok, res, "baton", "floor", "native", "mint"), allocsOf(res, "baton", "floor", "native", "mint"), target, verdict)
 		recordRes(b.name, res, "native", map[string]string{"postgres": "pg_try_advisory_lock", "mysql": "GET_LOCK"}[b.name])
 		notes = append(notes, spreads("sql/"+b.name, r.pairs, res)...)
@@ -671,7 +695,7 @@ func sqlReport(t *testing.T, rounds int) (misses []string) {
 	}
 	lw.Flush()
 	ww.Flush()
-	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; mint: the floor's take also minting a token from a sequence, PostgreSQL only; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
+	report(t, "sql", "SQL lock+unlock, %d interleaved rounds (ratios: median of per-round ratios; mint: the floor's take also minting a token from a sequence, PostgreSQL only; deadline: the floor with each statement under a context deadline, as baton's are; rt/op: request flights per op through a counting proxy, SQLite is in-process; allocs/op: the process's heap allocations per op over the timed loop, median over rounds, SQLite's own included):\n%s\n"+
 		"fenced write (one transaction updating one row; token one higher each write):\n%s\n%s",
 		rounds, lt.String(), wt.String(), strings.Join(notes, "\n"))
 	return misses
