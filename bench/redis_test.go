@@ -212,11 +212,8 @@ func redisPairs(tb testing.TB, rdb *redis.Client) []*pair {
 			l, err = locker.Obtain(ctx, key, benchRedisTTL, nil)
 			return err
 		},
-		unlock: func(ctx context.Context) error { return l.Release(ctx) },
-		entries: func(ctx context.Context) (int, error) {
-			n, err := rdb.Exists(ctx, key).Result()
-			return int(n), err
-		},
+		unlock:  func(ctx context.Context) error { return l.Release(ctx) },
+		entries: keyEntries(rdb, key),
 	}
 	return readingServers([]*pair{bp, floor, peer, mintPair(rdb, prefix)}, rdb)
 }
@@ -258,10 +255,15 @@ func mintPair(rdb *redis.Client, prefix string) *pair {
 			}
 			return err
 		},
-		entries: func(ctx context.Context) (int, error) {
-			n, err := rdb.Exists(ctx, keys[0]).Result()
-			return int(n), err
-		},
+		entries: keyEntries(rdb, keys[0]),
+	}
+}
+
+// keyEntries counts a pair's entries as whether its one key exists.
+func keyEntries(rdb *redis.Client, key string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		n, err := rdb.Exists(ctx, key).Result()
+		return int(n), err
 	}
 }
 

@@ -283,18 +283,18 @@ func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *
 	if seq != "" {
 		what = "UPDATE row if free, token = nextval, RETURNING it + UPDATE row if ours"
 	}
-	floor := &pair{impl: impl, what: what,
+	return &pair{impl: impl, what: what,
 		lock: func(ctx context.Context) error {
 			owner = baton.NewOwnerID()
-			var res sql.Result
-			var err error
 			if seq != "" {
 				var tok int64
 				if err := db.QueryRowContext(ctx, take, owner, floorName, ttl).Scan(&tok); err != nil {
-					return fmt.Errorf("mint: take %q: %w", floorName, err)
+					return fmt.Errorf("%s: take %q: %w", impl, floorName, err)
 				}
 				return nil
 			}
+			var res sql.Result
+			var err error
 			if b.dialect == fence.Postgres {
 				res, err = db.ExecContext(ctx, take, owner, floorName, ttl)
 			} else {
@@ -304,7 +304,7 @@ func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("floor: take %q affected %d rows (%v), want 1", floorName, n, err)
+				return fmt.Errorf("%s: take %q affected %d rows (%v), want 1", impl, floorName, n, err)
 			}
 			return nil
 		},
@@ -314,7 +314,7 @@ func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("floor: free %q affected %d rows (%v), want 1", floorName, n, err)
+				return fmt.Errorf("%s: free %q affected %d rows (%v), want 1", impl, floorName, n, err)
 			}
 			return nil
 		},
@@ -324,7 +324,6 @@ func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *
 			return n, err
 		},
 	}
-	return floor
 }
 
 // nativePair is the database's session lock on a pinned connection, or
