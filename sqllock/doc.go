@@ -91,21 +91,20 @@
 // UTC_TIMESTAMP(6) on MySQL (not NOW(6), which follows the session's time
 // zone), julianday('now') on SQLite. Client clocks never enter a row.
 //
-// PostgreSQL acquires with one statement: an UPDATE of the row if it
-// exists and is free (answering 0 when it is held); only for a row that
-// does not exist yet, a second statement inserts it. The token is nextval
-// of the sequence, evaluated under the row's lock. MariaDB (which has no
-// UPDATE … RETURNING) acquires with one autocommitted conditional upsert
-// that takes the row with the sequence's NEXTVAL as its token only if the
-// row is free and holds a smaller token; the token comes back as
-// LAST_INSERT_ID. MySQL, which has no sequences, first advances the
-// one-row counter in a statement of its own, then sends the same upsert
-// with that value (see sequence.go for the move from the counter to the
-// sequence). SQLite uses one short transaction: a conditional upsert
-// that takes the row only if it is free (and locks it), then the counter
-// advanced by one, then the token written to the row. The token source is
-// shared by every name: it grows with grants (on MariaDB and MySQL, with
-// attempts), never with the number of names.
+// PostgreSQL acquires with one statement: an upsert that inserts the row
+// if it is missing, or takes it if it is free, and returns no row when it
+// is held. The token of a taken row is nextval of the sequence, evaluated
+// under the row's lock. MariaDB (which has no UPDATE … RETURNING) acquires
+// with one autocommitted conditional upsert that takes the row with the
+// sequence's NEXTVAL as its token only if the row is free and holds a
+// smaller token; the token comes back as LAST_INSERT_ID. MySQL, which has
+// no sequences, first advances the one-row counter in a statement of its
+// own, then sends the same upsert with that value (see sequence.go for the
+// move from the counter to the sequence). SQLite uses one short
+// transaction: a conditional upsert that takes the row only if it is free
+// (and locks it), then the counter advanced by one, then the token written
+// to the row. The token source is shared by every name: it grows with
+// attempts (on SQLite, with grants), never with the number of names.
 //
 // Tokens strictly increase across the grants of one name because every
 // grant after the first either takes its token while holding the row's

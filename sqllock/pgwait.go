@@ -22,20 +22,20 @@ import (
 // name, owner $7): a refused attempt writes it when $9 is true (kind
 // "mwait", lease $8 µs), owner-checked as intentUpsert; a grant deletes
 // it. Data-modifying WITH clauses run on one snapshot and see each other
-// only through RETURNING, which is what w and d read.
+// only through RETURNING, which is what w and d read of t.
 // Parameters: name, slot, kind, owner, ttl µs, intent slot, intent
 // owner, intent ttl µs, write the intent.
 func (s *statements) pgAcquireWait() string {
-	return s.pgTake() + `, w AS (
+	return `WITH t AS (` + s.pgAcquire() + `), w AS (
 	INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at)
 	SELECT $1, $6, '` + kindMutexWait + `', $7, 0, ` + s.later(8) + `
-	WHERE $9::boolean AND NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM i)
+	WHERE $9::boolean AND NOT EXISTS (SELECT 1 FROM t)
 	ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at WHERE l.owner = excluded.owner
 ), d AS (
 	DELETE FROM ` + s.locks + `
-	WHERE name = $1 AND slot = $6 AND owner = $7 AND (EXISTS (SELECT 1 FROM u) OR EXISTS (SELECT 1 FROM i))
+	WHERE name = $1 AND slot = $6 AND owner = $7 AND EXISTS (SELECT 1 FROM t)
 )
-SELECT token FROM u UNION ALL SELECT token FROM i`
+SELECT token FROM t`
 }
 
 // pgAttempt is a PostgreSQL mutex waiter's attempt statement once its

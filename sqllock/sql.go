@@ -122,30 +122,23 @@ func (s *statements) later(n int) string {
 }
 
 // pgAcquire takes slot of name for owner if the row is free or missing, in
-// one statement, returning the token. The UPDATE evaluates nextval only for
-// a row it locked and found free; the INSERT runs only when the row did not
-// exist in the statement's snapshot, and ON CONFLICT DO NOTHING loses a
-// race with a concurrent insert instead of waiting.
-// Parameters: name, slot, kind, owner, ttl µs.
+// one upsert, returning the token; no row when the row is held. On an
+// existing row the token is nextval evaluated in DO UPDATE, that is under
+// the row's lock and after the previous grant's token was committed. The
+// nextval of VALUES is spent on every attempt but serves only an insert:
+// a sequence value is cheaper than a second plan. It replaced a WITH
+// statement of an UPDATE and an INSERT guarded by NOT EXISTS, which cost
+// about 10 µs more server time per lock+unlock (37–39 against 27–29 µs
+// for take and free, a server-side loop of 20,000, four runs) and 2–5 µs
+// more per refused attempt, although a refused upsert locks the held row
+// for its instant. Parameters: name, slot, kind, owner, ttl µs.
 func (s *statements) pgAcquire() string {
-	return s.pgTake() + `
-SELECT token FROM u UNION ALL SELECT token FROM i`
-}
-
-// pgTake is the WITH clauses u (the free row taken) and i (the missing
-// row inserted) of pgAcquire and pgAcquireWait, with their parameters.
-func (s *statements) pgTake() string {
-	return `WITH u AS (
-	UPDATE ` + s.locks + ` SET kind = $3, owner = $4, token = nextval('` + s.seq + `'), expires_at = ` + s.later(5) + `
-	WHERE name = $1 AND slot = $2 AND expires_at <= clock_timestamp()
-	RETURNING token
-), i AS (
-	INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at)
-	SELECT $1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `
-	WHERE NOT EXISTS (SELECT 1 FROM ` + s.locks + ` WHERE name = $1 AND slot = $2)
-	ON CONFLICT (name, slot) DO NOTHING
-	RETURNING token
-)`
+	return `INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at)
+VALUES ($1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `)
+ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner,
+	token = nextval('` + s.seq + `'), expires_at = excluded.expires_at
+WHERE l.expires_at <= clock_timestamp()
+RETURNING token`
 }
 
 // liteTake is the first statement of the SQLite acquire transaction: take
