@@ -196,7 +196,7 @@
 // and retry with jittered exponential backoff (baton.Backoff, capped at
 // TTL/4 so an expired holder is noticed promptly). On PostgreSQL and
 // MySQL a mutex waiter that has waited min(TTL/4, 1s) also keeps an
-// intent row ("mwait", refreshed every TTL/4 at most; on PostgreSQL
+// intent row ("mwait", refreshed every 3/8 TTL at most; on PostgreSQL
 // written, refreshed and deleted by its attempts' own statements, on MySQL
 // by one upsert of its own) so that Entries and baton inspect list it; it
 // never decides a grant. It

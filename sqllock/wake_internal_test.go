@@ -1,6 +1,11 @@
 package sqllock
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+)
 
 func closed(ch <-chan struct{}) bool {
 	select {
@@ -83,5 +88,32 @@ func TestHubJoinAllocs(t *testing.T) {
 	})
 	if n > 4 {
 		t.Errorf("join, arm, leave: %v allocations, want ≤ 4", n)
+	}
+}
+
+// TestIntentRefreshBeforeLapse: a mutex waiter's intent row is refreshed
+// once 3/8 of its TTL has passed, not earlier, and that age plus the
+// longest gap between a waiter's attempts (PollFloor, any number of
+// waiters) stays below the TTL, so the row never lapses while its waiter
+// waits.
+func TestIntentRefreshBeforeLapse(t *testing.T) {
+	const ttl = 8 * time.Second
+	c := &Client{o: Options{TTL: ttl, Backoff: baton.Backoff{Base: 10 * time.Millisecond, Max: ttl / 4}}}
+	w := &waitIntent{c: c, slot: intentSlotBase, since: time.Now().Add(-time.Minute)}
+	for _, tc := range []struct {
+		age time.Duration
+		due bool
+	}{{ttl / 4, false}, {ttl*3/8 - 100*time.Millisecond, false}, {ttl*3/8 + 100*time.Millisecond, true}} {
+		w.written = time.Now().Add(-tc.age)
+		if got := w.due(); got != tc.due {
+			t.Errorf("due() with the row written %v ago (TTL %v) = %v, want %v", tc.age, ttl, got, tc.due)
+		}
+	}
+	var most time.Duration
+	for range 10000 {
+		most = max(most, c.pollFloor(100000))
+	}
+	if lapse := intentRefresh(ttl) + most; lapse >= ttl*15/16 {
+		t.Errorf("refresh age %v + longest poll gap %v = %v, want well below the row's TTL %v", intentRefresh(ttl), most, lapse, ttl)
 	}
 }
