@@ -56,7 +56,7 @@ var requestGuards = []requestGuard{
 			return m, len(redlockAddrs(tb))
 		}},
 	{engine: "postgres", max: func(int) int64 { return 2 },
-		why:  "one statement to acquire (an UPDATE of the name's row that mints the token with RETURNING; a second, the INSERT, only for a name without a row yet), one to release (an UPDATE that also NOTIFYs)",
+		why:  "one statement to acquire (an upsert that inserts a missing row or takes a free one, minting the token under the row's lock and RETURNING it), one to release (an UPDATE that also NOTIFYs)",
 		make: func(tb testing.TB) (*countedMutex, int) { return guardSQL(tb, "postgres"), 1 }},
 	{engine: "mysql", max: func(int) int64 { return 2 },
 		why:  "acquire is one autocommitted upsert that takes the row only if it is free and holds a smaller token, with the token sequence's NEXTVAL, which comes back as LAST_INSERT_ID (MariaDB has no UPDATE … RETURNING; no transaction, so no BEGIN or COMMIT: it was 6, then 3 with a counter row bumped first, as MySQL still does), release is one UPDATE",
