@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -63,6 +64,14 @@ func (g *gateway) Lookup(_ context.Context, ref string) (id string, found bool, 
 		return ids[0], true, nil
 	}
 	return "", false, nil
+}
+
+// statement lists the charges made for ref, as the provider's statement
+// shows them to a person: what a shop without a status API reads by hand.
+func (g *gateway) statement(ref string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.charges[ref])
 }
 
 // made returns how many charges the provider made for ref.

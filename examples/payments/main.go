@@ -28,9 +28,11 @@ type Result struct {
 	Charges     map[string]int         // order → charges the providers made
 	Arrived     map[string]int         // order → charge requests that reached a provider
 	FirstTry    map[string]error       // order → the first checkout's error
-	Settled     map[string]idem.Record // order → the retried checkout's record
+	Settled     map[string]idem.Record // order → the last checkout's record
 	Manual      []string               // keys on the manual handling list
 	ManualRetry error                  // a checkout of the manual one after the budget
+	Resolved    idem.Record            // the manual one, as Store.Resolve recorded it
+	StuckAfter  []idem.Record          // the manual handling list after Resolve
 }
 
 func run(ctx context.Context, w io.Writer, dir string) (Result, error) {
@@ -91,6 +93,6 @@ func summary(ctx context.Context, s *shop, gws []*gateway, res *Result) error {
 	}
 	s.t.Say("charges the providers made: %v", res.Charges)
 	s.t.Say("ledger entries:               %v", res.Ledger)
-	s.t.Say("manual handling list:         %v", res.Manual)
+	s.t.Say("resolved by hand:             %v", res.Manual)
 	return nil
 }

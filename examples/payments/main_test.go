@@ -16,13 +16,10 @@ func TestStory(t *testing.T) {
 			t.Errorf("charges of %s = %d, want 1", order, got)
 		}
 	}
-	for _, order := range []string{"A-1001", "A-1002", "A-1003"} {
+	for _, order := range []string{"A-1001", "A-1002", "A-1003", "A-1004"} {
 		if got := res.Ledger[order]; got != 1 {
 			t.Errorf("ledger entries of %s = %d, want 1", order, got)
 		}
-	}
-	if got := res.Ledger["A-1004"]; got != 0 {
-		t.Errorf("ledger entries of A-1004 = %d, want 0 until a person resolves it", got)
 	}
 	for _, order := range []string{"A-1002", "A-1003", "A-1004"} {
 		if err := res.FirstTry[order]; !errors.Is(err, idem.ErrUnknown) {
@@ -43,5 +40,23 @@ func TestStory(t *testing.T) {
 	}
 	if !errors.Is(res.ManualRetry, idem.ErrManual) {
 		t.Errorf("checkout of A-1004 after the budget = %v, want %v", res.ManualRetry, idem.ErrManual)
+	}
+	checkResolved(t, res)
+}
+
+// checkResolved: the person's Store.Resolve took A-1004 off the manual
+// list as Success with the bank's transfer, and the checkout after it
+// returned that record without sending anything again.
+func checkResolved(t *testing.T, res Result) {
+	t.Helper()
+	if r := res.Resolved; r.Key != "charge/A-1004" || r.State != idem.Success || string(r.Result) != "bank_1" {
+		t.Errorf("Resolve = %s %s %q, want charge/A-1004 SUCCESS \"bank_1\"", r.Key, r.State, r.Result)
+	}
+	if len(res.StuckAfter) != 0 {
+		t.Errorf("manual list after Resolve = %v, want empty", res.StuckAfter)
+	}
+	if r := res.Settled["A-1004"]; r.State != idem.Success || string(r.Result) != "bank_1" || res.Arrived["A-1004"] != 1 {
+		t.Errorf("checkout of A-1004 after Resolve = %s %q, %d arrived; want SUCCESS \"bank_1\", 1 arrived",
+			r.State, r.Result, res.Arrived["A-1004"])
 	}
 }

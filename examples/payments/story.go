@@ -121,6 +121,37 @@ func manual(ctx context.Context, s *shop, bank *gateway, order string, cents int
 	}
 	_, res.ManualRetry = s.checkout(ctx, bank, order, cents)
 	s.t.Say("another checkout now calls and asks nothing: %v", res.ManualRetry)
-	s.t.Say("a person checks the bank statement and records it with Store.Resolve")
+	return resolve(ctx, s, bank, order, cents, res)
+}
+
+// resolve: a person finds the transfer on the bank statement and records
+// it with Store.Resolve. The record leaves the manual list as Success, the
+// next checkout returns it without sending anything, and the charge is
+// booked once.
+func resolve(ctx context.Context, s *shop, bank *gateway, order string, cents int, res *Result) error {
+	key := "charge/" + order
+	ids := bank.statement(order)
+	if len(ids) != 1 {
+		return fmt.Errorf("bank statement for %s lists %v, want one transfer", order, ids)
+	}
+	rec, err := s.keys.Resolve(ctx, key, idem.Success, []byte(ids[0]), "bank statement: transfer "+ids[0])
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", key, err)
+	}
+	res.Resolved = rec
+	s.t.Say("a person finds transfer %s on the bank statement → Store.Resolve: %s %s", ids[0], rec.State, rec.Result)
+	if res.StuckAfter, err = s.keys.Stuck(ctx); err != nil {
+		return err
+	}
+	if res.Settled[order], err = s.checkout(ctx, bank, order, cents); err != nil {
+		return fmt.Errorf("checkout of %s after Resolve: %w", order, err)
+	}
+	s.t.Say("the next checkout: %s %s, nothing sent (the bank got %d request); manual handling list: %d record(s)",
+		res.Settled[order].State, res.Settled[order].Result, bank.made(order), len(res.StuckAfter))
+	post, err := s.post(ctx, order, ids[0], cents)
+	if err != nil {
+		return err
+	}
+	s.t.Say("booked: %s", post.Result)
 	return nil
 }
