@@ -14,7 +14,7 @@ import (
 // losses, releases, keeper rounds, and — the best signal there is — writes
 // a fenced resource refused as stale. Every engine's, fence's, idem's and
 // tasks' options have one Observer field; nil (the default) costs nothing
-// but a nil check.
+// but a nil check. Observers combines several observers into one.
 //
 // Events are delivered synchronously on the goroutine that made them: an
 // acquire loop, a keeper round, a lease state change, a fenced write.

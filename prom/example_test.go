@@ -3,10 +3,13 @@ package batonprom_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batonslog"
 	batonprom "github.com/baton-go/baton/prom"
 )
 
@@ -55,4 +58,30 @@ func gathered(g prometheus.Gatherer, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// One Observer field feeds the Collector and a slog logger at once
+// (baton.Observers); a batonotel Observer is added to the list the same
+// way.
+func Example_observers() {
+	c := batonprom.New(batonprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	o := baton.Observers(batonslog.New(h, batonslog.Options{}), c)
+
+	// What a fence does when it refuses a write, with Observer set to o.
+	baton.Emit(context.Background(), o, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence",
+		Name: "orders/42", Resource: "orders", Token: 6, StoredToken: 7})
+	fmt.Println("stale:", gathered(reg, "baton_stale_rejections_total"))
+	// Output:
+	// level=WARN msg="baton stale_rejected" event=stale_rejected engine=fence lock=orders/42 token=6 resource=orders stored_token=7
+	// stale: 1
 }
