@@ -11,10 +11,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every Debian package a script or test runs something from. A command
+# the scripts call must come from one of these, from one they depend on,
+# or from Debian's base system: scripts/scriptcheck (run below) proves it on
+# any machine, so a package installed here by hand cannot hide a missing
+# entry until a fresh machine fails.
+packages=(
+  zookeeper default-jdk-headless libcurator-recipes-java # ZooKeeper, the Curator interop
+  etcd-server etcd-client
+  redis-server redis-sentinel
+  postgresql mariadb-server
+  chromium # the exporter page's and the drill report's browser tests
+  openssl  # the TLS deployments' certificates
+  procps   # ps: whether a server's pid still runs
+)
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in zookeeper default-jdk-headless libcurator-recipes-java etcd-client etcd-server redis-server \
-  postgresql mariadb-server chromium; do
+for pkg in "${packages[@]}"; do
   have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -27,6 +40,9 @@ if ! command -v go >/dev/null 2>&1; then
   [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin
 fi
 command -v go >/dev/null 2>&1 || { echo "test.sh: Go 1.26 is required (https://go.dev/dl)" >&2; exit 69; }
+
+echo "== scripts: every command from a package above" >&2
+(cd scripts/scriptcheck && go run . -root ../..) || exit 69
 
 export BATON_SERVERS_DIR=${BATON_SERVERS_DIR:-$(mktemp -d -t baton-servers.XXXXXX)}
 trap 'scripts/servers.sh stop || true' EXIT
