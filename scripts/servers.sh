@@ -2,63 +2,31 @@
 # Starts (or stops) baton's private test servers on loopback ports and
 # prints the environment the tests read. Sourced by scripts/test.sh; usable
 # by hand:  eval "$(scripts/servers.sh start)"   …   scripts/servers.sh stop
+# `start SET…` starts only the sets named (zk, etcd, redis,
+# redis_private_set, postgres, mariadb, cluster_set, tls, zkensemble).
 #
 # ZooKeeper runs privately with a short tickTime (sessions can expire in
 # about 2 s), maxClientCnxns=0 (hundreds of test sessions from one host)
 # and every 4lw command whitelisted (mntr counts requests per handoff).
-# Redis on 6379 is used where the machine already runs it, else started
-# privately; every other server is private.
+# Every server is private: started by this script, in the state directory
+# $BATON_SERVERS_DIR, and reused by a later start only when that
+# directory's pid file says it is its own (see claim); a port held by
+# anything else fails the start instead of being adopted.
 set -euo pipefail
 
 STATE=${BATON_SERVERS_DIR:-${TMPDIR:-/tmp}/baton-servers}
 ZK_PORT=${BATON_ZK_PORT:-21810}
 ETCD_PORT=${BATON_ETCD_PORT:-23790} # clients; peers on ETCD_PORT+1
+REDIS_PORT=${BATON_REDIS_PORT:-16379}
+PG_PORT=15432
+MY_PORT=13306
 
-zk_classpath() {
-  local cp=/etc/zookeeper/conf j
-  for j in zookeeper zookeeper-jute netty-handler netty-common netty-buffer netty-transport \
-    netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common \
-    slf4j-api slf4j-simple commons-cli commons-io metrics-core snappy-java jline; do
-    [ -f "/usr/share/java/$j.jar" ] && cp="$cp:/usr/share/java/$j.jar"
-  done
-  echo "$cp"
-}
-
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# stop_pidfile kills the process in pidfile $1 and waits up to 10 s for it
-# to exit, so that its data directory is not removed under it and a start
-# right after finds its ports free (an etcd member that lost its peers
-# takes a while to shut down).
-stop_pidfile() {
-  local pid i
-  [ -f "$1" ] || return 0
-  pid=$(cat "$1")
-  rm -f "$1"
-  kill "$pid" 2>/dev/null || return 0
-  for i in $(seq 1 50); do running "$pid" || return 0; sleep 0.2; done
-  kill -9 "$pid" 2>/dev/null || true
-}
-
-# running reports whether process $1 exists and has not exited: a process
-# whose parent is gone and whose new parent does not reap it stays a
-# zombie, which kill -0 still finds.
-running() {
-  local st
-  st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [ -n "$st" ] && [ "${st#Z}" = "$st" ]
-}
-
-wait_port() {
-  local i
-  for i in $(seq 1 150); do port_open "$1" && return 0; sleep 0.2; done
-  echo "servers.sh: port $1 did not open" >&2
-  return 1
-}
+. "$(dirname "$0")/servers-lib.sh"
 
 start_zk() {
   mkdir -p "$STATE/zk/data"
-  if port_open "$ZK_PORT"; then return 0; fi
+  echo "export BATON_TEST_ZK=127.0.0.1:$ZK_PORT"
+  claim zookeeper "$ZK_PORT" "$STATE/zk/pid" && return 0
   cat >"$STATE/zk/zoo.cfg" <<CFG
 tickTime=200
 initLimit=10
@@ -76,16 +44,12 @@ CFG
     -cp "$(zk_classpath)" org.apache.zookeeper.server.ZooKeeperServerMain "$STATE/zk/zoo.cfg" \
     >"$STATE/zk/zk.log" 2>&1 &
   echo $! >"$STATE/zk/pid"
-  wait_port "$ZK_PORT"
+  wait_port "$ZK_PORT" >&2
 }
 
 start_redis() {
-  if port_open 6379; then REDIS_ADDR=127.0.0.1:6379; return 0; fi
-  mkdir -p "$STATE/redis"
-  redis-server --daemonize yes --bind 127.0.0.1 --port 16379 --save "" --appendonly no \
-    --dir "$STATE/redis" --pidfile "$STATE/redis/pid" --logfile "$STATE/redis/log"
-  wait_port 16379
-  REDIS_ADDR=127.0.0.1:16379
+  start_private_redis "$REDIS_PORT" --save "" --appendonly no
+  echo "export BATON_TEST_REDIS=127.0.0.1:$REDIS_PORT"
 }
 
 # Private redis-servers for the Redis engine's tests, always our own (tests
@@ -106,10 +70,10 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then AOF_STATE=/dev/shm/baton-servers-$(i
 start_private_redis() { # PORT ARGS… (REDIS_DIR= overrides the data directory)
   local port=$1 dir=${REDIS_DIR:-$STATE/redis-$1}; shift
   mkdir -p "$STATE/redis-$port" "$dir"
-  if port_open "$port"; then return 0; fi
+  claim "redis-server $port" "$port" "$STATE/redis-$port/pid" && return 0
   redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$dir" \
-    --pidfile "$STATE/redis-$port/pid" --logfile "$STATE/redis-$port/log" "$@"
-  wait_port "$port"
+    --pidfile "$STATE/redis-$port/pid" --logfile "$STATE/redis-$port/log" "$@" >&2
+  wait_port "$port" >&2
 }
 
 start_redis_private_set() {
@@ -129,51 +93,64 @@ start_redis_private_set() {
       sleep 0.1
     done
   fi
+  redis-cli -p 16392 cluster info | grep -q 'cluster_state:ok' ||
+    { echo "servers.sh: the Redis Cluster on 16392 has no slots" >&2; return 1; }
+  echo "export BATON_TEST_REDLOCK=$(echo $REDLOCK_PORTS | sed 's/\([0-9]*\)/127.0.0.1:\1/g; s/ /,/g')"
+  echo "export BATON_TEST_REDIS_PRIMARY=127.0.0.1:16390"
+  echo "export BATON_TEST_REDIS_REPLICA=127.0.0.1:16391"
+  echo "export BATON_TEST_REDIS_CLUSTER=127.0.0.1:16392"
 }
 
 # etcd (Debian's etcd-server) runs privately: the etcdlock module's tests
 # and the interop tests talk to it; only `baton demo` and the drills embed
 # a server of their own, so that no library module requires etcd's server.
 start_etcd() {
-  if port_open "$ETCD_PORT"; then return 0; fi
   local peer=$((ETCD_PORT + 1))
   mkdir -p "$STATE/etcd"
+  echo "export BATON_TEST_ETCD=127.0.0.1:$ETCD_PORT"
+  claim etcd "$ETCD_PORT" "$STATE/etcd/pid" && return 0
   nohup etcd --name baton-test --data-dir "$STATE/etcd/data" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
     --initial-cluster "baton-test=http://127.0.0.1:$peer" --logger zap --log-level error \
     >"$STATE/etcd/log" 2>&1 &
   echo $! >"$STATE/etcd/pid"
-  wait_port "$ETCD_PORT"
+  wait_port "$ETCD_PORT" >&2
 }
 
 # PostgreSQL and MariaDB run privately too, with room for the conformance
 # suites' and drills' connections (go test runs packages in parallel: the
 # default 100 PostgreSQL connections ran out).
 start_postgres() {
-  PG_PORT=15432
-  if port_open 15432; then return 0; fi
-  local bin; bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  local bin
   mkdir -p "$STATE/pg"; chown postgres "$STATE/pg" 2>/dev/null || true
-  if [ ! -f "$STATE/pg/data/PG_VERSION" ]; then
-    runuser -u postgres -- "$bin/initdb" -D "$STATE/pg/data" -A trust -U postgres >/dev/null
+  if ! claim postgres "$PG_PORT" "$STATE/pg/data/postmaster.pid"; then
+    bin=$(pg_bin)
+    if [ ! -f "$STATE/pg/data/PG_VERSION" ]; then
+      runuser -u postgres -- "$bin/initdb" -D "$STATE/pg/data" -A trust -U postgres >/dev/null
+    fi
+    runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" -o "-p $PG_PORT -k $STATE/pg -c listen_addresses=127.0.0.1 -c max_connections=600 -c shared_buffers=64MB -c fsync=off" \
+      -l "$STATE/pg/log" start >/dev/null
+    wait_port "$PG_PORT" >&2
   fi
-  runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" -o "-p 15432 -k $STATE/pg -c listen_addresses=127.0.0.1 -c max_connections=600 -c shared_buffers=64MB -c fsync=off" \
-    -l "$STATE/pg/log" start >/dev/null
-  wait_port 15432
+  psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='baton'" | grep -q 1 ||
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE baton" >&2
+  echo "export BATON_TEST_POSTGRES='postgres://postgres@127.0.0.1:$PG_PORT/baton?sslmode=disable'"
 }
 
 start_mariadb() {
-  MY_PORT=13306
-  if port_open 13306; then return 0; fi
   mkdir -p "$STATE/my"; chown mysql "$STATE/my" 2>/dev/null || true
-  if [ ! -d "$STATE/my/data/mysql" ]; then
-    mariadb-install-db --user=mysql --datadir="$STATE/my/data" --auth-root-authentication-method=normal >/dev/null
+  if ! claim mariadb "$MY_PORT" "$STATE/my/pid"; then
+    if [ ! -d "$STATE/my/data/mysql" ]; then
+      mariadb-install-db --user=mysql --datadir="$STATE/my/data" --auth-root-authentication-method=normal >/dev/null
+    fi
+    nohup mariadbd --user=mysql --datadir="$STATE/my/data" --port="$MY_PORT" --bind-address=127.0.0.1 \
+      --socket="$STATE/my/sock" --pid-file="$STATE/my/pid" --max-connections=600 \
+      --innodb-flush-log-at-trx-commit=2 --skip-log-bin >"$STATE/my/log" 2>&1 &
+    wait_port "$MY_PORT" >&2
   fi
-  nohup mariadbd --user=mysql --datadir="$STATE/my/data" --port=13306 --bind-address=127.0.0.1 \
-    --socket="$STATE/my/sock" --pid-file="$STATE/my/pid" --max-connections=600 \
-    --innodb-flush-log-at-trx-commit=2 --skip-log-bin >"$STATE/my/log" 2>&1 &
-  wait_port 13306
+  mariadb -h 127.0.0.1 -P "$MY_PORT" -u root -e "CREATE DATABASE IF NOT EXISTS baton" >&2
+  echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
 }
 
 # Extra deployments (clusters, TLS servers) live in scripts/servers.d/*.sh:
@@ -184,42 +161,53 @@ for f in "$(dirname "$0")"/servers.d/*.sh; do
   [ -f "$f" ] && . "$f"
 done
 
+# start_sets starts each set in turn and prints the export lines of those
+# that started. A set runs as a job of its own, so that errexit holds in
+# it (bash ignores errexit in a function called where its status is
+# tested) and one set's failure does not stop the rest from starting; its
+# export lines are printed only when it succeeded, so no test is pointed
+# at a server that is not there. The start fails when any set did not
+# start, naming each.
+start_sets() {
+  local fn out failed=() sets=("$@")
+  [ ${#sets[@]} -gt 0 ] || sets=(start_zk start_etcd start_redis start_redis_private_set start_postgres start_mariadb "${EXTRA_START[@]}")
+  out=$(mktemp "$STATE/.exports.XXXXXX")
+  for fn in "${sets[@]}"; do
+    "$fn" >"$out" &
+    if wait $!; then
+      cat "$out"
+    else
+      failed+=("${fn#start_}")
+    fi
+  done
+  rm -f "$out"
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "servers.sh: did not start: ${failed[*]} (the messages above say why; logs are under $STATE)" >&2
+    return 1
+  fi
+}
+
 case "${1:-start}" in
 start)
   mkdir -p "$STATE"; chmod 755 "$STATE"
-  start_zk >&2
-  start_etcd >&2
-  start_redis >&2
-  start_redis_private_set >&2
-  start_postgres >&2
-  start_mariadb >&2
-  psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='baton'" 2>/dev/null | grep -q 1 ||
-    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE baton" >&2
-  mariadb -h 127.0.0.1 -P "$MY_PORT" -u root -e "CREATE DATABASE IF NOT EXISTS baton" >&2
-  echo "export BATON_TEST_ZK=127.0.0.1:$ZK_PORT"
-  echo "export BATON_TEST_ETCD=127.0.0.1:$ETCD_PORT"
-  echo "export BATON_TEST_REDIS=$REDIS_ADDR"
-  echo "export BATON_TEST_REDLOCK=$(echo $REDLOCK_PORTS | sed 's/\([0-9]*\)/127.0.0.1:\1/g; s/ /,/g')"
-  echo "export BATON_TEST_REDIS_PRIMARY=127.0.0.1:16390"
-  echo "export BATON_TEST_REDIS_REPLICA=127.0.0.1:16391"
-  echo "export BATON_TEST_REDIS_CLUSTER=127.0.0.1:16392"
-  echo "export BATON_TEST_POSTGRES='postgres://postgres@127.0.0.1:$PG_PORT/baton?sslmode=disable'"
-  echo "export BATON_TEST_MYSQL='root@tcp(127.0.0.1:$MY_PORT)/baton'"
-  for fn in "${EXTRA_START[@]}"; do "$fn"; done
+  shift || true
+  sets=()
+  for name in "$@"; do
+    declare -F "start_$name" >/dev/null || { echo "servers.sh: no set named $name" >&2; exit 64; }
+    sets+=("start_$name")
+  done
+  start_sets "${sets[@]}"
   ;;
 stop)
   for fn in "${EXTRA_STOP[@]}"; do "$fn" || true; done
-  for p in "$STATE"/zk/pid "$STATE"/etcd/pid "$STATE"/redis/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
+  for p in "$STATE"/zk/pid "$STATE"/etcd/pid "$STATE"/redis-*/pid "$STATE"/my/pid; do
     stop_pidfile "$p"
   done
-  if [ -f "$STATE/pg/data/postmaster.pid" ]; then
-    bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-    runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg/data" stop -m fast >/dev/null 2>&1 || true
-  fi
+  stop_postgres "$STATE/pg/data"
   rm -rf "$STATE/zk/data" "$STATE/etcd/data" "$STATE"/redis-* "$AOF_STATE"/redis-*
   ;;
 *)
-  echo "usage: $0 start|stop" >&2
+  echo "usage: $0 start [SET…] | stop" >&2
   exit 64
   ;;
 esac

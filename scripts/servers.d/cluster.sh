@@ -18,8 +18,8 @@ start_etcd_cluster() {
   done
   for i in 1 2 3; do
     c=$((23800 + i)) p=$((23810 + i))
-    port_open "$c" && continue
     mkdir -p "$STATE/etcd-cl$i"
+    claim "etcd member cl$i" "$c" "$STATE/etcd-cl$i/pid" && continue
     nohup etcd --name "cl$i" --data-dir "$STATE/etcd-cl$i/data" \
       --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
       --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
@@ -32,9 +32,11 @@ start_etcd_cluster() {
   # A member's port opens before the cluster has a leader: wait for one.
   local ok
   for ok in $(seq 1 100); do
-    etcdctl --endpoints "127.0.0.1:23801" endpoint status >/dev/null 2>&1 && break
+    etcdctl --endpoints "127.0.0.1:23801" endpoint status >/dev/null 2>&1 && return 0
     sleep 0.2
   done
+  echo "servers.sh: the etcd cluster on 23801-23803 elected no leader in 20 s" >&2
+  return 1
 }
 
 start_sentinel_set() {
@@ -42,8 +44,8 @@ start_sentinel_set() {
   start_private_redis 16401 --save "" --appendonly no
   start_private_redis 16402 --save "" --appendonly no --replicaof 127.0.0.1 16401
   for p in $CL_SENTINEL_PORTS; do
-    port_open "$p" && continue
     mkdir -p "$STATE/sentinel-$p"
+    claim "redis-sentinel $p" "$p" "$STATE/sentinel-$p/pid" && continue
     conf="$STATE/sentinel-$p/sentinel.conf" # Sentinel rewrites it: one each
     cat >"$conf" <<CFG
 port $p

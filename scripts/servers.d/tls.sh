@@ -40,23 +40,8 @@ TLS_REDIS_PORT=16450
 TLS_PG_PORT=15433
 TLS_MY_PORT=13307
 
-if ! declare -F port_open >/dev/null; then # run by hand: servers.sh's helpers
-  port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-  wait_port() {
-    local i
-    for i in $(seq 1 150); do port_open "$1" && return 0; sleep 0.2; done
-    echo "tls.sh: port $1 did not open" >&2
-    return 1
-  }
-  zk_classpath() {
-    local cp=/etc/zookeeper/conf j
-    for j in zookeeper zookeeper-jute netty-handler netty-common netty-buffer netty-transport \
-      netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common \
-      slf4j-api slf4j-simple commons-cli commons-io metrics-core snappy-java jline; do
-      [ -f "/usr/share/java/$j.jar" ] && cp="$cp:/usr/share/java/$j.jar"
-    done
-    echo "$cp"
-  }
+if ! declare -F claim >/dev/null; then # run by hand: the shared helpers
+  . "$(dirname "${BASH_SOURCE[0]}")/../servers-lib.sh"
 fi
 
 # tls_secret prints the password stored in $STATE/tls/NAME.pass, creating
@@ -120,7 +105,7 @@ tls_client_p12() {
 start_tls_zk() {
   local dir="$STATE/zk-tls" d="$STATE/tls"
   mkdir -p "$dir/data"
-  if port_open "$TLS_ZK_PORT"; then return 0; fi
+  claim "TLS ZooKeeper" "$TLS_ZK_PORT" "$dir/pid" && return 0
   cat >"$dir/zoo.cfg" <<CFG
 tickTime=200
 initLimit=10
@@ -152,7 +137,7 @@ CFG
 start_tls_etcd() {
   local dir="$STATE/etcd-tls" d="$STATE/tls" peer=$((TLS_ETCD_PORT + 1))
   mkdir -p "$dir"
-  if port_open "$TLS_ETCD_PORT"; then return 0; fi
+  claim "TLS etcd" "$TLS_ETCD_PORT" "$dir/pid" && return 0
   nohup etcd --name baton-tls --data-dir "$dir/data" \
     --listen-client-urls "https://127.0.0.1:$TLS_ETCD_PORT" --advertise-client-urls "https://127.0.0.1:$TLS_ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
@@ -191,7 +176,7 @@ start_tls_etcd() {
 start_tls_redis() {
   local dir="$STATE/redis-tls" d="$STATE/tls"
   mkdir -p "$dir"
-  if port_open "$TLS_REDIS_PORT"; then return 0; fi
+  claim "TLS Redis" "$TLS_REDIS_PORT" "$dir/pid" && return 0
   # The commands redislock sends, directly and from its scripts.
   local cmds="+ping +hello +auth +client|setname +client|id +select +info +eval +evalsha +script|load +script|exists \
 +time +del +exists +get +set +hget +hmget +hset +incr +pexpire +pttl +scan +zadd +zcard +zrange +zrangebyscore \
@@ -211,8 +196,8 @@ ACL
 
 start_tls_postgres() {
   local dir="$STATE/pg-tls" d="$STATE/tls" bin
-  if port_open "$TLS_PG_PORT"; then return 0; fi
-  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  claim "TLS PostgreSQL" "$TLS_PG_PORT" "$dir/data/postmaster.pid" && return 0
+  bin=$(pg_bin)
   mkdir -p "$dir"
   # PostgreSQL refuses a key others can read: its own copy, 0600.
   install -m 600 "$d/server.key" "$dir/server.key"
@@ -246,7 +231,7 @@ HBA
 
 start_tls_mariadb() {
   local dir="$STATE/my-tls" d="$STATE/tls"
-  if port_open "$TLS_MY_PORT"; then return 0; fi
+  claim "TLS MariaDB" "$TLS_MY_PORT" "$dir/pid" && return 0
   mkdir -p "$dir"
   install -m 600 "$d/server.key" "$dir/server.key"
   chown -R mysql "$dir" 2>/dev/null || true
@@ -289,14 +274,11 @@ start_tls() {
 }
 
 stop_tls() {
-  local p bin
+  local p
   for p in "$STATE"/zk-tls/pid "$STATE"/etcd-tls/pid "$STATE"/redis-tls/pid "$STATE"/my-tls/pid; do
     stop_pidfile "$p"
   done
-  if [ -f "$STATE/pg-tls/data/postmaster.pid" ]; then
-    bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-    runuser -u postgres -- "$bin/pg_ctl" -D "$STATE/pg-tls/data" stop -m fast >/dev/null 2>&1 || true
-  fi
+  stop_postgres "$STATE/pg-tls/data"
   rm -rf "$STATE/zk-tls/data" "$STATE/etcd-tls/data"
 }
 

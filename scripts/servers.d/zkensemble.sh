@@ -1,7 +1,7 @@
 # A 3-member ZooKeeper ensemble (three JVMs of Debian's zookeeper) on
 # loopback, for the conformance suite on an ensemble
 # (BATON_TEST_ZK_ENSEMBLE). Sourced by scripts/servers.sh, whose
-# zk_classpath, port_open and wait_port it uses.
+# helpers (scripts/servers-lib.sh) it uses.
 #
 # Clients on ZK_ENSEMBLE_PORT+1..+3 (21811-21813), quorum and election on
 # ZK_ENSEMBLE_PEER+0..+5 (21821-21826). The settings are the single
@@ -32,7 +32,7 @@ start_zkensemble() {
     port=$((ZK_ENSEMBLE_PORT + i))
     dir="$STATE/zkensemble/$i"
     mkdir -p "$dir/data"
-    port_open "$port" && continue
+    claim "ZooKeeper ensemble member $i" "$port" "$dir/pid" && continue
     echo "$i" >"$dir/data/myid"
     cat >"$dir/zoo.cfg" <<CFG
 tickTime=200
@@ -64,7 +64,7 @@ CFG
     [ "$ready" = 3 ] && break
     sleep 0.2
   done
-  [ "$ready" = 3 ] || echo "zkensemble.sh: only $ready of 3 members serve" >&2
+  [ "$ready" = 3 ] || { echo "servers.sh: only $ready of 3 ZooKeeper ensemble members serve" >&2; return 1; }
   echo "export BATON_TEST_ZK_ENSEMBLE=127.0.0.1:$((ZK_ENSEMBLE_PORT + 1)),127.0.0.1:$((ZK_ENSEMBLE_PORT + 2)),127.0.0.1:$((ZK_ENSEMBLE_PORT + 3))"
 }
 
