@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -152,7 +153,7 @@ type Event struct {
 	Attempt int // attempts made so far (AcquireRetry)
 
 	Token   uint64 // the fencing token
-	Owner   string // the grant's owner (entry path, owner value)
+	Owner   string // the grant's owner (entry path, owner value); hashed by HashNames
 	Session string // the engine session (ZooKeeper session ID, etcd lease ID), when there is one
 
 	Position  int  // entries ahead in the queue; -1 unknown
@@ -179,13 +180,29 @@ var acquireSeq atomic.Uint64
 // NextAcquireID returns a process-unique, nonzero ID for Event.Acquire.
 func NextAcquireID() uint64 { return acquireSeq.Add(1) }
 
-// HashNames returns an Observer that passes every event to o with Name
-// replaced by a keyed hash of it ("h:" and 16 hex digits of
-// HMAC-SHA256(key, name)), and Resource likewise (fenced resources,
-// idempotency keys and task keys carry the same IDs).
+// HashNames returns an Observer that passes every event to o with each
+// field that can carry a lock name replaced by a keyed hash of it ("h:" and
+// 16 hex digits of HMAC-SHA256(key, value)):
+//
+//   - Name and Resource (fenced resources, idempotency keys and task keys
+//     carry the same IDs);
+//   - Owner and StoredOwner, whole: engines build owners from the lock's
+//     path (ZooKeeper and memlock "<name>/lock-0000000001", etcd
+//     "<prefix><name>/…@<revision>"), and a random owner hashes to a
+//     stable pseudonym just as well, so a stale rejection's Owner still
+//     matches the Owner of the grant it came from;
+//   - Session and Err's text, where they contain the plain Name, Resource,
+//     Owner or StoredOwner: each occurrence is replaced by its hash, and
+//     the rest (a session ID, an error's wording) stays readable. Err is
+//     then an error with the scrubbed text that unwraps to the original,
+//     so errors.Is and errors.As still classify it; an observer that
+//     formats an unwrapped error itself sees the plain text.
+//
+// Engine, Recipe and Outcome are fixed vocabularies and stay as they are.
+//
 // Lock names often hold tenant IDs or payment keys; logs, metrics and
 // traces then carry a stable pseudonym instead, the same for the same
-// name and key, which whoever holds the key can recompute to find a
+// value and key, which whoever holds the key can recompute to find a
 // name's events. A nil o returns nil.
 func HashNames(key []byte, o Observer) Observer {
 	if o == nil {
@@ -200,13 +217,47 @@ type hashed struct {
 }
 
 func (h hashed) Observe(ctx context.Context, e Event) {
-	if e.Name != "" {
-		e.Name = h.hash(e.Name)
+	// Longest first: an owner usually contains the name, so it must be
+	// replaced whole before the name inside it is.
+	var plain [4]string
+	var n int
+	for _, f := range []*string{&e.Owner, &e.StoredOwner, &e.Resource, &e.Name} {
+		if *f != "" {
+			plain[n] = *f
+			n++
+			*f = h.hash(*f)
+		}
 	}
-	if e.Resource != "" {
-		e.Resource = h.hash(e.Resource)
+	sortByLen(plain[:n])
+	if e.Session != "" {
+		e.Session = h.scrub(e.Session, plain[:n])
+	}
+	if e.Err != nil {
+		if msg := e.Err.Error(); n > 0 {
+			if s := h.scrub(msg, plain[:n]); s != msg {
+				e.Err = &scrubbedError{msg: s, err: e.Err}
+			}
+		}
 	}
 	h.o.Observe(ctx, e)
+}
+
+// scrub replaces each of plain (longest first) in s by its hash.
+func (h hashed) scrub(s string, plain []string) string {
+	for _, p := range plain {
+		if strings.Contains(s, p) {
+			s = strings.ReplaceAll(s, p, h.hash(p))
+		}
+	}
+	return s
+}
+
+func sortByLen(s []string) {
+	for i := 1; i < len(s); i++ { // at most four: insertion sort
+		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
 }
 
 func (h hashed) hash(s string) string {
@@ -214,6 +265,15 @@ func (h hashed) hash(s string) string {
 	m.Write([]byte(s))
 	return "h:" + hex.EncodeToString(m.Sum(nil)[:8])
 }
+
+// scrubbedError is an event's Err with the names in its text hashed.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // Emit delivers e to o when o is not nil, stamping e.Time if it is zero.
 // Engines call it at their chokepoints. On hot paths they test o != nil

@@ -1,14 +1,20 @@
 package baton_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/memlock"
 )
 
 // recorder is an Observer keeping every event.
@@ -135,5 +141,109 @@ func TestEventKindString(t *testing.T) {
 	}
 	if got := baton.EventKind(200).String(); got != "EventKind(200)" {
 		t.Errorf("EventKind(200).String() = %q", got)
+	}
+}
+
+// secretName is a lock name that must not leave HashNames in any form.
+const secretName = "tenant-4711/invoice-99"
+
+// leaks returns the events (and their slog records) that still contain
+// secretName or one of its segments.
+func leaks(t *testing.T, events []baton.Event) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	log := batonslog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), batonslog.Options{})
+	var out []string
+	for _, e := range events {
+		buf.Reset()
+		log.Observe(context.Background(), e)
+		text := fmt.Sprintf("%+v %v %s", e, e.Err, buf.String())
+		for _, s := range []string{"tenant-4711", "invoice-99"} {
+			if strings.Contains(text, s) {
+				out = append(out, text)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestHashNamesMemlock: a real engine's events (grant, loss with its
+// cause, release), whose owners are built from the lock's path, carry
+// the name in no field and in no slog record once hashed.
+func TestHashNamesMemlock(t *testing.T) {
+	rec := &recorder{}
+	srv := memlock.NewServer(memlock.Options{Observer: baton.HashNames([]byte("k"), rec)})
+	t.Cleanup(srv.Close)
+	a := srv.Client("a")
+	m, err := a.Mutex(secretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(l.Owner(), "tenant-4711") {
+		t.Fatalf("memlock owner %q does not carry the name: the test would prove nothing", l.Owner())
+	}
+	a.Expire()
+	<-l.Done()
+	rec.mu.Lock()
+	events := slices.Clone(rec.events)
+	rec.mu.Unlock()
+	var lost *baton.Event
+	for i := range events {
+		if events[i].Kind == baton.EventLost {
+			lost = &events[i]
+		}
+	}
+	if lost == nil || lost.Owner == "" || lost.Err == nil {
+		t.Fatalf("events %v: want a Lost with an owner and a cause", rec.kinds())
+	}
+	if !errors.Is(lost.Err, baton.ErrLost) {
+		t.Errorf("hashed Lost Err = %v, no longer wraps ErrLost", lost.Err)
+	}
+	if l := leaks(t, events); len(l) > 0 {
+		t.Errorf("hashed events still carry the name:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// TestHashNamesEngineShapes: events shaped as ZooKeeper, etcd and the
+// fences build them (owners holding the lock path, a cause quoting the
+// entry, a stale rejection's stored owner) lose the name everywhere, and
+// a stale rejection's hashed owners still match the grants' hashed owners.
+func TestHashNamesEngineShapes(t *testing.T) {
+	zkOwner := "/baton/" + secretName + "/_c_2b7e1f-lock-0000000007"
+	etcdOwner := "baton/" + secretName + "/694d8a1c2e3f@61"
+	events := []baton.Event{
+		{Kind: baton.EventGranted, Engine: "zk", Name: secretName, Token: 7, Owner: zkOwner, Session: "0x1000a2b3c4d0001"},
+		{Kind: baton.EventLost, Engine: "zk", Name: secretName, Token: 7, Owner: zkOwner, Session: "0x1000a2b3c4d0001",
+			Err: fmt.Errorf("%w: zk: node %s deleted", baton.ErrLost, zkOwner)},
+		{Kind: baton.EventRecovered, Engine: "zk", Name: secretName, Owner: zkOwner, Session: "0x1000a2b3c4d0001"},
+		{Kind: baton.EventGranted, Engine: "mem", Name: secretName, Owner: secretName + "/lock-0000000001", Session: "worker-" + secretName + "#1"},
+		{Kind: baton.EventGranted, Engine: "etcd", Name: secretName, Token: 61, Owner: etcdOwner, Session: "694d8a1c2e3f"},
+		{Kind: baton.EventStaleRejected, Engine: "fence", Name: secretName, Resource: "orders/" + secretName,
+			Token: 7, Owner: zkOwner, StoredToken: 61, StoredOwner: etcdOwner,
+			Err: fmt.Errorf("fence: stale write to %q by %q: %w", "orders/"+secretName, zkOwner, baton.ErrStaleToken)},
+		{Kind: baton.EventTask, Engine: "tasks", Resource: secretName, Owner: "worker-" + secretName, Outcome: "stale"},
+	}
+	rec := &recorder{}
+	o := baton.HashNames([]byte("k"), rec)
+	for _, e := range events {
+		o.Observe(context.Background(), e)
+	}
+	if l := leaks(t, rec.events); len(l) > 0 {
+		t.Errorf("hashed events still carry the name:\n%s", strings.Join(l, "\n"))
+	}
+	got := rec.events
+	if got[0].Owner != got[5].Owner || got[4].Owner != got[5].StoredOwner || got[0].Owner == zkOwner {
+		t.Errorf("stale rejection owners %q/%q do not match the grants' %q/%q", got[5].Owner, got[5].StoredOwner, got[0].Owner, got[4].Owner)
+	}
+	if got[0].Session != "0x1000a2b3c4d0001" {
+		t.Errorf("session without a name changed to %q", got[0].Session)
+	}
+	if !errors.Is(got[1].Err, baton.ErrLost) || !errors.Is(got[5].Err, baton.ErrStaleToken) {
+		t.Errorf("hashed errors %v, %v no longer wrap their sentinels", got[1].Err, got[5].Err)
 	}
 }

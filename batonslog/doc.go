@@ -34,7 +34,9 @@
 // lead_ms, late, count, resource, stored_token, stored_owner, outcome,
 // err. Durations are float64 milliseconds, so JSON consumers need not
 // know Go's duration encoding. Lock names can carry tenant or payment
-// IDs: wrap the observer with baton.HashNames to log pseudonyms instead.
+// IDs, and so can owners built from a lock's path: wrap the observer
+// with baton.HashNames to log pseudonyms instead (lock, resource, owner
+// and stored_owner, and the names inside session and err).
 //
 // Records carry the event's time and are handled with the context passed
 // to Observe, so handlers that read trace IDs from it correlate log lines
