@@ -5,7 +5,7 @@
 // tree; a release bumps them to the tags (scripts/tidy.sh tidies all).
 module github.com/baton-go/baton/drill
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1

@@ -5,7 +5,7 @@
 // tree; a release bumps them to the tags (scripts/tidy.sh tidies all).
 module github.com/baton-go/baton/etcdlock
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000

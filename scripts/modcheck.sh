@@ -101,10 +101,29 @@ tidycheck() {
   fi
 }
 
+# golinecheck DIR: a library module declares the lowest Go its
+# dependencies allow, not the newest toolchain, so that a user is not
+# forced onto it (go vet's stdversion check then flags any use of the
+# standard library newer than the line). Run after tidycheck DIR, whose
+# $tmp/tidy.mod it reads.
+golinecheck() {
+  local mod=$1 line need
+  line=$(sed -n 's/^go //p' "$mod/go.mod")
+  need=$(cd "$mod" && GOWORK=off go list -modfile="$tmp/tidy.mod" -m -f '{{if not .Main}}{{.GoVersion}}{{end}}' all |
+    grep . | sort -V | tail -1)
+  if [ "$line" != "$need" ]; then
+    echo "modcheck go line $mod: FAIL: go.mod says go $line; its dependencies need go $need: say that" >&2
+    return 1
+  fi
+}
+
 status=0
 mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p' | sed 's#^\./##')
 for mod in "${modules[@]}"; do
   tidycheck "$mod" || status=1
+  case "$mod" in
+  . | etcdlock | prom | otel | drill) golinecheck "$mod" || status=1 ;; # the library modules
+  esac
 done
 echo "modcheck tidy: ${#modules[@]} modules checked: ${modules[*]}"
 check redislock "$root/redislock" "$never|$loggers|$etcdclient" "$zk|$sqldrivers" || status=1
