@@ -18,7 +18,11 @@
 // exclude each other on the same name. (baton normalises names by dropping
 // leading and trailing "/", so use the name without a leading "/" with the
 // other tools.) Keys under the prefix that are not direct "<name>/<hex>"
-// children are ignored, so lock "a/b" does not disturb lock "a".
+// children are ignored, so lock "a/b" does not disturb lock "a", and so
+// are keys without a lease, which no contender writes (a user's
+// `etcdctl put <name>/1234abcd` beside the lock): baton never waits for
+// them nor removes them, and `baton inspect` shows them as foreign.
+// etcdctl lock and concurrency.Mutex do wait behind such a key.
 //
 // # Read/write lock, semaphore and leader election
 //

@@ -209,9 +209,10 @@ func (s *session) taint(dir string, e queue.Entry) {
 }
 
 // snapshot builds a queue.Snapshot from a sorted range of dir. Keys that are
-// not direct children "<dir>/<lease hex>" (see leaseSuffix) are left out,
-// so a lock named "a/b" does not mix into the queue of "a", and a foreign
-// key such as "<dir>/-1" never blocks the queue.
+// not direct children "<dir>/<lease hex>" on a lease (see isEntry) are left
+// out, so a lock named "a/b" does not mix into the queue of "a", and a
+// foreign key such as "<dir>/-1", or "<dir>/1234abcd" put without a lease,
+// never blocks the queue.
 func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, rev int64) queue.Snapshot {
 	snap := queue.Snapshot{Own: -1, Rev: rev, Entries: make([]queue.Entry, 0, len(kvs))}
 	pfx := dir + "/"
@@ -221,7 +222,7 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 		if !ok || rest == "" {
 			continue
 		}
-		if _, ok := leaseSuffix(rest); !ok {
+		if !isEntry(rest, kv.Lease) {
 			continue
 		}
 		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease)), ID: grantID(k, kv.CreateRevision)}

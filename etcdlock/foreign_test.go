@@ -3,6 +3,7 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,77 @@ func TestForeignKeysNeverBlock(t *testing.T) {
 	}
 	if holders != 1 || foreign != 2*len(foreignSuffixes) {
 		t.Errorf("Inspect(%q) = %+v, want 1 holder and %d foreign keys", sem, sq, 2*len(foreignSuffixes))
+	}
+}
+
+// TestLeaselessKeyIsForeign puts keys named like entries ("1234abcd", a
+// lease ID's form) without a lease under a mutex and a semaphore's leases,
+// as `etcdctl put appcfg/feature/1234abcd` does beside a lock named
+// "appcfg/feature". No contender writes a key without its lease: the keys
+// must not block an acquire, Inspect must flag them foreign (not dead, so
+// clean leaves them) and say why, and Remove must refuse to delete them.
+func TestLeaselessKeyIsForeign(t *testing.T) {
+	raw := rawClient(t, "")
+	c := newClient(t, etcdlock.Options{})
+	name, sem := uniq(t)+"/m", uniq(t)+"/s"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	put := func(key string) int64 {
+		t.Helper()
+		resp, err := raw.Put(ctx, key, "user-data")
+		if err != nil {
+			t.Fatalf("Put(%q) = %v", key, err)
+		}
+		t.Cleanup(func() { _, _ = raw.Delete(context.Background(), key) })
+		return resp.Header.Revision
+	}
+	rev := put(name + "/1234abcd")
+	put(sem + "/leases/1234abcd")
+
+	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+	l, err := mutex(t, c, name).TryLock(actx)
+	acancel()
+	if err != nil {
+		t.Fatalf("TryLock(%q) behind a key without a lease = %v, want a grant", name, err)
+	}
+	defer release(t, l)
+	s, err := c.Semaphore(sem, 1)
+	if err != nil {
+		t.Fatalf("Semaphore(%q, 1) = %v", sem, err)
+	}
+	actx, acancel = context.WithTimeout(ctx, 3*time.Second)
+	p, err := s.TryAcquire(actx)
+	acancel()
+	if err != nil {
+		t.Fatalf("TryAcquire(%q) behind a key without a lease = %v, want a grant", sem, err)
+	}
+	defer release(t, p)
+
+	q := inspectQueue(t, c, name)
+	want := "1234abcd@" + strconv.FormatInt(rev, 10)
+	if len(q) != 2 || !q[0].Holder || q[0].Token != l.Token() {
+		t.Fatalf("Inspect(%q) = %+v, want the holder then the foreign key", name, q)
+	}
+	if e := q[1]; !e.Foreign || e.DeadSession || e.Holder || e.Position != -1 || e.Session != "" ||
+		e.Entry != want || !strings.Contains(e.Note, "no lease") || !strings.Contains(e.Note, "etcdctl lock") {
+		t.Errorf("Inspect(%q)[1] = %+v, want %s foreign at -1, not dead, its note naming the missing lease", name, e, want)
+	}
+	if err := c.Remove(ctx, name, want); !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("Remove(%q, %q) = %v, want %v", name, want, err, baton.ErrInvalidOption)
+	}
+	if got, err := raw.Get(ctx, name+"/1234abcd"); err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "user-data" {
+		t.Errorf("after the refused Remove Get(%s/1234abcd) = %v, %v; want the user's key intact", name, got, err)
+	}
+	sq, found := inspectQueue(t, c, sem), 0
+	for _, e := range sq {
+		if strings.HasPrefix(e.Entry, "leases/1234abcd@") {
+			found++
+			if !e.Foreign || e.DeadSession || e.Position != -1 {
+				t.Errorf("Inspect(%q): %+v, want the key without a lease foreign at -1, not dead", sem, e)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("Inspect(%q) = %+v, want leases/1234abcd listed once", sem, sq)
 	}
 }

@@ -30,10 +30,11 @@ var subQueues = []string{"locks", "leases"}
 // grants and only the revision tells them apart. Its token is the create
 // revision (plus the token floor), exact for every entry. etcd keeps no
 // creation time, so Age is unknown (0); the note gives the lease's TTL
-// instead. An entry whose lease the server no longer has, or a key with no
-// lease at all, is flagged DeadSession. A key under the lock (or under a
-// semaphore's queue) whose name is not a lease ID is foreign (see
-// leaseSuffix): it follows the queues, flagged Foreign, at Position -1.
+// instead. An entry whose lease the server no longer has is flagged
+// DeadSession. A key under the lock (or under a semaphore's queue) whose
+// name is not a lease ID, or which has no lease, is foreign (see isEntry):
+// it follows the queues, flagged Foreign, at Position -1, and clean never
+// removes it.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			}
 			sub, hex = s+"/", rest
 		}
-		if _, ok := leaseSuffix(hex); !ok {
+		if !isEntry(hex, kv.Lease) {
 			foreign = append(foreign, foreignInfo(rel, kv.CreateRevision, clientv3.LeaseID(kv.Lease)))
 			continue
 		}
@@ -72,15 +73,12 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 		if err != nil {
 			return nil, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
 		}
-		info := queue.EntryInfo{
-			Entry: sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
-			Kind:  kind,
-			Token: tok,
-		}
-		if kv.Lease != 0 {
-			info.Session = leaseHex(clientv3.LeaseID(kv.Lease))
-		}
-		queues[sub] = append(queues[sub], info)
+		queues[sub] = append(queues[sub], queue.EntryInfo{
+			Entry:   sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
+			Kind:    kind,
+			Token:   tok,
+			Session: leaseHex(clientv3.LeaseID(kv.Lease)),
+		})
 	}
 	var out []queue.EntryInfo
 	for _, sub := range []string{"", "locks/", "leases/"} {
@@ -89,11 +87,6 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 		out = append(out, q...)
 	}
 	for i := range out {
-		if out[i].Session == "" {
-			out[i].DeadSession = true
-			out[i].AddNote("key without a lease: nothing but an operator removes it (a client bug)")
-			continue
-		}
 		id, _ := strconv.ParseInt(out[i].Session, 16, 64)
 		leases[id] = append(leases[id], &out[i])
 	}
@@ -123,13 +116,21 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 }
 
 // foreignInfo describes a foreign key for Inspect: named as entries are
-// ("<rel>@<create revision>"), with no kind, token or position.
+// ("<rel>@<create revision>"), with no kind, token or position. Its note
+// says why it is foreign, and that etcdctl lock and concurrency.Mutex,
+// which take every key under the prefix for a contender, wait behind it:
+// the one reason a lock can look stuck to them while baton's queue is free.
 func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo {
 	e := queue.EntryInfo{Position: -1, Entry: rel + "@" + strconv.FormatInt(rev, 10), Foreign: true}
+	why := "its name is not a lease ID"
 	if lease != 0 {
 		e.Session = leaseHex(lease)
+	} else {
+		why = "it has no lease (every contender's key is on its lease), so it never expires"
 	}
-	e.AddNote("foreign key: its name is not a lease ID, so no recipe wrote it; it takes no part in the queue and blocks nobody; baton never removes it (etcdctl del does, if it is stray)")
+	e.AddNote("foreign key under the lock's prefix: " + why + "; no recipe wrote it, baton ignores it, " +
+		"but etcdctl lock and concurrency.Mutex on this name wait behind it for as long as it exists; " +
+		"baton never removes it (etcdctl del does, if it is stray)")
 	return e
 }
 
@@ -148,7 +149,10 @@ func entryKind(v []byte) (queue.Kind, int) {
 // Remove deletes exactly the entry "<lease hex>@<create revision>" (with
 // its "locks/" or "leases/" prefix, if any) of name, in a transaction
 // guarded by the create revision, so a later grant that reuses the key is
-// never touched. A key already gone (or re-created) is success.
+// never touched, and by the key having a lease: a key without one is
+// foreign (see isEntry), someone else's data, and is refused with
+// baton.ErrInvalidOption like a badly named one. A key already gone (or
+// re-created) is success.
 func (c *Client) Remove(ctx context.Context, name, entry string) error {
 	if err := c.checkOpen(); err != nil {
 		return err
@@ -157,33 +161,51 @@ func (c *Client) Remove(ctx context.Context, name, entry string) error {
 	if err != nil {
 		return err
 	}
-	bad := func() error {
+	rel, rev, ok := parseEntry(entry)
+	if !ok {
 		return fmt.Errorf("etcdlock: remove %q from %q: want an entry as inspect names it (<lease hex>@<revision>): %w",
 			entry, name, baton.ErrInvalidOption)
 	}
+	key := n + "/" + rel
+	resp, err := c.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(key), "=", rev),
+		clientv3.Compare(clientv3.LeaseValue(key), "!=", clientv3.NoLease),
+	).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return opErr(ctx, "remove", key, err)
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 1 && kvs[0].CreateRevision == rev && kvs[0].Lease == 0 {
+			return fmt.Errorf("etcdlock: remove %q from %q: a key without a lease is foreign, not baton's to remove: %w",
+				entry, name, baton.ErrInvalidOption)
+		}
+	}
+	return nil
+}
+
+// parseEntry reads an entry name as Inspect writes it: the key relative
+// to the lock ("<lease hex>", or under a semaphore's "locks/" or
+// "leases/") and its create revision. A name whose suffix is not a lease
+// ID is foreign and not ok: baton removes only its own kind of keys.
+func parseEntry(entry string) (rel string, rev int64, ok bool) {
 	rel, revText, ok := strings.Cut(entry, "@")
 	if !ok {
-		return bad()
+		return "", 0, false
 	}
 	rev, err := strconv.ParseInt(revText, 10, 64)
 	if err != nil || rev <= 0 {
-		return bad()
+		return "", 0, false
 	}
 	hex := rel
 	if sub, rest, ok := strings.Cut(rel, "/"); ok {
 		if !slices.Contains(subQueues, sub) {
-			return bad()
+			return "", 0, false
 		}
 		hex = rest
 	}
 	if _, ok := leaseSuffix(hex); !ok {
-		return bad() // a foreign key is not baton's to remove
+		return "", 0, false
 	}
-	key := n + "/" + rel
-	_, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
-		Then(clientv3.OpDelete(key)).Commit()
-	if err != nil {
-		return opErr(ctx, "remove", key, err)
-	}
-	return nil
+	return rel, rev, true
 }

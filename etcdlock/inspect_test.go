@@ -11,6 +11,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/queue"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func inspectQueue(t *testing.T, c *etcdlock.Client, name string) []queue.EntryInfo {
@@ -25,8 +26,8 @@ func inspectQueue(t *testing.T, c *etcdlock.Client, name string) []queue.EntryIn
 }
 
 // TestInspectQueue: a holder and a waiter with exact tokens (create
-// revisions), their leases, holder flags; a key without a lease is
-// flagged dead.
+// revisions), their leases, holder flags; a third contender's key on a
+// lease of its own is a waiting entry that Remove deletes exactly.
 func TestInspectQueue(t *testing.T) {
 	c, w := newClient(t, etcdlock.Options{}), newClient(t, etcdlock.Options{})
 	name := uniq(t)
@@ -44,7 +45,13 @@ func TestInspectQueue(t *testing.T) {
 	if !eventually(5*time.Second, func() bool { return len(entries(t, c, name)) == 2 }) {
 		t.Fatalf("Entries(%q) = %v, want the waiter queued", name, entries(t, c, name))
 	}
-	put, err := rawClient(t, "").Put(context.Background(), name+"/abc", "")
+	raw := rawClient(t, "")
+	lease, err := raw.Grant(context.Background(), 30)
+	if err != nil {
+		t.Fatalf("Grant = %v", err)
+	}
+	defer raw.Revoke(context.Background(), lease.ID)
+	put, err := raw.Put(context.Background(), name+"/abc", "", clientv3.WithLease(lease.ID))
 	if err != nil {
 		t.Fatalf("Put(%s/abc) = %v", name, err)
 	}
@@ -61,8 +68,9 @@ func TestInspectQueue(t *testing.T) {
 	if e := q[1]; e.Holder || e.Position != 1 || e.Token <= l.Token() || e.DeadSession || e.Kind != queue.KindMutex {
 		t.Errorf("Inspect(%q)[1] = %+v, want a live waiting mutex entry after the holder", name, e)
 	}
-	if e := q[2]; !e.DeadSession || e.Session != "" || e.Entry != "abc@"+strconv.FormatInt(put.Header.Revision, 10) {
-		t.Errorf("Inspect(%q)[2] = %+v, want the lease-less key abc@%d flagged dead", name, e, put.Header.Revision)
+	if e := q[2]; e.DeadSession || e.Foreign || e.Holder || e.Position != 2 || e.Session != strconv.FormatInt(int64(lease.ID), 16) ||
+		e.Entry != "abc@"+strconv.FormatInt(put.Header.Revision, 10) {
+		t.Errorf("Inspect(%q)[2] = %+v, want the leased key abc@%d waiting at 2", name, e, put.Header.Revision)
 	}
 
 	// Remove is exact: a stale revision deletes nothing, the right one

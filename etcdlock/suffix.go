@@ -10,7 +10,7 @@ package etcdlock
 // " 7", "07", "ABC") is foreign: no recipe wrote it. It takes no part in
 // the queue — it neither blocks anyone nor is ever granted — and Inspect
 // reports it as foreign (queue.EntryInfo.Foreign); Remove refuses it,
-// since baton deletes only its own kind of keys.
+// since baton deletes only its own kind of keys. See also isEntry.
 func leaseSuffix(s string) (uint64, bool) {
 	if s == "" || len(s) > 16 || s[0] == '0' {
 		return 0, false
@@ -27,4 +27,19 @@ func leaseSuffix(s string) (uint64, bool) {
 		}
 	}
 	return v, true
+}
+
+// isEntry reports whether a key under a lock, with last segment suffix and
+// lease ID lease, is an entry of a recipe: named after a lease (see
+// leaseSuffix) and attached to one. Every contender's key is put on its
+// lease, by baton (Enqueue), etcdctl lock and elect, and concurrency.Mutex
+// alike, and keeps it until deleted (baton's Pass touches it with
+// WithIgnoreLease), so a key without a lease was written by something else,
+// such as `etcdctl put appcfg/feature/1234abcd` beside a lock named
+// "appcfg/feature". Such a key is foreign like a badly named one: no
+// lease will ever expire it, so counting it would block the lock for
+// ever, and removing it would delete a user's data.
+func isEntry(suffix string, lease int64) bool {
+	_, ok := leaseSuffix(suffix)
+	return ok && lease != 0
 }

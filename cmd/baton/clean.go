@@ -52,9 +52,13 @@ func refuseDirectory(name, entry string) error {
 // residueReason says why clean may remove e, or "" when it may not.
 // Only two kinds of entry are provably residue: a protected-create
 // duplicate (the engine flags only one of the same session as its
-// smallest sibling), and an entry no live session owns.
+// smallest sibling), and an entry no live session owns. A foreign key is
+// never residue, whatever else is flagged: it is not baton's (on etcd, a
+// user's key under the lock's prefix).
 func residueReason(e queue.EntryInfo) string {
 	switch {
+	case e.Foreign:
+		return ""
 	case e.DeadSession:
 		return "no live session owns it"
 	case e.Duplicate:
