@@ -50,7 +50,9 @@ Flags:
                          (default 2s: a short TTL keeps the drill short;
                          raise it to your production TTL to drill that)
   --herd N               waiters of the herd and cancel-bulk scenarios
-                         (default %d)
+                         (default %d, at most %d: each waiter is an
+                         acquire of its own, a queue entry on ZooKeeper
+                         and etcd, and its own history to check)
   --prefix P             lock names start with P/<random>/ (default
                          baton-drill/<random>/)
   --json FILE            write the results as one JSON object to FILE
@@ -75,6 +77,10 @@ const (
 	// TTL. A deployment's own TTL can be drilled with --ttl.
 	defaultDrillTTL    = 2 * time.Second
 	defaultDrillTrials = 3
+	// maxDrillHerd bounds --herd: every waiter is an acquire with its
+	// goroutines, entry and events to check, and a herd beyond what a
+	// host can hold drills the host, not the lock.
+	maxDrillHerd = 64
 	// exitDrillFailed: the drill ran and an invariant broke.
 	exitDrillFailed = 1
 	// drillHolderCmd is the hidden subcommand a drill re-executes itself
@@ -140,8 +146,8 @@ func parseDrill(args []string, getenv func(string) string) (*drillConfig, error)
 	if cfg.trials < 1 {
 		return nil, usagef("drill: --trials %d: want at least 1", cfg.trials)
 	}
-	if cfg.herd < 1 {
-		return nil, usagef("drill: --herd %d: want at least 1 waiter", cfg.herd)
+	if cfg.herd < 1 || cfg.herd > maxDrillHerd {
+		return nil, usagef("drill: --herd %d: want 1 to %d waiters", cfg.herd, maxDrillHerd)
 	}
 	if !seedSet {
 		cfg.seed = randomSeed()
@@ -220,7 +226,7 @@ func drillHelp() string {
 		line += n
 	}
 	lines = append(lines, line)
-	return fmt.Sprintf(drillUsage, strings.Join(lines, "\n"+strings.Repeat(" ", 25)), scenario.DefaultHerd)
+	return fmt.Sprintf(drillUsage, strings.Join(lines, "\n"+strings.Repeat(" ", 25)), scenario.DefaultHerd, maxDrillHerd)
 }
 
 // drillMain is `baton drill`.

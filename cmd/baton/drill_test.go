@@ -142,6 +142,8 @@ func TestDrillUsage(t *testing.T) {
 		{"--trials", "0"},
 		{"--trials", "many"},
 		{"--herd", "0"},
+		{"--herd", "65"},
+		{"--herd", "99999999999"},
 		{"--seed", "-1"},
 		{"--ttl", "0"},
 		{"--ttl", "100ms", "--backend", "sqlite:///nonexistent/x.db"},
