@@ -66,9 +66,11 @@ Credentials come as for baton run (URL or environment) and reach the
 drill's holder processes through their environment, never their argv.
 
 Exit codes: 0 every invariant held; 1 one broke (the failing trial's
-history is kept and its path printed); 64 usage; 69 backend unreachable;
-73 --json or --html could not be written; 77 authentication or TLS
-refused; 128+n interrupted by signal n (after cleaning up).
+history is kept and its path printed); 64 usage, including a --json or
+--html FILE that cannot be created (checked before the drill starts); 69
+backend unreachable; 73 --json or --html could not be written at the end
+all the same (a full disk); 77 authentication or TLS refused; 128+n
+interrupted by signal n (after cleaning up).
 `
 
 // Defaults of `baton drill`.
@@ -153,6 +155,9 @@ func parseDrill(args []string, getenv func(string) string) (*drillConfig, error)
 		cfg.seed = randomSeed()
 	}
 	if cfg.prefix, err = drillPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if err := checkDrillFiles(cfg); err != nil {
 		return nil, err
 	}
 	if err := checkCommon("drill", &cfg.runConfig); err != nil {

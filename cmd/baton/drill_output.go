@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -194,6 +195,39 @@ func saveDrillFiles(cfg *drillConfig, rep scenario.Report) error {
 		}
 	}
 	return nil
+}
+
+// checkDrillFiles makes sure --json and --html can be written before the
+// drill runs, rather than finding out after it: each names a file (not a
+// directory) in a directory where the drill can create the temporary
+// file writeAtomic renames, and they are not the same file.
+func checkDrillFiles(cfg *drillConfig) error {
+	if cfg.jsonFile != "" && cfg.htmlFile != "" && filepath.Clean(cfg.jsonFile) == filepath.Clean(cfg.htmlFile) {
+		return usagef("drill: --json and --html are both %q", cfg.jsonFile)
+	}
+	for _, f := range []struct{ flag, path string }{{"--json", cfg.jsonFile}, {"--html", cfg.htmlFile}} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkWritable(f.path); err != nil {
+			return usagef("drill: %s %q cannot be written: %v", f.flag, f.path, err)
+		}
+	}
+	return nil
+}
+
+// checkWritable reports why writeAtomic could not write path: path is a
+// directory, or its directory takes no new file.
+func checkWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeAtomic writes data to a temporary file beside path and renames it

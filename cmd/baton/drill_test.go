@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,6 +163,31 @@ func TestDrillUsage(t *testing.T) {
 		r := runBaton(t, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stderr, "--scenarios") || !strings.Contains(r.stderr, "paused") {
 			t.Errorf("baton %q: exit %d; want 0 and the drill's flags and scenarios:\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestDrillOutputFiles: a --json or --html FILE that cannot be created
+// exits 64, naming it, before the drill connects (the backend here is a
+// closed port: connecting first would exit 69), not after the drill ran.
+func TestDrillOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-dir", "drill.json")
+	same := filepath.Join(dir, "drill.out")
+	for _, tc := range []struct {
+		args []string
+		path string
+	}{
+		{[]string{"--json", missing}, missing},
+		{[]string{"--html", dir}, dir},
+		{[]string{"--json", same, "--html", same}, same},
+	} {
+		r := runBaton(t, []string{"BATON_BACKEND=etcd://127.0.0.1:1"}, append([]string{"drill"}, tc.args...)...)
+		if r.code != 64 || !strings.Contains(r.stderr, strconv.Quote(tc.path)) {
+			t.Errorf("baton drill %q: exit %d; want 64 and a message naming %q:\n%s", tc.args, r.code, tc.path, r.stderr)
+		}
+		if strings.Contains(r.stderr, "trial") {
+			t.Errorf("baton drill %q ran trials before refusing its output file:\n%s", tc.args, r.stderr)
 		}
 	}
 }
