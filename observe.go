@@ -84,7 +84,8 @@ const (
 	EventRenewal
 	// EventStaleRejected: a fenced resource refused a write. Resource, Token,
 	// Owner (the writer's), StoredToken, StoredOwner, Name (the lock name,
-	// when the caller gave it).
+	// when the write's context told it: the lease's context, or one named
+	// with fence.WithLockName).
 	EventStaleRejected
 	// EventRecovered: an acquire whose create had an unknown outcome found its
 	// entry and kept it (ZooKeeper protected create), removing Count

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/fence"
 )
 
 // records decodes the JSON lines a slog.JSONHandler wrote.
@@ -219,5 +220,18 @@ func TestHashNames(t *testing.T) {
 	lock, _ := recs[0]["lock"].(string)
 	if lock == "" || lock == "tenant-17/payments" || lock[:2] != "h:" {
 		t.Errorf("lock = %q, want a pseudonym h:…", lock)
+	}
+}
+
+// TestStaleRejectionNamesLock: a refusal reported by a fence whose write
+// context names its lock (fence.WithLockName) logs the lock with both
+// tokens.
+func TestStaleRejectionNamesLock(t *testing.T) {
+	buf, o := newJSON(slog.LevelWarn)
+	ctx := fence.WithLockName(context.Background(), "orders/42")
+	fence.Observe(ctx, o, &fence.StaleError{Resource: "order-42", Token: 6, Owner: "A", StoredToken: 7, StoredOwner: "B"})
+	recs := records(t, buf)
+	if len(recs) != 1 || recs[0]["lock"] != "orders/42" || recs[0]["token"] != 6.0 || recs[0]["stored_token"] != 7.0 {
+		t.Errorf("records %v, want one naming lock orders/42 with token 6 and stored_token 7", recs)
 	}
 }

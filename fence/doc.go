@@ -69,6 +69,28 @@
 // key is whatever you fence: usually the lock name, at most MaxResourceLen
 // bytes.
 //
+// # The write's context
+//
+// Write with the lease's context (lease.Context(), or a context derived
+// from it). Once this process learns that the lease is lost, that context
+// is cancelled: a write then stops before it reaches the fence, or fails
+// inside it, and its error wraps the context's cause, baton.ErrLost, as
+// well as context.Canceled (WithCause). It is never a *StaleError, since
+// the fence saw nothing to refuse. A holder that has not learnt of its
+// loss yet (paused, cut off) still has a live context: its write reaches
+// the fence, which refuses it as stale. Tell the two apart with errors.Is:
+//
+//	switch err := fences.Write(lease.Context(), db, "orders/42", lease.Token(), lease.Owner(), fn); {
+//	case errors.Is(err, baton.ErrLost): // we knew we had lost the lock: nothing was written
+//	case errors.Is(err, baton.ErrStaleToken): // a newer holder wrote first: nothing was written
+//	}
+//
+// The lease's context also names the lock: a refusal carries it in
+// StaleError.Name and in the event an Observer is told
+// (baton.EventStaleRejected). A write made with another context (a
+// request's, or under tokens minted outside baton) can name its lock with
+// WithLockName.
+//
 // # The three SQL schemes
 //
 // There are three ways to fence writes to a SQL database; all three apply

@@ -57,7 +57,15 @@ const MaxOwnerLen = 1024
 // A rejected write changed nothing at the fence; the caller must roll back
 // its transaction so its own business writes are discarded too (Write does
 // that).
+//
+// A write made with a lease's context after this process learnt that the
+// lease was lost never reaches the fence and is no StaleError: its error
+// wraps the context's cause, baton.ErrLost (see WithCause).
 type StaleError struct {
+	// Name is the lock the rejected write was made under, when the fence
+	// could tell (LockName of the write's context: the lease's context, or
+	// one made by WithLockName); "" otherwise.
+	Name        string
 	Resource    string
 	Token       uint64 // the rejected write's token
 	Owner       string // the rejected write's owner
@@ -68,8 +76,12 @@ type StaleError struct {
 // Error names the resource, the rejected write and what the resource had
 // accepted.
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("fence: stale write to %q: token %d (owner %q) after token %d (owner %q): %v",
-		e.Resource, e.Token, e.Owner, e.StoredToken, e.StoredOwner, baton.ErrStaleToken)
+	lock := ""
+	if e.Name != "" {
+		lock = fmt.Sprintf(" under lock %q", e.Name)
+	}
+	return fmt.Sprintf("fence: stale write to %q%s: token %d (owner %q) after token %d (owner %q): %v",
+		e.Resource, lock, e.Token, e.Owner, e.StoredToken, e.StoredOwner, baton.ErrStaleToken)
 }
 
 // Unwrap returns baton.ErrStaleToken.
@@ -89,8 +101,10 @@ func Accepts(storedToken uint64, storedOwner string, token uint64, owner string)
 }
 
 // write is Table.Write and Unfenced.Write: one transaction that advances
-// the fence first and runs fn only if the write is not stale.
+// the fence first and runs fn only if the write is not stale. An error
+// after ctx ended carries its cause (WithCause).
 func write(ctx context.Context, db *sql.DB, f Fence, resource string, token uint64, owner string, fn func(*sql.Tx) error) (err error) {
+	defer func() { err = WithCause(ctx, err) }()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("fence: begin: %w", err)

@@ -185,7 +185,8 @@ func (p Publisher) Publish(ctx context.Context, tx *sql.Tx, name string, token u
 	return p.publish(ctx, tx, name, token, owner, false)
 }
 
-func (p Publisher) publish(ctx context.Context, tx *sql.Tx, name string, token uint64, owner string, force bool) error {
+func (p Publisher) publish(ctx context.Context, tx *sql.Tx, name string, token uint64, owner string, force bool) (err error) {
+	defer func() { err = WithCause(ctx, err) }()
 	if err := checkObjectName(name); err != nil {
 		return err
 	}
@@ -224,7 +225,8 @@ func (p Publisher) Write(ctx context.Context, db *sql.DB, name string, token uin
 	return p.write(ctx, db, name, token, owner, data, false)
 }
 
-func (p Publisher) write(ctx context.Context, db *sql.DB, name string, token uint64, owner string, data io.Reader, force bool) (string, error) {
+func (p Publisher) write(ctx context.Context, db *sql.DB, name string, token uint64, owner string, data io.Reader, force bool) (_ string, err error) {
+	defer func() { err = WithCause(ctx, err) }()
 	object, err := p.Put(ctx, name, token, owner, data)
 	if err != nil {
 		return "", err

@@ -158,7 +158,8 @@ func (r Row) Update(ctx context.Context, tx *sql.Tx, key, set []Column, token ui
 	return r.update(ctx, tx, key, set, token, owner, false)
 }
 
-func (r Row) update(ctx context.Context, tx *sql.Tx, key, set []Column, token uint64, owner string, force bool) error {
+func (r Row) update(ctx context.Context, tx *sql.Tx, key, set []Column, token uint64, owner string, force bool) (err error) {
+	defer func() { err = WithCause(ctx, err) }()
 	if token > MaxToken {
 		return invalid("token %d above the largest storable token %d", token, uint64(MaxToken))
 	}

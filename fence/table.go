@@ -78,7 +78,8 @@ func (t Table) Advance(ctx context.Context, tx *sql.Tx, resource string, token u
 	return t.advance(ctx, tx, resource, token, owner, false)
 }
 
-func (t Table) advance(ctx context.Context, tx *sql.Tx, resource string, token uint64, owner string, force bool) error {
+func (t Table) advance(ctx context.Context, tx *sql.Tx, resource string, token uint64, owner string, force bool) (err error) {
+	defer func() { err = WithCause(ctx, err) }()
 	if err := checkWrite(resource, token, owner); err != nil {
 		return err
 	}

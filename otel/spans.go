@@ -175,10 +175,13 @@ func onCaller(ctx context.Context, e baton.Event) {
 	at := trace.WithTimestamp(e.Time)
 	switch e.Kind {
 	case baton.EventStaleRejected:
-		sp.AddEvent("baton.stale_rejected", at, trace.WithAttributes(
-			keyEngine.String(e.Engine), keyResource.String(e.Resource), keyName.String(e.Name),
+		kv := []attribute.KeyValue{keyEngine.String(e.Engine), keyResource.String(e.Resource),
 			token(keyToken, e.Token), keyOwner.String(e.Owner),
-			token(keyStoredToken, e.StoredToken), keyStoredOwner.String(e.StoredOwner)))
+			token(keyStoredToken, e.StoredToken), keyStoredOwner.String(e.StoredOwner)}
+		if e.Name != "" { // the fence could not tell (see fence.LockName): no empty attribute
+			kv = append(kv, keyName.String(e.Name))
+		}
+		sp.AddEvent("baton.stale_rejected", at, trace.WithAttributes(kv...))
 	case baton.EventIdempotency, baton.EventTask:
 		kv := []attribute.KeyValue{keyEngine.String(e.Engine), keyResource.String(e.Resource), keyOutcome.String(e.Outcome)}
 		if e.Kind == baton.EventTask {

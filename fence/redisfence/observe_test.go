@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/recorder"
+	"github.com/baton-go/baton/memlock"
 )
 
 // TestObserver checks that an accepted write reports nothing and a stale
@@ -44,5 +46,45 @@ func TestObserver(t *testing.T) {
 		if g != want[i] {
 			t.Errorf("event %d = %+v, want %+v", i, g, want[i])
 		}
+	}
+}
+
+// TestLostLeaseAndLockName: a Set made with the context of a lease this
+// process knows is lost fails with an error wrapping baton.ErrLost, not a
+// stale one, and reports nothing; a refused Set whose context names its
+// lock (fence.WithLockName) carries the name in its error and its event.
+func TestLostLeaseAndLockName(t *testing.T) {
+	ctx := t.Context()
+	f, _ := newFence(t)
+	rec := recorder.New()
+	f.Observer = rec
+	if err := f.Set(ctx, "order-42", 7, "B", "b", nil); err != nil {
+		t.Fatalf("Set(7, B) = %v", err)
+	}
+	srv := memlock.NewServer(memlock.Options{})
+	t.Cleanup(srv.Close)
+	c := srv.Client("zombie")
+	m, _ := c.Mutex("orders/42")
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	c.Expire()
+	<-l.Done()
+	err = f.Set(l.Context(), "order-42", l.Token(), l.Owner(), "z", nil)
+	if !errors.Is(err, baton.ErrLost) || errors.Is(err, baton.ErrStaleToken) {
+		t.Errorf("Set with a lost lease's context = %v, want %v and not %v", err, baton.ErrLost, baton.ErrStaleToken)
+	}
+	if got := rec.Events(); len(got) != 0 {
+		t.Errorf("Set cut short by the lost lease reported %v", recorder.Kinds(got))
+	}
+
+	err = f.Set(fence.WithLockName(ctx, "orders/42"), "order-42", 6, "A", "a", nil)
+	var se *fence.StaleError
+	if !errors.As(err, &se) || se.Name != "orders/42" {
+		t.Fatalf("Set(6, A) = %v, want a *StaleError naming lock orders/42", err)
+	}
+	if got := rec.Events(); len(got) != 1 || got[0].Name != "orders/42" || got[0].Token != 6 || got[0].StoredToken != 7 {
+		t.Errorf("events = %+v, want one stale rejection of lock orders/42, token 6 after 7", got)
 	}
 }

@@ -209,7 +209,7 @@ func (f Fence) run(ctx context.Context, resource string, token uint64, owner str
 	args := append([]any{strconv.FormatUint(token, 10), owner, forceArg, mode}, rest...)
 	res, err := fencedWrite.Run(ctx, f.Client, []string{k.Fence, k.Data}, args...).Slice()
 	if err != nil {
-		return fmt.Errorf("redisfence: fenced %s of %q with token %d: %w", mode, resource, token, err)
+		return fence.WithCause(ctx, fmt.Errorf("redisfence: fenced %s of %q with token %d: %w", mode, resource, token, err))
 	}
 	if len(res) == 1 {
 		return nil
