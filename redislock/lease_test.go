@@ -48,6 +48,9 @@ func TestOptions(t *testing.T) {
 	defer rdb.Close()
 	for _, o := range []redislock.Options{
 		{TTL: 100 * time.Millisecond},
+		{TTL: 1},
+		{TTL: 999 * time.Microsecond},
+		{TTL: time.Second + 500*time.Microsecond},
 		{TTL: baton.MaxTTL + time.Millisecond},
 		{Prefix: "a{b"},
 		{BatchSize: -1},

@@ -31,7 +31,9 @@ type Options struct {
 	// TTL is the lease time of a key, renewed every TTL/3 by the client's
 	// keeper; 0 means DefaultTTL. Below 300ms the timing margins stop
 	// making sense and New refuses it, as it refuses one above
-	// baton.MaxTTL.
+	// baton.MaxTTL. It must be whole milliseconds, the unit of the keys'
+	// PX: New refuses 1.0005s rather than round it, and any positive TTL
+	// is taken as given, never replaced by DefaultTTL.
 	TTL time.Duration
 
 	// Prefix starts every key and channel; "" means DefaultPrefix. It must
@@ -101,7 +103,7 @@ func (o Options) validate() (Options, error) {
 	}
 	switch {
 	case o.TTL%time.Millisecond != 0:
-		return Options{}, leasing.Invalid("redislock", "TTL %v, want whole milliseconds", o.TTL)
+		return Options{}, leasing.Invalid("redislock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
 	case !prefixRE.MatchString(o.Prefix):
 		return Options{}, leasing.Invalid("redislock", "Prefix %q, want [A-Za-z0-9_.:/-]{1,64}", o.Prefix)
 	case o.ReplicaAcks < 0:

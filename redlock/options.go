@@ -39,7 +39,11 @@ const (
 type Options struct {
 	// TTL is the lease time of the lock key on each node; 0 means
 	// DefaultTTL. Below 300ms the timing margins stop making sense and New
-	// refuses it, as it refuses one above baton.MaxTTL.
+	// refuses it, as it refuses one above baton.MaxTTL. It must be whole
+	// milliseconds, the unit of the key's PX: New refuses 1.0005s rather
+	// than round it, since a key that lives shorter than the client
+	// believes breaks the validity it computes, and any positive TTL is
+	// taken as given, never replaced by DefaultTTL.
 	TTL time.Duration
 
 	// Prefix prefixes every key on the nodes: the node's index
@@ -108,6 +112,8 @@ func (o Options) validate() (Options, error) {
 		o.DriftFactor = DefaultDriftFactor
 	}
 	switch {
+	case o.TTL%time.Millisecond != 0:
+		return Options{}, leasing.Invalid("redlock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
 	case o.NodeTimeout < 0 || o.NodeTimeout > o.TTL/4:
 		return Options{}, leasing.Invalid("redlock", "NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
 	case o.DriftFactor < 0 || o.DriftFactor >= 0.1:
