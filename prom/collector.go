@@ -36,6 +36,21 @@ type Options struct {
 	MaxTracked int
 	// ConstLabels are added to every metric (for example a shard).
 	ConstLabels prometheus.Labels
+	// Engines are the engines (Event.Engine: "zk", "etcd", "redis",
+	// "redlock", "postgres", "mysql", "sqlite", "mem") whose events this
+	// Collector will see. Their counters and gauges are exposed at 0 from
+	// the start, for every recipe and every result, cause and renewal
+	// result, so that increase() and rate() see their first event; a
+	// series that first appears at 1 has no earlier sample to rise from.
+	// nil means none: an engine's series then appear at their first
+	// event. With LockNames the per-lock series cannot be known in
+	// advance and appear at their first event either way.
+	//
+	// Whatever Engines holds, the series whose labels are fixed are
+	// exposed at 0 from the start: stale rejections (engine "fence"; with
+	// LockNames, per name at its first rejection), and idempotency and
+	// task events for every outcome.
+	Engines []string
 }
 
 var (
@@ -117,6 +132,7 @@ func New(opts Options) *Collector {
 	c.live[obsview.Waiting] = c.gauge(cl, "acquires_waiting", "Acquires started and not yet granted or failed.", lock...)
 	c.live[obsview.Held] = c.gauge(cl, "leases_held", "Leases granted and not yet released or lost (suspended ones included).", lock...)
 	c.live[obsview.Suspended] = c.gauge(cl, "leases_suspended", "Held leases whose ownership is in doubt.", lock...)
+	c.zero(opts.Engines)
 	c.track = obsview.NewTracker(opts.MaxTracked, func(k liveKey, g obsview.Gauge, d int) {
 		v := c.lockValues(k.engine, k.recipe, k.name)
 		for _, other := range c.live {
@@ -125,6 +141,48 @@ func New(opts Options) *Collector {
 		c.live[g].WithLabelValues(v...).Add(float64(d))
 	})
 	return c
+}
+
+// zero creates at 0 every counter and gauge series whose labels are known
+// before any event (see Options.Engines), as client_golang advises: a
+// series that first appears at 1 is missed by increase() and rate().
+func (c *Collector) zero(engines []string) {
+	for _, o := range obsview.IdemOutcomes {
+		c.idem.WithLabelValues(o)
+	}
+	for _, o := range obsview.TaskOutcomes {
+		c.tasks.WithLabelValues(o)
+	}
+	for _, e := range engines {
+		if obsview.Renews(e) {
+			for _, r := range obsview.RenewalResults {
+				c.renewals.WithLabelValues(e, r)
+			}
+		}
+		if obsview.Recovers(e) {
+			c.recovered.WithLabelValues(e)
+		}
+	}
+	if c.names {
+		return // the name label's values are not known in advance
+	}
+	c.stale.WithLabelValues("fence")
+	for _, e := range engines {
+		for _, r := range obsview.Recipes {
+			for _, v := range obsview.Results {
+				c.acquires.WithLabelValues(e, r, v)
+			}
+			for _, v := range obsview.Causes {
+				c.losses.WithLabelValues(e, r, v)
+			}
+			for _, m := range []*prometheus.CounterVec{c.retries, c.suspensions, c.releaseFails} {
+				m.WithLabelValues(e, r)
+			}
+			for _, g := range c.live {
+				g.WithLabelValues(e, r)
+			}
+		}
+	}
 }
 
 // labels returns the per-lock label names (engine, recipe, and name when

@@ -22,6 +22,16 @@
 // wrapping the Collector in baton.HashNames then labels by a keyed
 // pseudonym.
 //
+// # Series at 0
+//
+// A counter that first appears at 1 has no earlier sample for increase()
+// or rate() to rise from, so an alert on it would miss the first event of
+// every process. The Collector exposes at 0, before any event, every
+// series whose labels are known in advance: stale rejections (engine
+// "fence"), idempotency and task events for every outcome, and, for the
+// engines named in Options.Engines, their per-lock counters and gauges
+// for every recipe, result and cause, renewals and recovered creates.
+//
 // # Gauges
 //
 // The gauges (acquires waiting, leases held, leases suspended) are kept

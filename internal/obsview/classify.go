@@ -69,11 +69,12 @@ func Renewal(e baton.Event) string {
 }
 
 // IdemOutcome keeps an idempotency event's Outcome label within the values
-// baton documents, so a future value cannot grow the series without bound.
-func IdemOutcome(s string) string { return outcome(s, idemOutcomes) }
+// baton documents (IdemOutcomes), so a future value cannot grow the series
+// without bound.
+func IdemOutcome(s string) string { return outcome(s, IdemOutcomes) }
 
-// TaskOutcome is IdemOutcome for durable task events.
-func TaskOutcome(s string) string { return outcome(s, taskOutcomes) }
+// TaskOutcome is IdemOutcome for durable task events (TaskOutcomes).
+func TaskOutcome(s string) string { return outcome(s, TaskOutcomes) }
 
 func outcome(s string, known []string) string {
 	for _, k := range known {
@@ -84,7 +85,31 @@ func outcome(s string, known []string) string {
 	return "other"
 }
 
+// The label values each classifier can return, so that adapters can show
+// every series at 0 before its first event (a counter that first appears
+// at 1 is invisible to increase() and rate()). Callers must not modify
+// them.
 var (
-	idemOutcomes = []string{"hit", "requesting", "success", "failed", "unknown", "settled", "manual"}
-	taskOutcomes = []string{"claimed", "takeover", "checkpoint", "completed", "stale"}
+	Results        = []string{"granted", "not_acquired", "session_lost", "lost", "auth", "unavailable", "closed", "refused", "invalid", "timeout", "cancelled", "error"}
+	Causes         = []string{"deadline", "gone", "expired", "session_expired", "closed", "other"}
+	RenewalResults = []string{"ok", "late", "error"}
+	// IdemOutcomes are baton.EventIdempotency's outcomes and "other".
+	IdemOutcomes = []string{"hit", "requesting", "success", "failed", "unknown", "settled", "manual", "conflict", "resolved", "other"}
+	// TaskOutcomes are baton.EventTask's outcomes and "other".
+	TaskOutcomes = []string{"claimed", "takeover", "checkpoint", "completed", "failed", "retry", "stale", "lost", "other"}
+	// Recipes are Event.Recipe's values.
+	Recipes = []string{"mutex", "read", "write", "semaphore", "election"}
 )
+
+// Renews reports whether engine renews its leases through the keeper and
+// so reports EventRenewal; Recovers whether it reports EventRecovered.
+func Renews(engine string) bool {
+	switch engine {
+	case "redis", "redlock", "postgres", "mysql", "sqlite":
+		return true
+	}
+	return false
+}
+
+// Recovers: see Renews.
+func Recovers(engine string) bool { return engine == "zk" || engine == "mem" }

@@ -2,7 +2,9 @@ package obsview_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/baton-go/baton"
@@ -105,5 +107,49 @@ func TestClassify(t *testing.T) {
 	}
 	if got := obsview.TaskOutcome("settled"); got != "other" {
 		t.Errorf("TaskOutcome(settled) = %q, want other: not a task outcome", got)
+	}
+}
+
+// TestVocabularies: every class a classifier returns is in the list the
+// adapters pre-create series from, so no series first appears at 1.
+func TestVocabularies(t *testing.T) {
+	errs := []error{nil, context.Canceled, context.DeadlineExceeded, errors.New("other"),
+		baton.ErrLost, baton.ErrReleased, baton.ErrNotHeld, baton.ErrNotAcquired, baton.ErrSessionLost,
+		baton.ErrUnavailable, baton.ErrStaleToken, baton.ErrInvalidName, baton.ErrInvalidOption,
+		baton.ErrUpgradeRefused, baton.ErrNoLeader, baton.ErrResigning, baton.ErrAuth, baton.ErrClosed,
+		keeper.ErrDeadline, keeper.ErrGone, keeper.ErrFixedExpired}
+	results, causes := map[string]bool{}, map[string]bool{}
+	for _, err := range errs {
+		results[obsview.Result(err)] = true
+		causes[obsview.Cause(err)] = true
+	}
+	for _, c := range []struct {
+		what string
+		got  map[string]bool
+		list []string
+	}{{"Result", results, obsview.Results}, {"Cause", causes, obsview.Causes}} {
+		for v := range c.got {
+			if !slices.Contains(c.list, v) {
+				t.Errorf("%s returns %q, missing from its list %v", c.what, v, c.list)
+			}
+		}
+		if len(c.got) != len(c.list) {
+			t.Errorf("%s returned %d classes over every sentinel, its list has %d: %v", c.what, len(c.got), len(c.list), c.list)
+		}
+	}
+	for _, e := range []baton.Event{{}, {Late: true}, {Err: errors.New("x")}} {
+		if v := obsview.Renewal(e); !slices.Contains(obsview.RenewalResults, v) {
+			t.Errorf("Renewal = %q, missing from %v", v, obsview.RenewalResults)
+		}
+	}
+	for _, v := range []string{"failed", "retry", "lost"} { // documented on baton.EventTask
+		if got := obsview.TaskOutcome(v); got != v {
+			t.Errorf("TaskOutcome(%q) = %q", v, got)
+		}
+	}
+	for _, v := range []string{"conflict", "resolved"} { // documented on baton.EventIdempotency
+		if got := obsview.IdemOutcome(v); got != v {
+			t.Errorf("IdemOutcome(%q) = %q", v, got)
+		}
 	}
 }
