@@ -24,6 +24,18 @@ import (
 // it holds.
 const sentinelTTL = 15 * time.Second
 
+// noAcksTTL is the lease time of the no-acks cell. The double grant is
+// only seen while the old holder still believes it holds: the failover
+// (kill, promotion, every Sentinel naming the replica) and the new grant
+// must end before the old holder's first renewal, TTL/3 after its grant,
+// which finds the key gone on the promoted replica and rightly tells it
+// Lost first. A failover takes 1–2.5 s, but a Sentinel whose election
+// splits the vote tries again only 2 × failover-timeout (6 s) later, so
+// sentinelTTL's 5 s left no room for one failed election under load.
+// TTL/3 = 10 s does (6 s plus a 2.5 s failover); the old holder's Lost is
+// then still checked within the TTL of the double grant.
+const noAcksTTL = 30 * time.Second
+
 // startSentinelSet starts a primary and replica on ports[0:2] and three
 // Sentinels on sentPorts, the drill's own, stopped at cleanup.
 func startSentinelSet(t *testing.T, ports, sentPorts []int) *cluster.Sentinel {
@@ -139,11 +151,11 @@ func TestFailoverRedisSentinel(t *testing.T) {
 
 func sentinelNoAcks(t *testing.T, seed uint64) {
 	s := startSentinelSet(t, []int{16411, 16412}, []int{26411, 26412, 26413})
-	opts := redislock.Options{TTL: sentinelTTL, Prefix: "drill"}
+	opts := redislock.Options{TTL: noAcksTTL, Prefix: "drill"}
 	e := sentinelEngine(t, s, opts)
 	run := drilltest.Start(t, seed)
 	res := newCounters(t, run)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := lockName("failover-sentinel", e, seed)
 	primary := newRedis(s.Addrs[0], 0)
@@ -181,6 +193,10 @@ func sentinelNoAcks(t *testing.T, seed uint64) {
 		t.Fatalf("new holder's Lock on the promoted replica = %v, want the documented double grant", err)
 	}
 	grantAt := drill.Now()
+	if lo.Context().Err() != nil {
+		t.Fatalf("old holder already told Lost (%v) at the new grant, %v after the primary's kill: the failover outlasted its renewal at TTL/3 = %v, so there was no double grant to detect (raise noAcksTTL)",
+			context.Cause(lo.Context()), time.Duration(grantAt-killedAt).Round(time.Millisecond), noAcksTTL/3)
+	}
 	t.Logf("double grant %v after the primary's kill: old token %d (old holder %v), new token %d",
 		time.Duration(grantAt-killedAt).Round(time.Millisecond), lo.Token(), lo.State(), ln.Token())
 	// The new holder's increment is refused by the fence (its token is not
@@ -197,7 +213,7 @@ func sentinelNoAcks(t *testing.T, seed uint64) {
 	select {
 	case <-lo.Context().Done():
 		t.Logf("old holder told Lost %v after the double grant", time.Duration(drill.Now()-grantAt).Round(time.Millisecond))
-	case <-time.After(sentinelTTL):
+	case <-time.After(noAcksTTL):
 		t.Errorf("old holder not told Lost within TTL of the double grant")
 	}
 	if err := nw.release(ctx, ln); err != nil {
@@ -217,7 +233,7 @@ func sentinelNoAcks(t *testing.T, seed uint64) {
 	// The token floor procedure: every later client gets a floor above
 	// the highest token the resource accepted.
 	floor := lo.Token()
-	fe := sentinelEngine(t, s, redislock.Options{TTL: sentinelTTL, Prefix: "drill", TokenFloor: floor})
+	fe := sentinelEngine(t, s, redislock.Options{TTL: noAcksTTL, Prefix: "drill", TokenFloor: floor})
 	rb := newHolder(t, run, fe, "rebased", name, clientOpts{})
 	lr, err := rb.lock(ctx)
 	if err != nil {
