@@ -22,10 +22,21 @@ type progress struct {
 	w      io.Writer
 	tty    bool
 	failed int
+	// stopped reports a signal: a trial that ends after it was cut short.
+	stopped func() bool
+	// interrupted is the trial that ended after the signal.
+	interrupted interruptedTrial
 }
 
-func newProgress(f *os.File) *progress {
-	return &progress{w: f, tty: isTerminal(f)}
+func newProgress(f *os.File, stopped func() bool) *progress {
+	return &progress{w: f, tty: isTerminal(f), stopped: stopped}
+}
+
+// cut returns the trial a signal cut short, if one was.
+func (p *progress) cut() interruptedTrial {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.interrupted
 }
 
 func (p *progress) start(engine string, cfg *drillConfig) {
@@ -38,17 +49,21 @@ func (p *progress) step(s scenario.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var line string
+	stays := false // a line a terminal keeps
 	switch {
 	case !s.Done:
 		line = fmt.Sprintf("%s: trial %d/%d running", s.Scenario, s.Trial+1, s.Trials)
+	case p.stopped():
+		p.interrupted = interruptedTrial{scenario: s.Scenario, trial: s.Trial}
+		line, stays = fmt.Sprintf("%s: trial %d/%d interrupted: no verdict", s.Scenario, s.Trial+1, s.Trials), true
 	case s.Err != nil:
 		p.failed++
-		line = fmt.Sprintf("%s: trial %d/%d FAILED: %v", s.Scenario, s.Trial+1, s.Trials, s.Err)
+		line, stays = fmt.Sprintf("%s: trial %d/%d FAILED: %v", s.Scenario, s.Trial+1, s.Trials, s.Err), true
 	default:
 		line = fmt.Sprintf("%s: trial %d/%d ok", s.Scenario, s.Trial+1, s.Trials)
 	}
 	if p.tty {
-		if s.Err != nil { // a failure stays on the screen
+		if stays { // a failure or an interruption stays on the screen
 			fmt.Fprintf(p.w, "\r\033[K%s\n", line)
 			return
 		}
@@ -78,7 +93,7 @@ func redactURL(raw string) string {
 }
 
 // writeDrillTable prints the summary of a drill, one row per scenario.
-func writeDrillTable(w io.Writer, rep scenario.Report) error {
+func writeDrillTable(w io.Writer, rep drillRun) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tENGINE\tTRIALS\tFENCED STALE\tUNFENCED STALE\tNEXT GRANT p50/max\tLOST LEAD min\tORPHANS\tRESULT")
 	for _, s := range rep.Scenarios {
@@ -94,12 +109,8 @@ func writeDrillTable(w io.Writer, rep scenario.Report) error {
 		if len(s.LostLead) > 0 {
 			lead = fmtMS(slices.Min(s.LostLead))
 		}
-		result := "ok"
-		if !s.Passed {
-			result = "FAILED"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Engine, s.Trials,
-			s.FencedStaleAccepted, s.UnfencedStaleAccepted, grant, lead, s.Orphans, result)
+			s.FencedStaleAccepted, s.UnfencedStaleAccepted, grant, lead, s.Orphans, rep.resultWord(s))
 	}
 	return tw.Flush()
 }
@@ -120,12 +131,14 @@ func p50Max(ds []time.Duration) (p50, mx time.Duration, ok bool) {
 // drillJSON is the --json report: one object, the scenarios in the order
 // they ran.
 type drillJSON struct {
-	Engine    string             `json:"engine"`
-	Seed      uint64             `json:"seed"`
-	Prefix    string             `json:"prefix"`
-	TTLMS     int64              `json:"ttl_ms"`
-	Passed    bool               `json:"passed"`
-	Scenarios []drillScenarioOut `json:"scenarios"`
+	Engine string `json:"engine"`
+	Seed   uint64 `json:"seed"`
+	Prefix string `json:"prefix"`
+	TTLMS  int64  `json:"ttl_ms"`
+	Passed bool   `json:"passed"`
+	// Interrupted: a signal cut a trial short (its interrupted_trial).
+	Interrupted bool               `json:"interrupted,omitempty"`
+	Scenarios   []drillScenarioOut `json:"scenarios"`
 }
 
 // drillScenarioOut is one scenario of the --json report. Measurements a
@@ -143,6 +156,9 @@ type drillScenarioOut struct {
 	Passed                bool        `json:"passed"`
 	Violations            []string    `json:"violations"`
 	History               string      `json:"history,omitempty"`
+	// InterruptedTrial is the trial (from 0) a signal cut short: no
+	// violation of it is reported, it has no verdict.
+	InterruptedTrial *int `json:"interrupted_trial,omitempty"`
 }
 
 type p50MaxJSON struct {
@@ -155,9 +171,9 @@ type minJSON struct {
 }
 
 // toDrillJSON converts a report for --json.
-func toDrillJSON(rep scenario.Report, ttl time.Duration) drillJSON {
+func toDrillJSON(rep drillRun, ttl time.Duration) drillJSON {
 	out := drillJSON{Engine: rep.Engine, Seed: rep.Seed, Prefix: rep.Prefix, TTLMS: ttl.Milliseconds(),
-		Passed: rep.Passed(), Scenarios: []drillScenarioOut{}}
+		Passed: rep.Passed(), Interrupted: rep.interrupted.scenario != "", Scenarios: []drillScenarioOut{}}
 	for _, s := range rep.Scenarios {
 		j := drillScenarioOut{Name: s.Name, Engine: s.Engine, Trials: s.Trials, Skipped: s.Skipped,
 			FencedStaleAccepted: s.FencedStaleAccepted, UnfencedStaleAccepted: s.UnfencedStaleAccepted,
@@ -168,6 +184,9 @@ func toDrillJSON(rep scenario.Report, ttl time.Duration) drillJSON {
 		if len(s.LostLead) > 0 {
 			j.LostLeadMS = &minJSON{Min: slices.Min(s.LostLead).Milliseconds()}
 		}
+		if i, ok := rep.interruptedTrialOf(s.Name); ok {
+			j.InterruptedTrial = &i
+		}
 		out.Scenarios = append(out.Scenarios, j)
 	}
 	return out
@@ -175,7 +194,7 @@ func toDrillJSON(rep scenario.Report, ttl time.Duration) drillJSON {
 
 // saveDrillFiles writes --json and --html, each atomically: a reader
 // never sees half a report, and a failed write leaves the old file.
-func saveDrillFiles(cfg *drillConfig, rep scenario.Report) error {
+func saveDrillFiles(cfg *drillConfig, rep drillRun) error {
 	if cfg.jsonFile != "" {
 		var b bytes.Buffer
 		if err := writeJSON(&b, toDrillJSON(rep, cfg.ttl)); err != nil {

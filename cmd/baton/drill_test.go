@@ -241,13 +241,16 @@ func TestDrillRefused(t *testing.T) {
 var prefixLine = regexp.MustCompile(`names under (\S+)/\n`)
 
 // TestDrillInterrupt: SIGINT during a drill ends it promptly with 130,
-// and nothing is left on the server under its prefix.
+// and nothing is left on the server under its prefix. The trial it cut
+// short is reported as interrupted, with no verdict: no FAILED, no
+// violation, no failing history, passed in --json with its index.
 func TestDrillInterrupt(t *testing.T) {
 	t.Parallel()
 	endpoint := testenv.Etcd(t)
 	var stderr syncBuffer
+	out := filepath.Join(t.TempDir(), "drill.json")
 	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = &stderr }, nil,
-		"drill", "--backend", "etcd://"+endpoint, "--ttl", "1s", "--trials", "3", "--scenarios", "paused,herd")
+		"drill", "--backend", "etcd://"+endpoint, "--ttl", "1s", "--trials", "3", "--scenarios", "paused,herd", "--json", out)
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(stderr.String(), "trial 1/3") {
 		select {
@@ -274,6 +277,7 @@ func TestDrillInterrupt(t *testing.T) {
 	if took := time.Since(sent); took > 15*time.Second {
 		t.Errorf("the drill took %v to end after SIGINT", took)
 	}
+	checkInterrupted(t, r, stderr.String(), out)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("clientv3.New() = %v", err)
@@ -287,6 +291,44 @@ func TestDrillInterrupt(t *testing.T) {
 	}
 	for _, kv := range resp.Kvs {
 		t.Errorf("left behind after SIGINT: %s", kv.Key)
+	}
+}
+
+// checkInterrupted wants the second trial of paused, cut short by SIGINT,
+// reported as interrupted and not as a broken invariant.
+func checkInterrupted(t *testing.T, r result, stderr, out string) {
+	t.Helper()
+	for _, bad := range []string{"FAILED", "broke", "failing history", "interrupted: context canceled"} {
+		if strings.Contains(stderr+r.stdout, bad) {
+			t.Errorf("after SIGINT the output says %q: the cut trial has no verdict\nstdout:\n%s\nstderr:\n%s", bad, r.stdout, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "paused: trial 2/3 interrupted") || !regexp.MustCompile(`paused .* interrupted\n`).MatchString(r.stdout) {
+		t.Errorf("want the cut trial reported as interrupted on stderr and in the table\nstdout:\n%s\nstderr:\n%s", r.stdout, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("read --json file: %v", err)
+	}
+	var rep struct {
+		Passed      bool `json:"passed"`
+		Interrupted bool `json:"interrupted"`
+		Scenarios   []struct {
+			Name             string   `json:"name"`
+			Passed           bool     `json:"passed"`
+			Violations       []string `json:"violations"`
+			InterruptedTrial *int     `json:"interrupted_trial"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("parse --json file: %v\n%s", err, b)
+	}
+	if !rep.Passed || !rep.Interrupted || len(rep.Scenarios) != 1 {
+		t.Fatalf("--json: passed %v, interrupted %v, %d scenarios; want true, true, 1 (paused)\n%s", rep.Passed, rep.Interrupted, len(rep.Scenarios), b)
+	}
+	s := rep.Scenarios[0]
+	if s.Name != "paused" || !s.Passed || len(s.Violations) != 0 || s.InterruptedTrial == nil || *s.InterruptedTrial != 1 {
+		t.Errorf("--json paused: passed %v, violations %q, interrupted_trial %v; want true, none, 1\n%s", s.Passed, s.Violations, s.InterruptedTrial, b)
 	}
 }
 
