@@ -21,7 +21,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
 )
@@ -329,14 +328,16 @@ func dispatch(args []string) int {
 		fmt.Fprint(os.Stderr, mainUsage)
 		return exitUsage
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
+	cmd, rest := args[0], args[1:]
+	if usageOf(cmd) != "" && len(rest) > 0 && isHelpFlag(rest[0]) {
+		// What every subcommand's flag parser would answer, on the
+		// stream whoever asked for help reads.
+		return showHelp(usageOf(cmd))
+	}
+	switch cmd {
 	case "run":
 		return runMain(rest)
 	case "demo":
-		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help") {
-			fmt.Fprint(os.Stderr, demoUsage)
-			return exitOK
-		}
 		if len(rest) > 0 {
 			return fail(usagef("demo takes no arguments"))
 		}
@@ -348,7 +349,7 @@ func dispatch(args []string) int {
 	case drillHolderCmd:
 		return drillHolderMain(rest)
 	case "help", "-h", "--help", "-help":
-		return helpMain(os.Stderr, rest)
+		return helpMain(rest)
 	case "version", "--version":
 		fmt.Fprintln(os.Stderr, "baton", buildVersion())
 		return exitOK
@@ -367,31 +368,54 @@ func dispatch(args []string) int {
 	}
 }
 
-func helpMain(w io.Writer, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(w, mainUsage)
-		return exitOK
-	}
-	switch args[0] {
+// isHelpFlag reports whether arg asks for help, as package flag reads it.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--h"
+}
+
+// usageOf returns the help of subcommand cmd, or "" when it has none.
+func usageOf(cmd string) string {
+	switch cmd {
 	case "run":
-		fmt.Fprint(w, runUsage)
+		return runUsage
 	case "elect":
-		fmt.Fprint(w, electUsage)
+		return electUsage
 	case "inspect":
-		fmt.Fprint(w, inspectUsage)
+		return inspectUsage
 	case "clean":
-		fmt.Fprint(w, cleanUsage)
+		return cleanUsage
 	case "demo":
-		fmt.Fprint(w, demoUsage)
+		return demoUsage
 	case "exporter":
-		fmt.Fprint(w, exporterUsage)
+		return exporterUsage
 	case "drill":
-		fmt.Fprint(w, drillHelp())
-	default:
-		fmt.Fprintf(w, "baton: no help for %q\n", args[0])
-		return exitUsage
+		return drillHelp()
 	}
+	return ""
+}
+
+// showHelp prints help that was asked for (baton help X, baton X --help)
+// on stdout, so that it can be paged or searched (baton help run | less),
+// and returns exitOK. Help printed because of a usage error goes to
+// stderr with exitUsage instead.
+func showHelp(usage string) int {
+	fmt.Fprint(os.Stdout, usage)
 	return exitOK
+}
+
+// helpMain is baton help [COMMAND].
+func helpMain(args []string) int {
+	switch {
+	case len(args) == 0:
+		return showHelp(mainUsage)
+	case len(args) > 1:
+		return fail(usagef("help takes one COMMAND, got %d words", len(args)))
+	case usageOf(args[0]) != "":
+		return showHelp(usageOf(args[0]))
+	}
+	fmt.Fprintf(os.Stderr, "baton: no help for %q\n\n", args[0])
+	fmt.Fprint(os.Stderr, mainUsage)
+	return exitUsage
 }
 
 func buildVersion() string {

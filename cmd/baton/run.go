@@ -23,13 +23,13 @@ import (
 // lock, or a semaphore permit) while COMMAND runs.
 func runMain(args []string) int {
 	cfg, err := parseRun(args, os.Getenv)
-	return holdMain(cfg, err, runUsage, takeLock)
+	return holdMain(cfg, err, args, runUsage, takeLock)
 }
 
 // electMain is `baton elect`: lead while COMMAND runs.
 func electMain(args []string) int {
 	cfg, err := parseElect(args, os.Getenv)
-	return holdMain(cfg, err, electUsage, campaign)
+	return holdMain(cfg, err, args, electUsage, campaign)
 }
 
 // holding is what run or elect holds while COMMAND runs.
@@ -44,14 +44,14 @@ type holding struct {
 type taker func(ctx context.Context, cfg *runConfig, b *backend, name string) (*holding, error)
 
 // holdMain is the body `run` and `elect` share: check everything that can
-// be checked offline, connect, take, supervise COMMAND, give back.
-func holdMain(cfg *runConfig, err error, usage string, take taker) int {
+// be checked offline, connect, take, supervise COMMAND, give back. args
+// is the command line cfg was parsed from (with err, if it did not parse).
+func holdMain(cfg *runConfig, err error, args []string, usage string, take taker) int {
 	if err != nil {
 		return fail(err)
 	}
 	if cfg.help {
-		fmt.Fprint(os.Stderr, usage)
-		return exitOK
+		return showHelp(usage)
 	}
 	lg, events := newHoldLog(os.Stderr, cfg)
 	cfg.observer = holdObserver(events)

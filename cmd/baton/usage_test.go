@@ -1,0 +1,34 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// subcommands are the commands with a help of their own.
+var subcommands = []string{"run", "elect", "inspect", "clean", "exporter", "demo", "drill"}
+
+// TestHelpOnStdout: help that was asked for (baton help, baton help X,
+// baton X --help or -h) goes to stdout with exit 0 and nothing on
+// stderr, so that `baton help run | less` works; help printed because of
+// a usage error goes to stderr with exit 64.
+func TestHelpOnStdout(t *testing.T) {
+	asked := [][]string{{"help"}, {"--help"}, {"-h"},
+		// run and elect take --help after other flags too.
+		{"run", "--backend", "etcd://127.0.0.1:1", "--help"}, {"elect", "n", "-h"}}
+	for _, c := range subcommands {
+		asked = append(asked, []string{"help", c}, []string{c, "--help"}, []string{c, "-h"})
+	}
+	for _, args := range asked {
+		r := runBaton(t, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage") || r.stderr != "" {
+			t.Errorf("baton %q = exit %d, stdout %d bytes, stderr %q; want 0, the help, nothing", args, r.code, len(r.stdout), r.stderr)
+		}
+	}
+	for _, args := range [][]string{nil, {"frobnicate"}, {"help", "frobnicate"}} {
+		r := runBaton(t, nil, args...)
+		if r.code != 64 || r.stdout != "" || !strings.Contains(r.stderr, "Usage") {
+			t.Errorf("baton %q = exit %d, stdout %q, stderr:\n%s\nwant 64, nothing, the help on stderr", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
