@@ -329,10 +329,13 @@ func dispatch(args []string) int {
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
-	if usageOf(cmd) != "" && len(rest) > 0 && isHelpFlag(rest[0]) {
-		// What every subcommand's flag parser would answer, on the
-		// stream whoever asked for help reads.
-		return showHelp(usageOf(cmd))
+	if usageOf(cmd) != "" {
+		helpTopic = cmd
+		if len(rest) > 0 && isHelpFlag(rest[0]) {
+			// What every subcommand's flag parser would answer, on the
+			// stream whoever asked for help reads.
+			return showHelp(usageOf(cmd))
+		}
 	}
 	switch cmd {
 	case "run":
@@ -372,6 +375,10 @@ func dispatch(args []string) int {
 func isHelpFlag(arg string) bool {
 	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--h"
 }
+
+// helpTopic is the subcommand being run, whose help a usage error points
+// at; "" before one is known.
+var helpTopic string
 
 // usageOf returns the help of subcommand cmd, or "" when it has none.
 func usageOf(cmd string) string {
@@ -428,16 +435,26 @@ func buildVersion() string {
 	return "(devel)"
 }
 
-// fail prints err and returns its exit code. Usage errors point at help.
+// fail prints err and returns its exit code. Usage errors point at the
+// help of the subcommand that was run (helpTopic).
 func fail(err error) int {
 	code := classify(noSignal, err, false)
+	msg := err.Error()
+	help := "baton help"
+	if helpTopic != "" {
+		help += " " + helpTopic
+	}
 	if jsonNotes != nil {
-		jsonNotes.Error(err.Error(), "exit", code)
+		if code == exitUsage {
+			jsonNotes.Error(msg, "exit", code, "help", help)
+		} else {
+			jsonNotes.Error(msg, "exit", code)
+		}
 		return code
 	}
-	fmt.Fprintf(os.Stderr, "baton: %v\n", err)
+	fmt.Fprintf(os.Stderr, "baton: %s\n", msg)
 	if code == exitUsage {
-		fmt.Fprintln(os.Stderr, "Run 'baton help' or 'baton help run' for usage.")
+		fmt.Fprintf(os.Stderr, "Run '%s' for usage.\n", help)
 	}
 	return code
 }
@@ -445,9 +462,10 @@ func fail(err error) int {
 // note prints one short state line on stderr (a warning record with
 // --log-format json).
 func note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
 	if jsonNotes != nil {
-		jsonNotes.Warn(fmt.Sprintf(format, args...))
+		jsonNotes.Warn(msg)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "baton: "+format+"\n", args...)
+	fmt.Fprintf(os.Stderr, "baton: %s\n", msg)
 }

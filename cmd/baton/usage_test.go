@@ -32,3 +32,19 @@ func TestHelpOnStdout(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageErrorNamesItsHelp: each subcommand's usage error points at
+// that subcommand's help, not at run's.
+func TestUsageErrorNamesItsHelp(t *testing.T) {
+	env := []string{"BATON_BACKEND=etcd://127.0.0.1:1"}
+	for _, args := range [][]string{
+		{"run", "--bogus"}, {"elect", "n"}, {"inspect"}, {"clean", "a", "b"},
+		{"exporter", "--bogus"}, {"demo", "extra"}, {"drill", "--bogus"},
+	} {
+		r := runBaton(t, env, args...)
+		want := "'baton help " + args[0] + "'"
+		if r.code != 64 || !strings.Contains(r.stderr, want) {
+			t.Errorf("baton %q = exit %d, stderr:\n%s\nwant 64 and %s", args, r.code, r.stderr, want)
+		}
+	}
+}
