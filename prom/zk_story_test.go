@@ -3,11 +3,13 @@ package batonprom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/internal/storytest"
+	"github.com/baton-go/baton/internal/testenv"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/zklock"
 )
 
 func TestMain(m *testing.M) {
@@ -91,6 +95,7 @@ func parseText(t *testing.T, r io.Reader) families {
 // The child is cut off before it is stopped (see storytest.PausedHolder),
 // so a suspension is counted for certain.
 func TestPausedHolderZK(t *testing.T) {
+	needSessionTimeout(t, storytest.PausedTimeout)
 	name := "baton-test/prom-paused/" + baton.NewOwnerID()[:8]
 	var mu sync.Mutex
 	var grants []baton.Event
@@ -150,10 +155,37 @@ func TestPausedHolderZK(t *testing.T) {
 	parent := parseText(t, strings.NewReader(buf.String()))
 	parent.gauges(t, "second client holding", zkLock, 0, 1, 0)
 	wantValue(t, "second client: baton_acquires_total{granted}", parent.value(t, "baton_acquires_total", zkLock+",result=granted"), 1)
-	if parent["baton_stale_rejections_total"] != nil {
-		t.Errorf("second client's collector counts stale rejections: %v", parent["baton_stale_rejections_total"])
-	}
+	wantValue(t, "second client: baton_stale_rejections_total", parent.value(t, "baton_stale_rejections_total", "engine=fence"), 0)
 	if err := lb.Release(t.Context()); err != nil {
 		t.Errorf("Release = %v", err)
 	}
+}
+
+// needSessionTimeout asks the test server for a session of timeout and
+// reads what it negotiated. The paused-holder story is timed on its
+// session timeout T: the child is stopped in the 0.4·T between Suspended
+// (T/2) and Lost (0.9·T), and every wait of the story is sized for
+// T = PausedTimeout. A server whose minSessionTimeout/maxSessionTimeout
+// range leaves T out clamps it and tells another story (a shorter T
+// leaves a child under -race less than its scheduling delays), so the
+// test skips by hand and fails under CI=true, saying why.
+func needSessionTimeout(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	zk := testenv.ZK(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := zklock.Dial(ctx, []string{zk}, zklock.Options{SessionTimeout: timeout})
+	if err != nil {
+		t.Fatalf("zklock.Dial(%s) = %v", zk, err)
+	}
+	got := c.SessionTimeout()
+	c.Close()
+	if got == timeout {
+		return
+	}
+	msg := fmt.Sprintf("ZooKeeper at %s negotiates a %v session for the %v this story is timed on: its minSessionTimeout/maxSessionTimeout exclude %v (scripts/servers.sh starts it with 400ms–60s)", zk, got, timeout, timeout)
+	if testenv.CI() {
+		t.Fatal(msg + " — fails under CI=true")
+	}
+	t.Skip(msg)
 }
