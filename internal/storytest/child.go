@@ -6,6 +6,7 @@
 package storytest
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -96,7 +97,14 @@ func HolderMain(newChild func() (Child, error)) int {
 		return fail("lease", errors.New("never ended"))
 	}
 	// The write this holder had decided on before it was paused, made
-	// without looking at its lease again, in the lease's context.
+	// without looking at its lease again, in the lease's context, once
+	// the parent says its own write is done: a stop that comes late
+	// lets the session watchdog end the lease before the pause, and the
+	// late write must still come after the new holder's.
+	fmt.Println("waiting")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fail("go-ahead", err)
+	}
 	werr := tbl.Write(context.WithoutCancel(l.Context()), db, name, l.Token(), l.Owner(), func(*sql.Tx) error { return nil })
 	if !errors.Is(werr, baton.ErrStaleToken) {
 		return fail("late write", fmt.Errorf("%v, want %v", werr, baton.ErrStaleToken))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,10 @@ func PausedHolder(t *testing.T, name, out string, o baton.Observer) Paused {
 	if st := h.await(t, 30*time.Second, "state"); st != baton.Lost.String() {
 		t.Errorf("holder's state after the SIGCONT: %s, want %s", st, baton.Lost)
 	}
+	h.await(t, 30*time.Second, "waiting")
+	if _, err := io.WriteString(h.stdin, "write\n"); err != nil {
+		t.Fatalf("go-ahead to the holder: %v", err)
+	}
 	t.Logf("holder's lease ended: %s", h.await(t, 30*time.Second, "lost"))
 	h.await(t, 30*time.Second, "done")
 	return Paused{ChildToken: childToken, Lease: lb, Out: out}
@@ -134,7 +139,8 @@ func lockLater(t *testing.T, zk, name string, o baton.Observer) <-chan result {
 // holder is the running child process.
 type holder struct {
 	cmd   *exec.Cmd
-	lines chan string // its stdout, line by line; closed at EOF
+	stdin io.WriteCloser // the go-ahead for its late write
+	lines chan string    // its stdout, line by line; closed at EOF
 }
 
 func startHolder(t *testing.T, zk, name, dbPath, out string) *holder {
@@ -150,10 +156,14 @@ func startHolder(t *testing.T, zk, name, dbPath, out string) *holder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start holder: %v", err)
 	}
-	h := &holder{cmd: cmd, lines: make(chan string, 16)}
+	h := &holder{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // owner: the child; ends at its stdout's EOF
