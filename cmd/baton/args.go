@@ -396,3 +396,30 @@ func noteEmbedded(cfg *runConfig) {
 		note("no --backend or BATON_BACKEND: using the embedded default %s (it excludes runs of this host only)", cfg.backend)
 	}
 }
+
+// logFormatArg is the value of the last --log-format among baton's own
+// arguments (before "--"), read without parsing them, so that a command
+// line that does not parse still reports in the format it asked for.
+func logFormatArg(args []string) string { return flagArg(args, "log-format") }
+
+// backendArg is the value of the last --backend among baton's own
+// arguments, read as logFormatArg reads --log-format: its password must
+// stay out of a usage error's record.
+func backendArg(args []string) string { return flagArg(args, "backend") }
+
+// flagArg is the value of the last -name or --name (as "--name v" or
+// "--name=v") among args before "--".
+func flagArg(args []string, name string) string {
+	own, _, _ := splitDash(args)
+	v := ""
+	for i, a := range own {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		switch {
+		case a == name && i+1 < len(own):
+			v = own[i+1]
+		case strings.HasPrefix(a, name+"="):
+			v = a[len(name)+1:]
+		}
+	}
+	return v
+}

@@ -48,6 +48,11 @@ type taker func(ctx context.Context, cfg *runConfig, b *backend, name string) (*
 // is the command line cfg was parsed from (with err, if it did not parse).
 func holdMain(cfg *runConfig, err error, args []string, usage string, take taker) int {
 	if err != nil {
+		if logFormatArg(args) == logJSON {
+			// The command line asked for JSON records: its usage error is
+			// one too, though it stopped parsing before --log-format.
+			jsonNotes = slog.New(slog.NewJSONHandler(newRedactor(os.Stderr, backendArg(args), os.Getenv), nil))
+		}
 		return fail(err)
 	}
 	if cfg.help {

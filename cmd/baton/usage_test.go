@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,39 @@ func TestUsageErrorNamesItsHelp(t *testing.T) {
 		want := "'baton help " + args[0] + "'"
 		if r.code != 64 || !strings.Contains(r.stderr, want) {
 			t.Errorf("baton %q = exit %d, stderr:\n%s\nwant 64 and %s", args, r.code, r.stderr, want)
+		}
+	}
+}
+
+// TestUsageErrorJSON: with --log-format json every line on stderr is a
+// JSON record, a usage error found while parsing the command line too
+// (before or after the flag that asks for JSON).
+func TestUsageErrorJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--log-format", "json", "--bogus", "n", "--", "true"},
+		{"run", "--wait", "soon", "--log-format=json", "n", "--", "true"},
+		{"elect", "--log-format", "json", "n"},
+		{"run", "--log-format", "json", "--backend", "etcd://127.0.0.1:1", "a/../b", "--", "true"},
+	} {
+		r := runBaton(t, nil, args...)
+		if r.code != 64 {
+			t.Errorf("baton %q exit = %d, want 64; stderr:\n%s", args, r.code, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		for _, line := range lines {
+			var rec struct {
+				Level string
+				Msg   string
+				Exit  int
+				Help  string
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Errorf("baton %q: stderr line %q is not JSON: %v", args, line, err)
+				continue
+			}
+			if rec.Level != "ERROR" || rec.Exit != 64 || rec.Msg == "" || rec.Help != "baton help "+args[0] {
+				t.Errorf("baton %q: record %s; want level ERROR, a message, exit 64, help \"baton help %s\"", args, line, args[0])
+			}
 		}
 	}
 }
