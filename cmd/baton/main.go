@@ -365,7 +365,7 @@ func dispatch(args []string) int {
 	case "exporter":
 		return exporterMain(rest)
 	default:
-		fmt.Fprintf(os.Stderr, "baton: unknown command %q\n\n", cmd)
+		fmt.Fprintf(os.Stderr, "baton: unknown command %s\n\n", clip(cmd))
 		fmt.Fprint(os.Stderr, mainUsage)
 		return exitUsage
 	}
@@ -420,7 +420,7 @@ func helpMain(args []string) int {
 	case usageOf(args[0]) != "":
 		return showHelp(usageOf(args[0]))
 	}
-	fmt.Fprintf(os.Stderr, "baton: no help for %q\n\n", args[0])
+	fmt.Fprintf(os.Stderr, "baton: no help for %s\n\n", clip(args[0]))
 	fmt.Fprint(os.Stderr, mainUsage)
 	return exitUsage
 }
@@ -439,7 +439,7 @@ func buildVersion() string {
 // help of the subcommand that was run (helpTopic).
 func fail(err error) int {
 	code := classify(noSignal, err, false)
-	msg := err.Error()
+	msg := tidy(err.Error())
 	help := "baton help"
 	if helpTopic != "" {
 		help += " " + helpTopic
@@ -462,7 +462,7 @@ func fail(err error) int {
 // note prints one short state line on stderr (a warning record with
 // --log-format json).
 func note(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	msg := tidy(fmt.Sprintf(format, args...))
 	if jsonNotes != nil {
 		jsonNotes.Warn(msg)
 		return

@@ -82,3 +82,27 @@ func TestUsageErrorJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestLongInputClipped: a 10 KB lock name (or flag) is quoted cut to its
+// first bytes and its length in the error, after one "baton: " prefix.
+func TestLongInputClipped(t *testing.T) {
+	long := strings.Repeat("a", 10240)
+	for _, args := range [][]string{
+		{"run", "--backend", "etcd://127.0.0.1:1", long, "--", "true"},
+		{"run", "--backend", "etcd://127.0.0.1:1", "--wait", long, "n", "--", "true"},
+		{"run", "--backend", "etcd://127.0.0.1:1", "--" + long, "n", "--", "true"},
+		{"inspect", "--backend", "etcd://127.0.0.1:1", long},
+		{"help", long},
+		{long},
+	} {
+		r := runBaton(t, nil, args...)
+		if r.code != 64 {
+			t.Errorf("baton %.20q… exit = %d, want 64", args, r.code)
+		}
+		msg, _, _ := strings.Cut(r.stderr, "\n")
+		if len(r.stderr) > 2000 || !strings.Contains(msg, "…(1024") || strings.Contains(msg, "baton: baton:") {
+			t.Errorf("baton %.20q… stderr (%d bytes) begins %.300q; want one \"baton: \" and the input cut, "+
+				"naming its length", args, len(r.stderr), r.stderr)
+		}
+	}
+}
