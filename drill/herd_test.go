@@ -69,6 +69,16 @@ func herdSize() int {
 	return 100
 }
 
+// herdTTL is row 9's session timeout and lease TTL. Hundreds of sessions
+// with a 1.5–2 s timeout on two loaded cores under -race lose sessions to
+// scheduling delays alone; expiry is not what this row tests, so the plug
+// and the waiters get a long timeout on every engine. A plug with the
+// drills' short TTL is Lost in the waiters' enqueue burst (the embedded
+// etcd answers keepalives "waiting for the applied index took too long";
+// a SQL server busy with a hundred waiters' attempts answers a renewal
+// late); its entry goes, and the queue never reaches n+1 entries.
+const herdTTL = 20 * time.Second
+
 // herd runs one round with n waiters behind a plug holder and returns the
 // waiters' server requests per handoff (pings and keepalives excluded).
 func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
@@ -78,14 +88,6 @@ func herd(t *testing.T, e *engine, seed uint64, n int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }() // a failed trial stops its waiters
-	// Hundreds of sessions with a 1.5–2 s timeout on two loaded cores under
-	// -race lose sessions to scheduling delays alone; expiry is not what
-	// this row tests, so the plug and the waiters get a long timeout. A
-	// plug with the drills' short TTL is Lost in the waiters' enqueue
-	// burst (the embedded server answers keepalives "waiting for the
-	// applied index took too long"); its entry goes, and the queue never
-	// reaches n+1 entries.
-	const herdTTL = 20 * time.Second
 	plug := newHolder(t, run, e, "plug", name, clientOpts{ttl: herdTTL})
 	lp, err := plug.lock(ctx)
 	if err != nil {

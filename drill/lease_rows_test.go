@@ -65,12 +65,12 @@ func herdLease(t *testing.T, e *engine, seed uint64, n int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }() // a failed trial stops its waiters
-	plug := newHolder(t, run, e, "plug", name, clientOpts{})
+	plug := newHolder(t, run, e, "plug", name, clientOpts{ttl: herdTTL})
 	lp, err := plug.lock(ctx)
 	if err != nil {
 		t.Fatalf("plug's Lock = %v", err)
 	}
-	shared := e.open(t, clientOpts{proxied: e.network, pool: 8})
+	shared := e.open(t, clientOpts{proxied: e.network, pool: 8, ttl: herdTTL})
 	// The bytes one failed attempt sends, measured on the shared client
 	// while the plug holds: the unit the herd's traffic is counted in.
 	var perAttempt int64
