@@ -32,20 +32,27 @@ var version = ""
 const mainUsage = `baton — distributed locks with fencing tokens
 
 Usage:
-  baton run [flags] NAME -- COMMAND [ARG...]   run COMMAND while holding the lock NAME
-                                               (a mutex; --read/--write: a read/write
-                                               lock; --shared N: a semaphore permit)
-  baton elect [flags] NAME -- COMMAND [ARG...] run COMMAND while leader of election NAME
-  baton inspect [flags] NAME                   print NAME's queue (stdout; --json)
-  baton clean [flags] NAME                     remove duplicates and dead entries (dry run
-                                               unless --apply)
-  baton exporter [flags] NAME|PREFIX...        serve metrics and a live page of locks
-                                               (default http://127.0.0.1:9187/)
-  baton demo                                   the paused-holder story on an embedded etcd
-  baton drill [flags]                          run the fault matrix against a backend
-                                               (its own lock names; cleans up after itself)
-  baton help [COMMAND]                         this text, or a command's
-  baton version                                print the version
+  baton run [flags] NAME -- COMMAND [ARG...]
+        run COMMAND while holding the lock NAME (a mutex; --read/--write:
+        a read/write lock; --shared N: a semaphore permit)
+  baton elect [flags] NAME -- COMMAND [ARG...]
+        run COMMAND while leader of election NAME
+  baton inspect [flags] NAME
+        print NAME's queue (stdout; --json)
+  baton clean [flags] NAME
+        remove duplicates and dead entries (dry run unless --apply)
+  baton exporter [flags] NAME|PREFIX...
+        serve metrics and a live page of locks (default
+        http://127.0.0.1:9187/)
+  baton demo
+        the paused-holder story on an embedded etcd
+  baton drill [flags]
+        run the fault matrix against a backend (its own lock names;
+        cleans up after itself)
+  baton help [COMMAND]
+        this text, or a command's
+  baton version
+        print the version
 
 Without --backend or $BATON_BACKEND, locks live in a SQLite file in the
 user's state directory (~/.local/state/baton/locks.db): commands on one
@@ -89,14 +96,15 @@ Flags:
                          Default 5s.
   --on-suspend none|stop stop: SIGSTOP COMMAND while ownership is in doubt and
                          SIGCONT it when the session recovers. Default none.
-  --read                 take the shared side of the read/write lock NAME: readers
-                         share; a reader never overtakes a queued writer.
+  --read                 take the shared side of the read/write lock NAME:
+                         readers share; a reader never overtakes a queued
+                         writer.
   --write                take the exclusive side of the read/write lock NAME.
   --shared N             take one of N permits of the semaphore NAME (N >= 1;
                          every client of NAME must use the same N).
-                         --read, --write and --shared exclude each other. A mutex,
-                         a read/write lock and a semaphore are different objects:
-                         give them different NAMEs.
+                         --read, --write and --shared exclude each other. A
+                         mutex, a read/write lock and a semaphore are
+                         different objects: give them different NAMEs.
   --min-hold D           keep the lock at least D after COMMAND started, even
                          if it ends sooner, so a job scheduled on many hosts
                          runs once per period (D <= 24h, <= --max-hold). A
@@ -126,21 +134,20 @@ the nested run takes them from the variables below, which COMMAND inherits.
 A BATON_BACKEND that is set but empty or blank exits 64. The embedded
 default is named in one line on stderr when stderr is a terminal.
 etcd credentials: user:pass@ in the URL or BATON_ETCD_USER /
-BATON_ETCD_PASSWORD;
-TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT, BATON_ETCD_KEY. SQL
-credentials: user:pass@ in the URL, else BATON_SQL_USER / BATON_SQL_PASSWORD,
-else the driver's own (PGUSER, PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…;
-MYSQL_PWD). SQL TLS: sslmode= (PostgreSQL), tls=true|false|skip-verify|
-preferred (MySQL; with tls=true, BATON_SQL_CACERT, BATON_SQL_CERT and
-BATON_SQL_KEY give a private CA and a client certificate). Towards a
-host that is not loopback (or a socket), baton warns in one line before
-connecting when PostgreSQL's sslmode (else PGSSLMODE, else prefer) is not
-verify-full, or MySQL's tls is not true; the same goes for credentials
-given to zk://, etcd://, redis:// or redlock:// without TLS, and for
-ZooKeeper without digest auth (baton's entries then carry the open ACL:
-any client may delete them). baton always sets parseTime and
-interpolateParams on MySQL, and a busy timeout, WAL and immediate
-transactions on SQLite.
+BATON_ETCD_PASSWORD; TLS files: BATON_ETCD_CACERT, BATON_ETCD_CERT,
+BATON_ETCD_KEY. SQL credentials: user:pass@ in the URL, else
+BATON_SQL_USER / BATON_SQL_PASSWORD, else the driver's own (PGUSER,
+PGPASSWORD, ~/.pgpass, PGSSLROOTCERT…; MYSQL_PWD). SQL TLS: sslmode=
+(PostgreSQL), tls=true|false|skip-verify|preferred (MySQL; with tls=true,
+BATON_SQL_CACERT, BATON_SQL_CERT and BATON_SQL_KEY give a private CA and a
+client certificate). Towards a host that is not loopback (or a socket),
+baton warns in one line before connecting when PostgreSQL's sslmode (else
+PGSSLMODE, else prefer) is not verify-full, or MySQL's tls is not true; the
+same goes for credentials given to zk://, etcd://, redis:// or redlock://
+without TLS, and for ZooKeeper without digest auth (baton's entries then
+carry the open ACL: any client may delete them). baton always sets
+parseTime and interpolateParams on MySQL, and a busy timeout, WAL and
+immediate transactions on SQLite.
 Redis credentials (AUTH, ACL user): user:pass@ in the URL, else
 BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD; rediss:// TLS files:
 BATON_REDIS_CACERT, BATON_REDIS_CERT, BATON_REDIS_KEY. Redlock uses the same
@@ -161,9 +168,8 @@ BATON_REDIS_PASSWORD, BATON_SQL_PASSWORD, PGPASSWORD, MYSQL_PWD,
 REDISCLI_AUTH, ETCDCTL_PASSWORD, and ETCDCTL_USER, which may hold
 user:password) and those naming a password or private-key file
 (PGPASSFILE, PGSSLKEY, BATON_ETCD_KEY, BATON_REDIS_KEY, BATON_ZK_KEY,
-BATON_SQL_KEY, ETCDCTL_KEY). User
-names and certificates stay; a nested baton run then needs its password
-from elsewhere.
+BATON_SQL_KEY, ETCDCTL_KEY). User names and certificates stay; a nested
+baton run then needs its password from elsewhere.
 
 COMMAND runs in its own process group (it gets the terminal when stdin is
 one) and dies with baton. SIGINT, SIGTERM and SIGHUP sent to baton go to
@@ -282,16 +288,18 @@ A live holder can only be released by force, one exact entry at a time:
                                                    the fence to raise
   baton clean --force-release ENTRY --apply NAME   save the evidence, then
                                                    delete ENTRY
-ENTRY is the entry exactly as baton inspect prints it.
+ENTRY is the entry exactly as baton inspect prints it. The holder is not
+told: its session lives on and it keeps writing until its resource
+rejects it. So first raise the fence of every resource NAME guards to the
+token printed (under an owner name of your own): the (token, owner) rule
+then rejects the old holder and admits the next one, whose token is
+larger.
 
-clean does not apply to the SQL, Redis or Redlock engines (exit 64): their keys
-and rows expire by themselves. A
-release clears the row's owner, and a row whose lease expired on the
-database clock is free to the next acquire; baton inspect shows both. The holder is not
-told: its session lives on and it keeps writing until its resource rejects
-it. So first raise the fence of every resource NAME guards to the token
-printed (under an owner name of your own): the (token, owner) rule then
-rejects the old holder and admits the next one, whose token is larger.
+clean is for the queue engines (ZooKeeper, etcd). On SQL, Redis and
+Redlock it exits 64: they leave no residue, as their rows and keys expire
+by themselves (a dead holder's within its --ttl; on SQL a release clears
+the row's owner, and a row whose lease expired on the database clock is
+free to the next acquire). baton inspect shows them.
 
 Flags:
   --backend URL          as for baton run (default $BATON_BACKEND)
@@ -303,9 +311,10 @@ Flags:
                          ~/.local/state/baton)
 
 Exit codes: 0 done (or dry run printed); 64 usage, including a request to
-remove the lock directory, and any SQL backend; 66 --force-release names
-no entry of the queue; 69 backend unreachable; 73 the evidence could not
-be saved (nothing was removed); 77 authentication or TLS refused.
+remove the lock directory, and a SQL, Redis or Redlock backend; 66
+--force-release names no entry of the queue; 69 backend unreachable; 73
+the evidence could not be saved (nothing was removed); 77 authentication
+or TLS refused.
 `
 
 const demoUsage = `Usage: baton demo
