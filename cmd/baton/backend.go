@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,11 +116,12 @@ type engineURL struct {
 // splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
 // multi-host form (h1:2181,h2:2181), and a password may hold '/', '?', '#'
 // or '@' unescaped, so the userinfo is cut by hand: it is everything up
-// to the last '@' of the URL (a host list never holds one), unless the URL
-// has an empty authority (sqlite:///path). An '@' in a path or query must
-// therefore be written %40. The user and password are percent-decoded
-// here, once, for every engine; a '%' not followed by two hex digits is
-// taken literally.
+// to the last '@' of the URL (a host list never holds one), unless
+// the URL has an empty authority (sqlite:///path). An '@' in a path or
+// query must therefore be written %40. The user and password
+// are percent-decoded here, once, for every engine; a '%' not followed by
+// two hex digits is taken literally. It does not check the hosts: that is
+// checkHosts', called by parseBackend and openBackend.
 func splitURL(raw string) (engineURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || scheme == "" {
@@ -150,6 +152,77 @@ func userinfoEnd(rest string) int {
 		return -1 // empty authority: sqlite:///path/with@sign.db
 	}
 	return strings.LastIndexByte(rest, '@')
+}
+
+// hostShape splits one host of a URL's host list into host and port
+// (hasPort when a ':' follows the host, port then possibly empty) and
+// reports whether it has the shape of one: a name or IPv4 address of
+// unreserved characters and escapes (a PostgreSQL socket directory is
+// written %2Fvar%2Frun), or an IPv6 address in brackets, then digits
+// after the ':'. An empty entry is left to the engine; the port's range
+// is checkHosts'.
+func hostShape(h string) (host, port string, hasPort, ok bool) {
+	host, tail := h, ""
+	if strings.HasPrefix(h, "[") {
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return h, "", false, false
+		}
+		host, tail = h[1:end], h[end+1:]
+		addr, zone, _ := strings.Cut(host, "%")
+		if !strings.Contains(addr, ":") || strings.Trim(addr, "0123456789abcdefABCDEF:.") != "" || !unreserved(zone) {
+			return host, "", false, false
+		}
+	} else {
+		if i := strings.IndexByte(h, ':'); i >= 0 {
+			host, tail = h[:i], h[i:]
+		}
+		if !unreserved(host) {
+			return host, "", false, false
+		}
+	}
+	if tail == "" {
+		return host, "", false, true
+	}
+	port = tail[1:]
+	return host, port, true, tail[0] == ':' && strings.Trim(port, "0123456789") == ""
+}
+
+// unreserved reports whether s holds only URL-unreserved characters and
+// '%' (escapes).
+func unreserved(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~%", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// paramKey reports whether k is a plausible URL parameter name.
+func paramKey(k string) bool {
+	return k != "" && strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == ""
+}
+
+// checkHosts refuses, offline and for every scheme alike, a host list
+// that no engine could dial: a host that is not a name or an address, a
+// port outside 1–65535. Whether a host must be given at all, and how many,
+// is left to the engine.
+func checkHosts(u engineURL) error {
+	if strings.HasPrefix(strings.SplitN(u.raw, "://", 2)[1], "/") {
+		return nil // empty authority: sqlite:///path
+	}
+	_, hosts, _ := splitAuthority(u.raw)
+	for _, h := range strings.Split(hosts, ",") {
+		host, port, hasPort, ok := hostShape(h)
+		if !ok {
+			return usagef("backend %s: host %q: want name:port or [IPv6]:port", u.redacted, h)
+		}
+		if n, err := strconv.Atoi(port); hasPort && (err != nil || n < 1 || n > 65535) {
+			return usagef("backend %s: host %q: port %q, want 1 to 65535", u.redacted, host, port)
+		}
+	}
+	return nil
 }
 
 // unescapeInfo percent-decodes a user or password. Unlike
@@ -258,6 +331,9 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkHosts(u); err != nil {
+		return nil, err
+	}
 	warnArgvPassword(cfg, u)
 	warnTransport(u)
 	u.tlsName = cfg.tlsServerName
@@ -273,6 +349,9 @@ func parseBackend(raw string) error {
 	}
 	e, err := engineOf(u)
 	if err != nil {
+		return err
+	}
+	if err := checkHosts(u); err != nil {
 		return err
 	}
 	return e.parse(u)

@@ -180,8 +180,9 @@ and SIGKILL after --grace, but the next holder may already be running by
 then. Pass BATON_TOKEN to the resource so it rejects the stale writer.
 
 Exit codes:
-  64  usage: bad flag or duration, --ttl <= 0, bad URL, invalid NAME,
-      missing COMMAND, --read/--write/--shared combined, --shared < 1,
+  64  usage: bad flag or duration, --ttl <= 0, bad URL (a port outside
+      1-65535 or a host that is no name or address included), invalid
+      NAME, missing COMMAND, --read/--write/--shared combined, --shared < 1,
       --min-hold or --max-hold <= 0, --min-hold > --max-hold or 24h, a
       duration over its cap (--ttl 24h, --wait 7 days, --max-hold 30
       days, --grace and --connect-timeout 1h), a relative sqlite:// path,

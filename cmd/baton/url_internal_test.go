@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestCheckHostsEveryScheme: a port out of range, a port that is not a
+// number, or a host no engine could dial is a usage error of the one
+// offline check, whatever the scheme; well-formed host lists pass it.
+func TestCheckHostsEveryScheme(t *testing.T) {
+	schemes := map[string]string{ // scheme → what follows the host list
+		"zk": "/chroot", "zk+tls": "", "etcd": "", "etcds": "", "redis": "/0", "rediss": "",
+		"redlock": "", "postgres": "/db", "postgresql": "/db", "mysql": "/db",
+	}
+	for scheme, tail := range schemes {
+		for _, bad := range []string{"127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:", "127.0.0.1:http", "exa mple:1", "::1:2379", "[::1:2379"} {
+			hosts := bad
+			if scheme == "redlock" {
+				hosts = "127.0.0.1:1,127.0.0.1:2," + bad
+			}
+			raw := scheme + "://" + hosts + tail
+			var ue *usageError
+			if err := parseBackend(raw); !errors.As(err, &ue) {
+				t.Errorf("parseBackend(%q) = %v, want a usage error", raw, err)
+			}
+		}
+	}
+	for _, good := range []string{
+		"etcd://[::1]:2379", "etcd://[fe80::1%25eth0]:2379", "redis://localhost:6379/0", "zk://h1:2181,h2,h3:2181/c",
+		"postgres://%2Fvar%2Frun%2Fpostgresql/db", "postgres:///db?host=/tmp", "mysql://u@db.example.com/db",
+		"redlock://h-1:1,h_2:2,h.3:3", "sqlite:///tmp/x.db",
+	} {
+		if err := parseBackend(good); err != nil {
+			t.Errorf("parseBackend(%q) = %v, want nil", good, err)
+		}
+	}
+}
