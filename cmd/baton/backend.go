@@ -115,10 +115,8 @@ type engineURL struct {
 
 // splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
 // multi-host form (h1:2181,h2:2181), and a password may hold '/', '?', '#'
-// or '@' unescaped, so the userinfo is cut by hand: it is everything up
-// to the last '@' of the URL (a host list never holds one), unless
-// the URL has an empty authority (sqlite:///path). An '@' in a path or
-// query must therefore be written %40. The user and password
+// or '@' unescaped, so the userinfo is cut by hand (userinfoEnd), unless
+// the URL has an empty authority (sqlite:///path). The user and password
 // are percent-decoded here, once, for every engine; a '%' not followed by
 // two hex digits is taken literally. It does not check the hosts: that is
 // checkHosts', called by parseBackend and openBackend.
@@ -146,12 +144,52 @@ func splitURL(raw string) (engineURL, error) {
 }
 
 // userinfoEnd returns the index of the '@' that ends the userinfo of
-// rest (a URL after "://"), or -1 when it has none.
+// rest (a URL after "://"), or -1 when it has none. A password may hold
+// '/', '?', '#' and '@' unescaped, and a query value may hold '@'
+// (?password=p@ss), so the '@' is found by what must follow it: the URL
+// has no userinfo if it reads as hosts[/path][?query] as it is, else the
+// userinfo ends at the first '@' after which it does (plausibleRest). An
+// '@' in the path must be written %40, and so must a password's '@' that
+// is followed by a '?' or '#'.
 func userinfoEnd(rest string) int {
-	if strings.HasPrefix(rest, "/") {
+	if strings.HasPrefix(rest, "/") || !strings.Contains(rest, "@") {
 		return -1 // empty authority: sqlite:///path/with@sign.db
 	}
+	if plausibleRest(rest) {
+		return -1
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '@' && plausibleRest(rest[i+1:]) {
+			return i
+		}
+	}
+	// Nothing reads as a URL: hide everything up to the last '@', and let
+	// checkHosts refuse what follows it.
 	return strings.LastIndexByte(rest, '@')
+}
+
+// plausibleRest reports whether s reads as hosts[/path][?query][#frag] of
+// a backend URL: a host list of hostShape, no '@' in the path or the
+// fragment, and every '@' of the query inside a key=value parameter's
+// value.
+func plausibleRest(s string) bool {
+	s, frag, _ := strings.Cut(s, "#")
+	hostsPath, query, _ := strings.Cut(s, "?")
+	if strings.Contains(hostsPath, "@") || strings.Contains(frag, "@") {
+		return false
+	}
+	hosts, _, _ := strings.Cut(hostsPath, "/")
+	for _, h := range strings.Split(hosts, ",") {
+		if _, _, _, ok := hostShape(h); !ok {
+			return false
+		}
+	}
+	for _, kv := range strings.Split(query, "&") {
+		if k, _, ok := strings.Cut(kv, "="); strings.Contains(kv, "@") && (!ok || !paramKey(k)) {
+			return false
+		}
+	}
+	return true
 }
 
 // hostShape splits one host of a URL's host list into host and port

@@ -155,8 +155,10 @@ credentials and TLS files on every node; --read, --write, --shared and
 baton elect exit 64 on it (Redlock has only the mutex).
 Credentials are never printed. user:pass@ is percent-decoded for every
 engine (%2F is '/'; a '%' that starts no escape is itself); '/', '?', '#'
-and '@' may stand unescaped in it, as the userinfo ends at the last '@' (an
-'@' in a path or query must then be written %40). A password in --backend
+and '@' may stand unescaped in it, as the userinfo ends at the first '@'
+that hosts follow, and a query value (PostgreSQL's ?password=) may hold
+'@' too; write %40 for an '@' in a path, and for a password's '@' that a
+'?' or '#' follows. A password in --backend, in the userinfo or the query,
 is readable by every user of the host (ps) and stays in shell history:
 baton warns, once; prefer the variables above.
 

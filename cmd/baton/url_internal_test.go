@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,37 @@ func TestCheckHostsEveryScheme(t *testing.T) {
 	} {
 		if err := parseBackend(good); err != nil {
 			t.Errorf("parseBackend(%q) = %v, want nil", good, err)
+		}
+	}
+}
+
+// TestSplitURLQueryPassword: an '@' in a query value (PostgreSQL's
+// password=) does not end a userinfo, with or without one before it; a
+// password's own '@' still does not either.
+func TestSplitURLQueryPassword(t *testing.T) {
+	for _, tc := range []struct{ raw, user, password, hosts string }{
+		{"postgres://127.0.0.1:1/db?sslmode=disable&password=Zq9x@evil.invalid", "", "", "127.0.0.1:1"},
+		{"postgres://app@127.0.0.1:1/db?password=Zq9x@evil.invalid", "app", "", "127.0.0.1:1"},
+		{"postgres://app:p@ss@127.0.0.1:1/db?password=Zq9x@evil.invalid", "app", "p@ss", "127.0.0.1:1"},
+		{"redis://:Zq9x@evil@127.0.0.1:6379/0", "", "Zq9x@evil", "127.0.0.1:6379"},
+		{"etcd://u:12/x@127.0.0.1:2379", "u", "12/x", "127.0.0.1:2379"},
+		{"etcd://u:99?x@127.0.0.1:2379", "u", "99?x", "127.0.0.1:2379"},
+	} {
+		u, err := splitURL(tc.raw)
+		if err != nil {
+			t.Fatalf("splitURL(%q) = %v", tc.raw, err)
+		}
+		_, hosts, _ := splitAuthority(u.raw)
+		if u.user != tc.user || u.password != tc.password || hosts != tc.hosts {
+			t.Errorf("splitURL(%q): user %q, password %q, hosts %q; want %q, %q, %q", tc.raw, u.user, u.password, hosts, tc.user, tc.password, tc.hosts)
+		}
+		if !u.hasPassword() {
+			t.Errorf("splitURL(%q).hasPassword() = false", tc.raw)
+		}
+		for _, secret := range []string{"Zq9x", "evil", "ss@", "12/x", "99?x"} {
+			if strings.Contains(u.redacted, secret) {
+				t.Errorf("splitURL(%q).redacted = %q shows %q", tc.raw, u.redacted, secret)
+			}
 		}
 	}
 }
