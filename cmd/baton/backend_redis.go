@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,11 +45,14 @@ func init() {
 }
 
 // parseRedis checks a redis:// or rediss:// URL offline and returns the
-// go-redis options: redis://[user:pass@]host:port[/db][?dial_timeout=…].
+// go-redis options: redis://[user:pass@]host:port[/db][?db=N].
 // Credentials missing from the URL come from BATON_REDIS_USERNAME /
 // BATON_REDIS_PASSWORD; rediss:// uses TLS with BATON_REDIS_CACERT (else
 // the system roots) and the optional client pair BATON_REDIS_CERT/_KEY.
 func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
+	if err := redisParams(u); err != nil {
+		return nil, err
+	}
 	o, err := redis.ParseURL(u.orig)
 	if err != nil {
 		return nil, usagef("backend %s: %v", u.redacted, u.scrub(err))
@@ -68,6 +74,32 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 	o.WriteTimeout = o.ReadTimeout
 	o.ClientName = "baton"
 	return o, nil
+}
+
+// redisParams refuses every URL parameter but db=, as parseRedlockParams
+// and mysqlParams refuse theirs: go-redis reads many more, and baton sets
+// the timeouts, retries and client name itself (a parameter would be
+// silently overridden), while skip_verify=true would turn certificate
+// verification off and hand the password to whoever answers, quietly.
+// Trust a private CA with BATON_REDIS_CACERT instead.
+func redisParams(u engineURL) error {
+	_, query, _ := strings.Cut(u.raw, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return usagef("backend %s: %v", u.redacted, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch k {
+		case "db":
+		case "skip_verify":
+			return usagef("backend %s: skip_verify turns off the verification of the server's certificate: refused "+
+				"(give its CA in BATON_REDIS_CACERT)", u.redacted)
+		default:
+			return usagef("backend %s: unknown parameter %q: only db= is understood "+
+				"(baton sets timeouts, retries and the client name itself)", u.redacted, k)
+		}
+	}
+	return nil
 }
 
 // redisTLS completes go-redis' TLS config from the environment:

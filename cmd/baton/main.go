@@ -79,7 +79,8 @@ Flags:
                          69, if a symbolic link, not yours, or writable by group
                          or others), so runs on one host exclude each other
                          with zero setup. redis://[user:pass@]h:6379[/db] and
-                         rediss://… (TLS): a Redis primary.
+                         rediss://… (TLS): a Redis primary (db= is its one
+                         parameter; skip_verify is refused).
                          redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?tls=true]:
                          Redlock on >= 3 independent servers, listed in the same
                          order by every client (mutex only; prefix= sets the
