@@ -33,17 +33,26 @@ import (
 // Curator does not store N: every client must be configured with the same
 // N, and one with a larger N lets more holders in than the others expect.
 // baton stores its N with each lease ("baton:permits=3" as the znode's data
-// or in the etcd value, see PermitsData) and, whenever an acquirer finds
-// the permits taken (it has to wait, or TryAcquire gives up), reads the N
-// of the leases it has not checked yet (with a PermitSession, of those it
-// read: the ones before its own): one read per lease per Semaphore,
-// never on the uncontended path. A lease taken with another N is reported
-// to the function set with OnDisagreement — not returned as an error: the
-// check only runs under contention, so an error would come and go with the
+// or in the etcd value, see PermitsData) and reads the N of the leases it
+// has not checked yet (one read per lease per Semaphore, all at once)
+// whenever an acquirer finds the permits taken (it has to wait, or
+// TryAcquire gives up) and, under V2 (ZooKeeper), whenever a grant's read
+// shows other leases: after the guard is released, so the other acquirers
+// do not wait for it. So with one permit of N=1 held, a client configured
+// with N=1000 is told at its first grant, and a client with a smaller N
+// when it finds more leases than it allows. With a PermitSession (etcd)
+// only the waiting acquirer checks, the leases before its own: a grant at
+// the create reads no other lease, and the check would cost that read.
+// An acquire of an empty semaphore reads nothing.
+//
+// A lease taken with another N is reported to the function set with
+// OnDisagreement — not returned as an error: whether a check runs depends
+// on who holds at that moment, so an error would come and go with the
 // load, and a rolling change of N would fail acquires that are otherwise
-// fine. The client with the smaller N is the one that notices: it is the
-// one that finds more leases than it allows. Leases whose data is not baton's
-// (Curator writes the client's IP address by default) are not judged.
+// fine. No stored N wins: each client admits by its own N, as Curator's
+// clients (which store none) must, so that Java and Go clients keep one
+// rule. Leases whose data is not baton's (Curator writes the client's IP
+// address by default) are not judged.
 type Semaphore struct {
 	guard  recipe
 	leases recipe
@@ -111,9 +120,9 @@ func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore,
 }
 
 // OnDisagreement sets the function told about leases taken with another N
-// (nil: none). It runs on the acquiring goroutine (under V2, while that
-// acquire holds the guard mutex), so it must return quickly; each lease is
-// reported once per Semaphore.
+// (nil: none). It runs on the acquiring goroutine (under V2, when the
+// acquire must wait while it holds the guard mutex), so it must return
+// quickly; each lease is reported once per Semaphore.
 func (s *Semaphore) OnDisagreement(f func(Disagreement)) {
 	s.mu.Lock()
 	s.report = f
@@ -121,9 +130,10 @@ func (s *Semaphore) OnDisagreement(f func(Disagreement)) {
 }
 
 // check reads the N of every lease in snap not read before and reports
-// those that differ. It runs only when the acquirer must wait, so an
-// uncontended acquire pays nothing; read errors are ignored (the check is
-// a diagnosis, and the wait that follows surfaces real failures).
+// those that differ. It runs when the acquirer must wait and, under V2,
+// after a grant that read other leases, so an acquire of an empty
+// semaphore pays nothing; read errors are ignored (the check is a
+// diagnosis, and the wait that follows surfaces real failures).
 func (s *Semaphore) check(ctx context.Context, sess Session, snap Snapshot) {
 	ds, ok := sess.(DataSession)
 	if !ok {
@@ -144,16 +154,31 @@ func (s *Semaphore) check(ctx context.Context, sess Session, snap Snapshot) {
 		}
 	}
 	s.mu.Unlock()
-	for _, e := range todo {
-		data, ok, err := ds.Data(ctx, e)
-		if err != nil {
-			return
+	// One round trip for all: a client joining a semaphore of many
+	// holders reads every lease at its first acquire.
+	reads := make([]struct {
+		data []byte
+		err  error
+	}, len(todo))
+	var wg sync.WaitGroup
+	for i, e := range todo {
+		wg.Go(func() {
+			var ok bool
+			if reads[i].data, ok, reads[i].err = ds.Data(ctx, e); !ok {
+				reads[i].data = nil
+			}
+		})
+	}
+	wg.Wait()
+	for i, e := range todo {
+		if reads[i].err != nil {
+			continue // not marked checked: read again at the next check
 		}
 		s.mu.Lock()
 		s.checked[e.id()] = true
 		report := s.report
 		s.mu.Unlock()
-		if m, mine := ParsePermits(data); ok && mine && m != s.n && report != nil {
+		if m, mine := ParsePermits(reads[i].data); mine && m != s.n && report != nil {
 			report(Disagreement{Name: s.leases.name, Lease: e.Key, Permits: m, Want: s.n})
 		}
 	}
@@ -208,16 +233,49 @@ func (s *Semaphore) permit(ctx context.Context, wait bool, t *track) (*baton.Lea
 		return s.firstN(ctx, sess, ps, wait, t)
 	}
 	s.leases.b.Done(sess, s.leases.dir)
+	l, snap, err := s.v2(ctx, wait, t)
+	if l != nil && len(snap.Entries) > 1 {
+		s.checkGranted(ctx, snap)
+	}
+	return l, err
+}
+
+// v2 takes a permit under Curator's guard mutex, and returns with it the
+// read that granted it.
+func (s *Semaphore) v2(ctx context.Context, wait bool, t *track) (*baton.Lease, Snapshot, error) {
 	g, err := s.guard.acquire(ctx, true)
 	if err != nil {
-		return nil, err
+		return nil, Snapshot{}, err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), GuardReleaseTimeout)
 		defer cancel()
 		_ = g.Release(rctx) // handOff: a failed delete goes to the session's cleanup
 	}()
-	return s.leases.run(ctx, wait, t)
+	var granted Snapshot
+	r := s.leases // this acquire's copy, whose rule keeps the granting read
+	r.rule = func(snap Snapshot) (int, bool) {
+		blocker, ok := s.rule(snap)
+		if ok {
+			granted = snap
+		}
+		return blocker, ok
+	}
+	l, err := r.run(ctx, wait, t)
+	return l, granted, err
+}
+
+// checkGranted judges the N of the other leases of the read that granted
+// a permit, after the guard is released: a client whose N lets it in past
+// leases taken with a smaller one is told too, not only the one that must
+// wait (see "N must agree").
+func (s *Semaphore) checkGranted(ctx context.Context, snap Snapshot) {
+	sess, err := s.leases.b.Session(ctx, s.leases.dir)
+	if err != nil {
+		return
+	}
+	defer s.leases.b.Done(sess, s.leases.dir)
+	s.check(ctx, sess, snap)
 }
 
 // rule grants while the lease directory holds at most N entries, counting

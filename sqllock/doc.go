@@ -174,8 +174,10 @@
 // unlimited (database/sql's default, and the CLI's); with SetMaxOpenConns
 // the bump stays inside the transaction.
 //
-// Semaphore rows store their N; a client that finds rows taken with
-// another N reports them to Semaphore.OnDisagreement. Election rows store
+// Semaphore rows store their N; a client whose attempt (granted or not)
+// reads rows taken with another N reports them to
+// Semaphore.OnDisagreement, each row once. No stored N wins: each client
+// admits by its own N, as on Redis and ZooKeeper. Election rows store
 // the candidate ID, which Election.Leader and Observe report; Observe
 // polls every Election.ObservePeriod (TTL/4 within [100ms, 1s]) and also
 // reads at once after a release of the name is seen.

@@ -76,9 +76,10 @@ type recipe struct {
 	// grant decides from the live rows of other owners, and the caller's
 	// ticket (0 while it has no intent row), whether to grant now.
 	grant func(others []recipeRow, ticket uint64) bool
-	// refused, if set, sees the live rows of other owners after an
-	// attempt that did not grant (the semaphore checks their N).
-	refused func(others []recipeRow)
+	// seen, if set, sees the live rows of other owners after every
+	// attempt that read them, granted or not (the semaphore checks their
+	// N: the client whose larger N grants it must be told too).
+	seen func(others []recipeRow)
 }
 
 // recipeFor describes the rows of the acquire req.
@@ -95,7 +96,7 @@ func recipeFor(req *leasing.Request) recipe {
 	case leasing.KindPermit:
 		r.kind, r.waitKind, r.data = kindPermit, kindPermitWait, string(queue.PermitsData(req.N))
 		r.grant = func(others []recipeRow, ticket uint64) bool { return permitGrant(others, ticket, req.N) }
-		r.refused = func(others []recipeRow) { req.Seen(permitsOf(req.Name, others), true) }
+		r.seen = func(others []recipeRow) { req.Seen(permitsOf(req.Name, others), true) }
 	case leasing.KindLeader:
 		r.kind, r.waitKind, r.data = kindLeader, kindCandidate, req.ID
 		r.grant = func(others []recipeRow, ticket uint64) bool { return exclusiveGrant(others, ticket, kindCandidate) }
@@ -152,8 +153,9 @@ func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error)
 		return out, err
 	case res.granted:
 		out.Granted, out.Token = true, res.token
-	case a.r.refused != nil:
-		a.r.refused(res.others)
+	}
+	if a.r.seen != nil {
+		a.r.seen(res.others)
 	}
 	return out, nil
 }
@@ -229,11 +231,11 @@ func (s *store) attemptRecipe(ctx context.Context, r *recipe, owner string, mine
 	if err := commit(tx); err != nil {
 		return res, err
 	}
+	res.others = v.others
 	if granted {
 		res.granted, res.token = true, tok
 		mine.slot, mine.ticket = -1, 0 // the intent row is the grant now
 	} else {
-		res.others = v.others
 		mine.slot, mine.ticket = res.slot, tok
 	}
 	return res, nil

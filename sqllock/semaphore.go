@@ -23,13 +23,18 @@ import (
 // # N must agree
 //
 // Every permit and intent row stores the N it was taken with ("baton:
-// permits=3", queue.PermitsData). Whenever an attempt is refused (the
-// caller must wait, or TryAcquire gives up), the rows it read are checked
-// against this client's N, and each row taken with another N is reported
-// once to the function set with OnDisagreement — not returned as an error,
-// as on the queue engines: the check only runs under contention, so an
-// error would come and go with the load. The client with the smaller N is
-// the one that notices.
+// permits=3", queue.PermitsData). Every attempt reads the name's rows
+// anyway (to count the permits), and the live rows of other owners it
+// read are checked against this client's N, whether the attempt granted
+// or not: each row taken with another N is reported once to the function
+// set with OnDisagreement. So with one permit of N=1 held, a client
+// configured with N=1000 is told at its first grant, and a client with a
+// smaller N when it is refused. It is not returned as an error, as on the
+// queue engines: whether a report comes depends on who holds at that
+// moment, so an error would come and go with the load, and a rolling
+// change of N would fail acquires that are otherwise fine. No stored N
+// wins: each client admits by its own N (as on Redis and ZooKeeper), and
+// the report is what tells the operator that they differ.
 type Semaphore struct{ *leasing.Semaphore }
 
 // Disagreement describes a permit or waiter row taken by a client

@@ -40,7 +40,11 @@
 //     (getChildren with a watch, as Curator does) otherwise; then it
 //     releases the guard. baton writes "baton:permits=<N>" as the lease's
 //     data (Curator writes the client's address, which baton ignores) and
-//     reports a baton lease taken with another N (queue.Semaphore).
+//     reports a baton lease taken with another N to OnDisagreement: the
+//     acquirer that must wait, and the one granted while other leases are
+//     held (a client with N=1000 joining a held semaphore of 1). No stored
+//     N wins: every client admits by its own N, as Curator's do
+//     (queue.Semaphore, "N must agree").
 //   - Election = LeaderLatch: "_c_<uuid>-latch-<seq>" whose data is the
 //     candidate ID (LeaderLatch's participant id). The first entry leads.
 //     A candidate only ever counts its own entry of its current session,
