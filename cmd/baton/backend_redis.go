@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/leasing"
 	"github.com/baton-go/baton/redislock"
 )
 
@@ -36,7 +37,8 @@ func init() {
 			_, err := parseRedis(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
 			return err
 		},
-		open: openRedis,
+		open:      openRedis,
+		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return checkRedisTTL(cmd, "Redis", cfg.ttl) },
 		noClean: func(engineURL) error {
 			return usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
 				"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
@@ -74,6 +76,21 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 	o.WriteTimeout = o.ReadTimeout
 	o.ClientName = "baton"
 	return o, nil
+}
+
+// checkRedisTTL refuses a --ttl the Redis and Redlock engines cannot
+// honour (engine names it), offline: their lease times are whole
+// milliseconds (PEXPIRE, PX), and below leasing.MinTTL the renewal and
+// drift margins stop making sense. Truncating instead would turn a TTL
+// under 1ms into 0, which the engines read as "unset": their 15s default.
+func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
+	switch {
+	case ttl < leasing.MinTTL:
+		return usagef("%s: --ttl %v: the %s engine needs at least %v", cmd, ttl, engine, leasing.MinTTL)
+	case ttl%time.Millisecond != 0:
+		return usagef("%s: --ttl %v: the %s engine keeps lease times in whole milliseconds", cmd, ttl, engine)
+	}
+	return nil
 }
 
 // redisParams refuses every URL parameter but db=, as parseRedlockParams
@@ -155,7 +172,7 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		return nil, err
 	}
 	rdb := redis.NewClient(o)
-	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl.Truncate(time.Millisecond), Observer: cfg.observer})
+	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl, Observer: cfg.observer})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err

@@ -29,9 +29,14 @@ func init() {
 			_, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
 			return err
 		},
-		open:      openRedlock,
-		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return redlockOnlyMutex(cmd, cfg.mode) },
-		noClean:   func(engineURL) error { return redlockNoClean() },
+		open: openRedlock,
+		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error {
+			if err := redlockOnlyMutex(cmd, cfg.mode); err != nil {
+				return err
+			}
+			return checkRedisTTL(cmd, "Redlock", cfg.ttl)
+		},
+		noClean: func(engineURL) error { return redlockNoClean() },
 	})
 }
 
@@ -232,7 +237,7 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 			_ = n.Close()
 		}
 	}
-	c, err := redlock.New(nodes, redlock.Options{TTL: cfg.ttl.Truncate(time.Millisecond), Prefix: t.prefix, Observer: cfg.observer})
+	c, err := redlock.New(nodes, redlock.Options{TTL: cfg.ttl, Prefix: t.prefix, Observer: cfg.observer})
 	if err != nil {
 		closeNodes()
 		return nil, err

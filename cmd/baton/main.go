@@ -88,8 +88,8 @@ Flags:
   --ttl D                session timeout (ZooKeeper; the server may clamp it),
                          lease TTL (etcd; rounded up to whole seconds) or the
                          renewed lease of the row or key (SQL, Redis, Redlock;
-                         >= 300ms). At most 24h.
-                         Default 15s.
+                         >= 300ms; whole milliseconds on Redis and Redlock,
+                         else exit 64). At most 24h. Default 15s.
   --wait D               give up after D if the lock stays taken (exit 75);
                          0 makes one attempt; absent waits forever.
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
