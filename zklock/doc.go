@@ -19,6 +19,13 @@
 // server deletes once empty. Entries sort by the sequence after the marker;
 // children that are not entries of a known kind are ignored.
 //
+// ZooKeeper's own tree, /zookeeper (quotas, configuration), is refused: a
+// name whose directory would be /zookeeper or below it — "zookeeper/quota"
+// without a chroot — fails Mutex, RWMutex, Semaphore, Election and Dir
+// with an error wrapping baton.ErrInvalidName (under a chroot it is an
+// ordinary name), and a chroot there fails Dial and ParseURL with one
+// wrapping baton.ErrInvalidOption.
+//
 // # Read/write lock, semaphore and leader election
 //
 // The recipes of package queue run on the same session and the same

@@ -49,7 +49,8 @@ type Options struct {
 	// on Client reports it).
 	SessionTimeout time.Duration
 	// Chroot is a path prefix applied by baton itself (go-zookeeper has no
-	// chroot): "/app" puts every lock under /app. Empty or "/" means none.
+	// chroot): "/app" puts every lock under /app. Empty or "/" means none;
+	// ZooKeeper's own /zookeeper and anything below it are refused.
 	Chroot string
 	// TokenFloor is added to every fencing token: token = Pzxid +
 	// TokenFloor. Every client of a name must use the same floor; an
@@ -108,6 +109,10 @@ func normalizeChroot(c string) (string, error) {
 	n, err := baton.ValidatePath(c)
 	if err != nil {
 		return "", fmt.Errorf("zklock: chroot: %w: %w", baton.ErrInvalidOption, err)
+	}
+	if inSystemTree("/" + n) {
+		return "", fmt.Errorf("zklock: chroot %q: %w: inside ZooKeeper's own %s tree (quotas, configuration)",
+			c, baton.ErrInvalidOption, systemTree)
 	}
 	return "/" + n, nil
 }
@@ -404,7 +409,8 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	m, err := queue.NewMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	return mapped(c, m, err)
 }
 
 // RWMutex returns the read/write lock called name, wire-compatible with
@@ -415,7 +421,8 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewRWMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	rw, err := queue.NewRWMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	return mapped(c, rw, err)
 }
 
 // Semaphore returns the semaphore called name with n permits,
@@ -427,7 +434,8 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{Observer: c.opts.Observer})
+	s, err := queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{Observer: c.opts.Observer})
+	return mapped(c, s, err)
 }
 
 // Election returns the leader election called name, wire-compatible with
@@ -440,12 +448,14 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	return queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	e, err := queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	return mapped(c, e, err)
 }
 
 // Dir returns the znode directory of the lock called name. Names and the
 // directories the recipes derive from them ("<name>/locks") are checked
-// with baton.ValidatePath, so a directory never escapes the chroot.
+// with baton.ValidatePath, so a directory never escapes the chroot, and
+// must not fall in ZooKeeper's own tree (see systemTree).
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
 func (c *Client) dirPath(name string) (string, error) {
@@ -453,7 +463,11 @@ func (c *Client) dirPath(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.opts.Chroot + "/" + n, nil
+	p := c.opts.Chroot + "/" + n
+	if inSystemTree(p) {
+		return "", systemName(name, p)
+	}
+	return p, nil
 }
 
 // Entries lists the raw child names under the lock directory of name,
