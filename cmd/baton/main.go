@@ -90,8 +90,10 @@ Flags:
                          renewed lease of the row or key (SQL, Redis, Redlock;
                          >= 300ms; whole milliseconds on Redis and Redlock,
                          else exit 64). At most 24h. Default 15s.
-  --wait D               give up after D if the lock stays taken (exit 75);
-                         0 makes one attempt; absent waits forever.
+  --wait D               give up after D if the lock stays taken (exit 75):
+                         one attempt first (bounded by --connect-timeout,
+                         not D), so a free lock is granted whatever D; 0
+                         makes that attempt only; absent waits forever.
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
   --grace D              after the lock is lost: SIGTERM, then SIGKILL after D.
                          Default 5s.
@@ -222,7 +224,8 @@ Flags and exit codes are those of baton run (see baton help run), without
 --read, --write and --shared. On SQL (postgres://, mysql://, sqlite:// and
 the embedded default) candidates wait in the order they came and the epoch
 is the token of the leader's row. --wait bounds the campaign (75 when it runs
-out); --wait 0 exits 75 at once when the election has a leader.
+out), but an election without a leader is campaigned for at least
+--connect-timeout; --wait 0 exits 75 at once when the election has a leader.
 `
 
 const inspectUsage = `Usage: baton inspect [flags] NAME

@@ -74,7 +74,7 @@ func holdMain(cfg *runConfig, err error, args []string, usage string, take taker
 	start := time.Now()
 	h, err := take(ctx, cfg, b, name)
 	if err != nil {
-		return failAcquire(ctx, cfg, name, err, cfg.waitSet && cfg.wait > 0)
+		return failAcquire(ctx, cfg, name, err, false) // acquire and campaign mark a --wait that ran out
 	}
 	if b.granted != nil {
 		b.granted()
@@ -197,59 +197,58 @@ func takeLock(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 	return &holding{lease: l, noun: "lock", release: l.Release}, nil
 }
 
-// acquire takes the lock as --wait says: forever, one attempt, or until
-// the wait runs out. A single attempt is bounded by --connect-timeout, so
-// that an unreachable backend is not mistaken for a busy lock.
+// acquire takes the lock as --wait says: forever, or one attempt then,
+// if the lock is taken and --wait D has time left, a wait until D after
+// the attempt began. The attempt is bounded by --connect-timeout, not by
+// D, so that a free lock is granted whatever D (even 1ns), a connection
+// still being set up (SQL dials at the first statement) is not charged
+// to D, and an unreachable backend is not mistaken for a busy lock.
 func acquire(ctx context.Context, cfg *runConfig, m baton.Locker) (*baton.Lease, error) {
-	switch {
-	case !cfg.waitSet:
+	if !cfg.waitSet {
 		return m.Lock(ctx)
-	case cfg.wait == 0:
-		tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-		defer cancel()
-		return m.TryLock(tctx)
-	default:
-		wctx, cancel := context.WithTimeout(ctx, cfg.wait)
-		defer cancel()
-		return m.Lock(wctx)
 	}
+	deadline := time.Now().Add(cfg.wait)
+	tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	l, err := m.TryLock(tctx)
+	cancel()
+	if err == nil || !errors.Is(err, baton.ErrNotAcquired) || !time.Now().Before(deadline) {
+		return l, err
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	l, err = m.Lock(wctx)
+	return l, waitRanOut(ctx, wctx, err)
+}
+
+// waitRanOut is err of an acquire or campaign bounded by wctx, the rest of
+// --wait, after an attempt found the lock taken: when --wait ran out
+// (and neither a signal, a refusal nor a lost session ended it) the lock
+// stayed taken, exit 75, even if the last attempt, cut by the deadline,
+// never got its answer.
+func waitRanOut(ctx, wctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(wctx.Err(), context.DeadlineExceeded) ||
+		errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrSessionLost) {
+		return err
+	}
+	return withCode(exitTempFail, err)
 }
 
 // campaign wins the election of `elect` as --wait says. Elections have no
-// single-attempt campaign, so --wait 0 fails at once when there is a
-// leader, and otherwise campaigns for at most --connect-timeout (a rival
-// that wins the race in between makes that 75, too).
+// single-attempt campaign: with --wait, a leader found at once makes it
+// 75 (--wait 0) or a campaign for the rest of --wait; without a leader it
+// campaigns for the rest of --wait, but at least --connect-timeout, so
+// that a free election is won whatever --wait (a rival that wins the race
+// in between makes it 75, too).
 func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*holding, error) {
 	e, err := b.election(name)
 	if err != nil {
 		return nil, err
 	}
 	var ld *baton.Leader
-	switch {
-	case !cfg.waitSet:
+	if cfg.waitSet {
+		ld, err = campaignWithin(ctx, cfg, e, name)
+	} else {
 		ld, err = e.Campaign(ctx)
-	case cfg.wait == 0:
-		tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-		defer cancel()
-		cur, lerr := e.Leader(tctx)
-		switch {
-		case lerr == nil:
-			return nil, fmt.Errorf("election %q is led by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
-		case !errors.Is(lerr, baton.ErrNoLeader):
-			return nil, lerr
-		}
-		ld, err = e.Campaign(tctx)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			lctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-			defer cancel()
-			if cur, lerr := e.Leader(lctx); lerr == nil {
-				err = fmt.Errorf("election %q was won by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
-			}
-		}
-	default:
-		wctx, cancel := context.WithTimeout(ctx, cfg.wait)
-		defer cancel()
-		ld, err = e.Campaign(wctx)
 	}
 	if err != nil {
 		return nil, err
@@ -264,6 +263,44 @@ func campaign(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 		// give the lock back, never the other way round.
 		release: func(ctx context.Context) error { return ld.Resign(ctx, baton.ResignPlan{}) },
 	}, nil
+}
+
+// campaignWithin is campaign under --wait (see campaign).
+func campaignWithin(ctx context.Context, cfg *runConfig, e baton.Elector, name string) (*baton.Leader, error) {
+	deadline := time.Now().Add(cfg.wait)
+	tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+	defer cancel()
+	cur, lerr := e.Leader(tctx)
+	switch {
+	case lerr == nil && !time.Now().Before(deadline):
+		return nil, fmt.Errorf("election %q is led by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
+	case lerr == nil:
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		ld, err := e.Campaign(wctx)
+		return ld, waitRanOut(ctx, wctx, err)
+	case !errors.Is(lerr, baton.ErrNoLeader):
+		return nil, lerr
+	}
+	cctx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(cfg.connectTimeout)))
+	defer cancel()
+	ld, err := e.Campaign(cctx)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		lctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
+		defer cancel()
+		if cur, lerr := e.Leader(lctx); lerr == nil {
+			err = fmt.Errorf("election %q was won by session %s: %w", name, cur.Session, baton.ErrNotAcquired)
+		}
+	}
+	return ld, err
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // failAcquire reports a connect or acquire failure and returns its code.
