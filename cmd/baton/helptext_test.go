@@ -68,3 +68,24 @@ func TestHelpCleanParagraphs(t *testing.T) {
 			fence, refused, r.stdout)
 	}
 }
+
+// TestHelpRunKilledWaiter: baton help run says, next to --ttl, what a
+// waiter killed while waiting costs on each engine: the lock for up to
+// its TTL on ZooKeeper and etcd (its entry becomes the holder), those
+// queued after it on SQL and Redis RW locks (and SQL's semaphores and
+// elections), and no one behind a mutex on SQL, Redis and Redlock.
+func TestHelpRunKilledWaiter(t *testing.T) {
+	r := runBaton(t, nil, "help", "run")
+	ttl := r.stdout[strings.Index(r.stdout, "  --ttl D"):strings.Index(r.stdout, "  --wait D")]
+	text := strings.Join(strings.Fields(ttl), " ")
+	for _, want := range []string{
+		"A waiter killed while it waits",
+		"On ZooKeeper and etcd its entry becomes the holder when its turn comes and keeps the lock from everyone for up to that TTL",
+		"on SQL (RW locks, semaphores, elections) and Redis (RW locks) it holds back the waiters queued after it",
+		"A mutex waiter on SQL, Redis or Redlock blocks no one",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("baton help run, --ttl, does not say %q:\n%s", want, ttl)
+		}
+	}
+}

@@ -90,6 +90,18 @@ Flags:
                          renewed lease of the row or key (SQL, Redis, Redlock;
                          >= 300ms; whole milliseconds on Redis and Redlock,
                          else exit 64). At most 24h. Default 15s.
+                         A waiter killed while it waits (SIGKILL, a crash:
+                         it cannot withdraw) keeps its place until its TTL
+                         runs out. On ZooKeeper and etcd its entry becomes
+                         the holder when its turn comes and keeps the lock
+                         from everyone for up to that TTL; on SQL (RW
+                         locks, semaphores, elections) and Redis (RW locks)
+                         it holds back the waiters queued after it as long.
+                         A mutex waiter on SQL, Redis or Redlock blocks no
+                         one (on Redis and Redlock the hand-off it was woken
+                         for waits for the others' next poll, at most
+                         TTL/2). Keep --ttl short where waiters may be
+                         killed.
   --wait D               give up after D if the lock stays taken (exit 75):
                          one attempt first (bounded by --connect-timeout,
                          not D), so a free lock is granted whatever D; 0
