@@ -49,8 +49,14 @@
 //     granted (every grant is among the first N, and a lease's place only
 //     moves forward), though a waiter behind an older client's waiting
 //     lease may wait until that lease is released. A lease taken by a
-//     baton client with another N is reported
-//     (queue.Semaphore.OnDisagreement).
+//     baton client with another N is reported to
+//     queue.Semaphore.OnDisagreement, each lease once per Semaphore, by
+//     a client that must wait and by one granted beside other leases
+//     (such a grant reads the keys before its own, serializable at its
+//     create's revision: one more request, never on an empty semaphore).
+//     No stored N wins: each client admits by its own N, as on the other
+//     engines, so with one permit of N=1 held a client with N=1000 gets
+//     in, and reports the N=1 lease.
 //   - Election: exactly `etcdctl elect <name> <proposal>` and
 //     concurrency.Election: "<name>/<lease hex>" whose value is the
 //     candidate's ID (baton.DefaultID, "<hostname>:<pid>", or the one given

@@ -352,6 +352,12 @@ func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error)
 	if err := s.alive(); err != nil {
 		return nil, false, err
 	}
+	s.mu.Lock()
+	d, ok := s.fresh[entryDir(e)].data[e.ID]
+	s.mu.Unlock()
+	if ok {
+		return d, true, nil // read by the grant's othersAt
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	resp, err := s.c.cli.Get(ctx, e.Key)

@@ -16,7 +16,9 @@ var _ queue.PermitSession = (*session)(nil)
 // and the permit is granted without a read, so an uncontended
 // acquire+release is two requests, the create and the guarded delete. (The
 // count also holds keys that are not entries, such as a nested lock's: it
-// can only overstate the queue, and a larger count means a read.)
+// can only overstate the queue, and a larger count means a read.) When
+// other keys are there, a grant reads them (serializable, at the create's
+// revision: see othersAt) so that the semaphore can judge their N.
 func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []byte) (queue.Entry, queue.Snapshot, error) {
 	e, count, err := s.create(ctx, dir, queue.KindLease, data)
 	if err != nil {
@@ -25,12 +27,47 @@ func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []b
 	if count < 1 || count > int64(n) {
 		return e, queue.Snapshot{Own: -1}, nil
 	}
-	snap, err := s.settle(dir, e, s.own(dir, e, data, int64(e.Seq)))
+	snap := s.own(dir, e, data, int64(e.Seq))
+	if count > 1 {
+		snap = s.othersAt(ctx, dir, e, int(count-1), snap)
+	}
+	snap, err = s.settle(dir, e, snap)
 	if err != nil {
 		// The entry exists: the caller's cleanup needs it.
 		return e, queue.Snapshot{Own: -1}, nil
 	}
 	return e, snap, nil
+}
+
+// othersAt reads the entries before e, granted at its create beside at
+// most others other keys, and keeps their data for Data: the semaphore
+// judges the N of the leases beside a grant, so that a client whose larger
+// N lets it in past leases taken with a smaller one is told, not only the
+// client that must wait (queue.Semaphore, "N must agree"). It costs one
+// serializable range at the create's revision, on a contended grant only.
+// If the read fails, the grant stands on the count alone (alone).
+func (s *session) othersAt(ctx context.Context, dir string, e queue.Entry, others int, alone queue.Snapshot) queue.Snapshot {
+	rctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.c.cli.Get(rctx, dir+"/", clientv3.WithPrefix(), clientv3.WithMaxCreateRev(int64(e.Seq)),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(int64(others)+1),
+		clientv3.WithRev(int64(e.Seq)), clientv3.WithSerializable())
+	if err != nil {
+		return alone
+	}
+	snap := s.snapshot(dir, e, resp.Kvs, int64(e.Seq))
+	if snap.Own < 0 {
+		return alone
+	}
+	vals := make(map[string][]byte, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		v := kv.Value
+		vals[grantID(string(kv.Key), kv.CreateRevision)] = entryData(valueKind(v), v)
+	}
+	s.mu.Lock()
+	s.fresh[dir] = fresh{e: e, snap: snap, data: vals}
+	s.mu.Unlock()
+	return snap
 }
 
 // WatchTurn watches, from the revision after snap's read, what can end e's

@@ -3,6 +3,7 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -256,4 +257,64 @@ func TestPermitGrantedAtFirstReadPasses(t *testing.T) {
 		t.Fatal("W not granted 2s after H2's release while X holds the other permit")
 	}
 	release(t, l)
+}
+
+// disagreements records a semaphore's reports.
+type disagreements struct {
+	mu  sync.Mutex
+	got []queue.Disagreement
+}
+
+func watchDisagreements(s *queue.Semaphore) *disagreements {
+	r := &disagreements{}
+	s.OnDisagreement(func(d queue.Disagreement) {
+		r.mu.Lock()
+		r.got = append(r.got, d)
+		r.mu.Unlock()
+	})
+	return r
+}
+
+func (r *disagreements) all() []queue.Disagreement {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]queue.Disagreement(nil), r.got...)
+}
+
+// TestPermitDisagreementAtGrant: with the one permit of N=1 held, a client
+// configured with N=1000 is granted at its create (it admits by its own N)
+// and must report the N=1 lease, once; a second client with N=1000 reports
+// the N=1 lease but not the first N=1000 one (negative control), and an
+// acquire of an empty semaphore reports nothing.
+func TestPermitDisagreementAtGrant(t *testing.T) {
+	name := uniq(t)
+	one := semaphore(t, newClient(t, etcdlock.Options{}), name, 1)
+	empty := watchDisagreements(one)
+	l1 := lock(t, one, "N=1")
+	defer release(t, l1)
+	if got := empty.all(); len(got) != 0 {
+		t.Errorf("disagreements of an acquire of an empty semaphore = %+v, want none", got)
+	}
+
+	big := semaphore(t, newClient(t, etcdlock.Options{}), name, 1000)
+	rb := watchDisagreements(big)
+	lb := lock(t, big, "N=1000 beside N=1")
+	defer release(t, lb)
+	got := rb.all()
+	if len(got) != 1 || got[0].Permits != 1 || got[0].Want != 1000 || got[0].Name != name || !strings.HasPrefix(l1.Owner(), got[0].Lease+"@") {
+		t.Fatalf("disagreements = %+v, want one for lease %s with Permits 1, Want 1000", got, l1.Owner())
+	}
+	l2 := lock(t, big, "N=1000 again")
+	release(t, l2)
+	if got := rb.all(); len(got) != 1 {
+		t.Errorf("disagreements after a second grant = %+v, want still one (each lease once per Semaphore)", got)
+	}
+
+	other := semaphore(t, newClient(t, etcdlock.Options{}), name, 1000)
+	ro := watchDisagreements(other)
+	lo := lock(t, other, "second N=1000")
+	defer release(t, lo)
+	if got := ro.all(); len(got) != 1 || got[0].Permits != 1 || !strings.HasPrefix(l1.Owner(), got[0].Lease+"@") {
+		t.Errorf("disagreements of a second N=1000 client = %+v, want only the N=1 lease %s", got, l1.Owner())
+	}
 }

@@ -59,6 +59,10 @@ type session struct {
 type fresh struct {
 	e    queue.Entry
 	snap queue.Snapshot
+	// data holds what the other entries of snap store (entry ID → data
+	// after the marker), when the read had their values: Data answers
+	// from it, so judging them costs no request of its own.
+	data map[string][]byte
 }
 
 func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time.Time) *session {

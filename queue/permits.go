@@ -93,7 +93,13 @@ func (s *Semaphore) firstN(ctx context.Context, sess Session, ps PermitSession, 
 				// this permit's release instead.
 				_ = ps.Pass(ctx, e)
 			}
-			return r.grant(ctx, sess, e, snap, hooks, t)
+			l, err := r.grant(ctx, sess, e, snap, hooks, t)
+			if err == nil && snap.Own > 0 {
+				// Leases are held beside this one: judge their N too, so
+				// that a client whose larger N lets it in is told.
+				s.check(ctx, sess, snap)
+			}
+			return l, err
 		}
 		s.check(ctx, sess, snap)
 		if !wait {

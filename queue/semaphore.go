@@ -41,9 +41,9 @@ import (
 // do not wait for it. So with one permit of N=1 held, a client configured
 // with N=1000 is told at its first grant, and a client with a smaller N
 // when it finds more leases than it allows. With a PermitSession (etcd)
-// only the waiting acquirer checks, the leases before its own: a grant at
-// the create reads no other lease, and the check would cost that read.
-// An acquire of an empty semaphore reads nothing.
+// a grant whose create counted other leases reads their keys once (a
+// serializable read, no quorum round) and judges them too. An acquire of
+// an empty semaphore reads nothing.
 //
 // A lease taken with another N is reported to the function set with
 // OnDisagreement — not returned as an error: whether a check runs depends
