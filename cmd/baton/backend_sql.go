@@ -391,9 +391,11 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 			return nil, fmt.Errorf("%w: embedded backend: %w", baton.ErrUnavailable, err)
 		}
 	case t.engine == "sqlite":
-		// SQLite creates the file but not its directory; a missing one
-		// will not appear by retrying until --connect-timeout.
-		if _, err := os.Stat(filepath.Dir(t.file)); err != nil {
+		// The embedded default's rules that a shared file does not break
+		// (sqlite_file.go). SQLite creates the file but not its
+		// directory; a missing one will not appear by retrying until
+		// --connect-timeout.
+		if err := secureSQLiteFile(t.file); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", baton.ErrUnavailable, u.redacted, err)
 		}
 	}
