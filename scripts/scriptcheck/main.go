@@ -1,4 +1,6 @@
-// Command scriptcheck proves that scripts/test.sh installs everything the
+// Command scriptcheck checks the repository itself, not baton: its tests
+// also check that the nested modules' READMEs describe their layout as it
+// is. The command proves that scripts/test.sh installs everything the
 // repository's scripts run, on any machine, not only a fresh one: every
 // command the shell scripts under scripts/ (and .ci/run) call must come
 // from a Debian package in test.sh's packages list, from a package one of
