@@ -45,16 +45,7 @@ func secureEmbedded(file string) error {
 			return err
 		}
 	}
-	// O_EXCL: an existing file was checked above; O_NOFOLLOW: no link
-	// planted in between is followed.
-	fd, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err == nil {
-		return fd.Close()
-	}
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	return err
+	return createPrivate(file)
 }
 
 // secureFile checks one existing file of the embedded default (a missing
@@ -87,3 +78,17 @@ func ownerOf(fi fs.FileInfo) int {
 }
 
 func ownedByMe(fi fs.FileInfo) bool { return ownerOf(fi) == os.Getuid() }
+
+// createPrivate creates file 0600 when it does not exist. O_EXCL: an
+// existing file (or link) was checked by the caller; O_NOFOLLOW: no link
+// planted in between is followed.
+func createPrivate(file string) error {
+	fd, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err == nil {
+		return fd.Close()
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
+}

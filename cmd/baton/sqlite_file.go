@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // A sqlite:// file the user named holds every lock of the jobs that use
@@ -52,16 +51,7 @@ func secureSQLiteFile(file string) error {
 			return err
 		}
 	}
-	// O_EXCL: an existing file (or link) was checked above; O_NOFOLLOW:
-	// no link planted in between is followed.
-	fd, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err == nil {
-		return fd.Close()
-	}
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	return err
+	return createPrivate(file)
 }
 
 // checkSQLiteFile checks one existing file of a sqlite:// database (a
