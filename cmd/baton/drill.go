@@ -241,8 +241,7 @@ func drillMain(args []string) int {
 		return fail(err)
 	}
 	if cfg.help {
-		fmt.Fprint(os.Stderr, drillHelp())
-		return exitOK
+		return showHelp(drillHelp())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	defer stop()

@@ -159,10 +159,10 @@ func TestDrillUsage(t *testing.T) {
 			t.Errorf("baton drill %q: exit %d, stdout %q; want 64, nothing, a message on stderr:\n%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	for _, args := range [][]string{{"help", "drill"}, {"drill", "--help"}} {
+	for _, args := range [][]string{{"help", "drill"}, {"drill", "--help"}, {"drill", "--trials", "2", "--help"}} {
 		r := runBaton(t, nil, args...)
-		if r.code != 0 || !strings.Contains(r.stderr, "--scenarios") || !strings.Contains(r.stderr, "paused") {
-			t.Errorf("baton %q: exit %d; want 0 and the drill's flags and scenarios:\n%s", args, r.code, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stdout, "--scenarios") || !strings.Contains(r.stdout, "paused") {
+			t.Errorf("baton %q: exit %d; want 0 and the drill's flags and scenarios on stdout:\n%s", args, r.code, r.stdout)
 		}
 	}
 }
