@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +25,13 @@ const (
 	// defaultInterval is how often the backend is read, whatever the
 	// number of scrapes and open pages.
 	defaultInterval = 2 * time.Second
+	// defaultMaxStreams bounds the open /events streams: each holds a
+	// connection (a file descriptor) for as long as its page is open, and
+	// without a bound enough of them leave /metrics none to answer with.
+	defaultMaxStreams = 64
+	// maxMaxStreams bounds --max-streams, under a process's usual limit of
+	// open files.
+	maxMaxStreams = 4096
 )
 
 const exporterUsage = `Usage: baton exporter [flags] NAME|PREFIX...
@@ -48,33 +54,76 @@ baton_lock_oldest_entry_age_seconds and baton_lock_holder_age_seconds
 baton_lock_dead_entries (ZooKeeper and etcd); and baton_exporter_up (1 when
 the last poll worked), baton_exporter_scrape_errors_total (failed polls).
 
+What it exposes, to whoever reaches ADDR: the names of the locks watched
+and of their entries, each holder's and waiter's session or owner (text
+the clients chose: often a host name and a process id), kind, state and
+notes, the fencing tokens (a write carrying the current one passes a
+fenced resource as the holder's), how long each entry has been there,
+every change as an event, the backend URL with its password hidden, and
+the backend's errors. It changes no lock. How it is protected:
+  - loopback by default: only this machine reaches 127.0.0.1:9187;
+  - a Host check: a request whose Host header is not the address listened
+    on (loopback: localhost and loopback addresses; every interface: IP
+    addresses and this machine's name) nor an --allow-host name gets 421,
+    so that a web page cannot read it through a browser by pointing a name
+    of its own at this address (DNS rebinding);
+  - --token-file: every request needs the token (except the login page
+    and its script, style and icon, which hold no data). Prometheus sends
+    it as a bearer token (authorization: credentials_file: FILE);
+    curl -H "Authorization: Bearer $(cat FILE)"; a browser opens
+    /login#token=TOKEN or types it on /login, which sets an HttpOnly
+    SameSite=Strict session cookie (the fragment never reaches a server);
+  - --tls-cert and --tls-key: HTTPS, so that the token and the data are
+    not read on the way (the cookie is then Secure);
+  - at most --max-streams open /events streams (503 and Retry-After
+    beyond), and timeouts: 10s to send a request's headers, 30s the whole
+    request, 30s to take a response or an event, 60s for an idle
+    connection.
+Before listening beyond loopback, set a token and TLS.
+
 Flags:
   --backend URL          as for baton run (default $BATON_BACKEND, else the
                          embedded default); shown with its password hidden
-  --listen ADDR          address to serve on. Default 127.0.0.1:9187
-                         (loopback only).
+  --listen ADDR          HOST:PORT to serve on; HOST empty for every
+                         interface. Default 127.0.0.1:9187 (loopback only).
+  --allow-host NAME      also answer requests for NAME (a host name or IP
+                         address, no port), e.g. the name Prometheus or a
+                         reverse proxy uses; repeatable.
+  --token-file FILE      require the token in FILE (one word, at least 16
+                         characters: openssl rand -hex 32 > FILE) on every
+                         request. FILE must not be readable by every user
+                         (chmod 600), else exit 64.
+  --tls-cert FILE        serve HTTPS with this certificate (PEM, chain
+  --tls-key FILE         first) and its key; both or neither.
+  --max-streams N        open /events streams at most. Default 64.
   --interval D           how often to read the backend. Default 2s.
   --connect-timeout D    reach the backend within D or exit 69; also bounds
                          each poll. Default 10s.
 
-Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 64 usage; 69 backend
-unreachable at start, or ADDR cannot be listened on; 77 authentication or
-TLS refused.
+Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 64 usage (a bad
+--listen ADDR, token file or key pair included, found before anything
+connects); 69 backend unreachable at start, or ADDR cannot be listened on;
+77 authentication or TLS refused by the backend.
 `
 
 // exporterConfig is a parsed `baton exporter` command line.
 type exporterConfig struct {
 	runConfig
-	listen   string
-	interval time.Duration
-	names    []string // normalised; a PREFIX keeps its "/*"
+	listen     string
+	interval   time.Duration
+	names      []string // normalised; a PREFIX keeps its "/*"
+	maxStreams int
+	allowHosts []string // lower case, without a trailing dot
+	tlsCert    string
+	tlsKey     string
+	tokenFile  string
 }
 
 // parseExporter parses the exporter's arguments: flags before or after
 // the NAMEs and PREFIXes.
 func parseExporter(args []string, getenv func(string) string) (*exporterConfig, error) {
 	cfg := &exporterConfig{runConfig: runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout, readOnly: true},
-		listen: defaultListen, interval: defaultInterval}
+		listen: defaultListen, interval: defaultInterval, maxStreams: defaultMaxStreams}
 	backendGiven := false
 	fs := flag.NewFlagSet("exporter", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -82,6 +131,15 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "")
 	fs.Var(durationValue{d: &cfg.interval}, "interval", "")
 	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.IntVar(&cfg.maxStreams, "max-streams", defaultMaxStreams, "")
+	fs.Func("allow-host", "", func(s string) error {
+		h, err := allowedHostName(s)
+		cfg.allowHosts = append(cfg.allowHosts, h)
+		return err
+	})
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "")
 	positional, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
@@ -93,8 +151,8 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	if len(positional) == 0 {
 		return nil, usagef("exporter: missing NAME (baton exporter [flags] NAME|PREFIX...)")
 	}
-	if cfg.interval <= 0 {
-		return nil, usagef("exporter: --interval must be positive, got %v", cfg.interval)
+	if err := checkExporterFlags(cfg); err != nil {
+		return nil, err
 	}
 	if err := checkCommon("exporter", &cfg.runConfig); err != nil {
 		return nil, err
@@ -138,10 +196,13 @@ func exporterMain(args []string) int {
 		return fail(err)
 	}
 	if cfg.help {
-		fmt.Fprint(os.Stderr, exporterUsage)
-		return exitOK
+		return showHelp(exporterUsage)
 	}
 	if err := parseBackend(cfg.backend); err != nil {
+		return fail(err)
+	}
+	sec, err := loadSecurity(cfg)
+	if err != nil {
 		return fail(err)
 	}
 	u, _ := splitURL(cfg.backend)
@@ -161,27 +222,34 @@ func exporterMain(args []string) int {
 		note("exporter: listen: %v", err)
 		return exitUnavailable
 	}
-	srv := &http.Server{
-		Handler:           exporterHandler(p, up, errs),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	sec.hosts = newHostGuard(cfg.listen, ln.Addr(), cfg.allowHosts)
+	srv := newExporterServer(ctx, exporterHandler(p, up, errs, sec), sec)
+	announce(u.redacted, b.engine, ln.Addr(), sec)
+	return serveExporter(ctx, stop, srv, serveFunc(srv, ln), p, cfg.interval)
+}
+
+// announce tells where the exporter serves, and warns when what it shows
+// is open to more than this host.
+func announce(backend, engine string, addr net.Addr, sec exporterSecurity) {
+	scheme := "http"
+	if sec.tls != nil {
+		scheme = "https"
 	}
-	note("exporter: %s on %s, serving http://%s/ (metrics at /metrics)", u.redacted, b.engine, ln.Addr())
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
-		note("exporter: %s is not loopback: lock names and owners are visible to every host that reaches it", ln.Addr())
+	note("exporter: %s on %s, serving %s://%s/ (metrics at /metrics)", backend, engine, scheme, addr)
+	if a, ok := addr.(*net.TCPAddr); ok && !a.IP.IsLoopback() && sec.token == nil {
+		note("exporter: %s is not loopback and no --token-file is set: lock names, holders and tokens are visible to every host that reaches it", addr)
 	}
-	return serveExporter(ctx, stop, srv, ln, p, cfg.interval)
 }
 
 // serveExporter polls and serves until a signal ends ctx, then stops the
 // server and waits for the poller. stop ends ctx early (a server error).
-func serveExporter(ctx context.Context, stop func(), srv *http.Server, ln net.Listener, p *poller, interval time.Duration) int {
+func serveExporter(ctx context.Context, stop func(), srv *http.Server, serveFn func() error, p *poller, interval time.Duration) int {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
 		p.run(ctx, interval, note)
 	}()
-	err := serve(ctx, srv, func() error { return srv.Serve(ln) })
+	err := serve(ctx, srv, serveFn)
 	stop()
 	<-polled
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {

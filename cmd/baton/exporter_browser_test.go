@@ -165,3 +165,70 @@ func finishPage(ctx context.Context, t *testing.T, console func() []chromedp.Con
 		}
 	}
 }
+
+// waitPath waits until the page is a loaded document at path, across the
+// navigations a script makes (an evaluation may fail while one runs).
+func waitPath(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+			`document.readyState === 'complete' && location.pathname === `+strconv.Quote(path)))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not reach %s within 20s (%v)", path, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestExporterBrowserToken: with --token-file the page sends chromium to
+// the login page; /login#token=TOKEN logs in, takes the token out of the
+// address, and the page then shows the holder's token and, through its
+// event stream, the next holder's, with a session cookie no script can
+// read.
+func TestExporterBrowserToken(t *testing.T) {
+	c, url := redisLocks(t)
+	name := lockName(t)
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex(%q) = %v", name, err)
+	}
+	first, err := m.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("Lock(%q) = %v", name, err)
+	}
+	next := herd(t, 1, func() (baton.Locker, error) { return c.Mutex(name) })
+	page, _, _ := startExporter(t, url, "--token-file", writeToken(t, testToken, 0o600), name)
+
+	ctx, console := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(page+"/")); err != nil {
+		t.Fatalf("open %s: %v", page, err)
+	}
+	waitPath(t, ctx, "/login")
+	// A new document, as when the address is opened: from /login itself
+	// only the fragment would change.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page+"/login#token="+testToken)); err != nil {
+		t.Fatalf("open the login: %v", err)
+	}
+	waitPath(t, ctx, "/")
+	waitToken(t, ctx, name, first.Token())
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`!location.href.includes(`+strconv.Quote(testToken)+`) && !document.cookie.includes('baton_session')`))
+	if err != nil || !ok {
+		t.Errorf("after the login the address holds the token or a script reads the session cookie: %v, %v", ok, err)
+	}
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatalf("Release() = %v", err)
+	}
+	select {
+	case second := <-next:
+		t.Cleanup(func() { _ = second.Release(context.Background()) })
+		waitToken(t, ctx, name, second.Token())
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was not granted within 20s of the release")
+	}
+	finishPage(ctx, t, console, "exporter-login.png")
+}

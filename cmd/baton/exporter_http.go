@@ -19,10 +19,11 @@ import (
 //go:embed web
 var webFiles embed.FS
 
-// exporterHandler serves /metrics, /api/locks, /events and the page. The
+// exporterHandler serves /metrics, /api/locks, /events and the page,
+// behind the Host check and, with a token, the token check. The
 // registry is the exporter's own: the lock series, up, the error counter,
 // and the Go and process collectors.
-func exporterHandler(p *poller, up prometheus.GaugeFunc, errs prometheus.Counter) http.Handler {
+func exporterHandler(p *poller, up prometheus.GaugeFunc, errs prometheus.Counter, sec exporterSecurity) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(lockCollector{p}, up, errs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -34,13 +35,21 @@ func exporterHandler(p *poller, up prometheus.GaugeFunc, errs prometheus.Counter
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(b)
 	})
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { serveEvents(w, r, p) })
+	mux.HandleFunc("GET /events", streamLimit(sec.maxStreams, func(w http.ResponseWriter, r *http.Request) {
+		serveEvents(w, r, p, sec.timeouts.write)
+	}))
 	static, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic("baton: embedded page: " + err.Error()) // the embed directive guarantees it
 	}
 	mux.Handle("GET /", http.FileServerFS(static))
-	return securityHeaders(mux)
+	var h http.Handler = mux
+	if sec.token != nil {
+		mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { http.ServeFileFS(w, r, static, "login.html") })
+		mux.HandleFunc("POST /login", sec.token.login)
+		h = sec.token.wrap(mux)
+	}
+	return securityHeaders(sec.hosts.wrap(h))
 }
 
 // securityHeaders forbids the page any script, style or connection but
@@ -62,15 +71,19 @@ const eventsKeepAlive = 15 * time.Second
 
 // serveEvents streams every snapshot as a server-sent event, the last one
 // first, until the client leaves or the server stops (the request's
-// context derives from the exporter's).
-func serveEvents(w http.ResponseWriter, r *http.Request, p *poller) {
+// context derives from the exporter's). The server's write timeout
+// would cut the stream once it ran from the request on: each write gets
+// its own deadline instead, writeTimeout from its start, so that a client
+// that stops reading is still let go.
+func serveEvents(w http.ResponseWriter, r *http.Request, p *poller, writeTimeout time.Duration) {
 	rc := http.NewResponseController(w)
 	ch, cancel := p.subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	send := func(format string, b []byte) bool { return sendEvent(w, rc, writeTimeout, format, b) }
 	_, b := p.snapshot()
-	if !sendEvent(w, rc, "data: %s\n\n", b) {
+	if !send("data: %s\n\n", b) {
 		return
 	}
 	t := time.NewTicker(eventsKeepAlive)
@@ -80,18 +93,20 @@ func serveEvents(w http.ResponseWriter, r *http.Request, p *poller) {
 		case <-r.Context().Done():
 			return
 		case b := <-ch:
-			if !sendEvent(w, rc, "data: %s\n\n", b) {
+			if !send("data: %s\n\n", b) {
 				return
 			}
 		case <-t.C:
-			if !sendEvent(w, rc, ": keep-alive%s\n\n", nil) {
+			if !send(": keep-alive%s\n\n", nil) {
 				return
 			}
 		}
 	}
 }
 
-func sendEvent(w http.ResponseWriter, rc *http.ResponseController, format string, b []byte) bool {
+// sendEvent writes and flushes one event within timeout.
+func sendEvent(w http.ResponseWriter, rc *http.ResponseController, timeout time.Duration, format string, b []byte) bool {
+	_ = rc.SetWriteDeadline(time.Now().Add(timeout)) // unsupported: the connection has no deadline to extend
 	if _, err := fmt.Fprintf(w, format, b); err != nil {
 		return false
 	}

@@ -35,7 +35,7 @@ import (
 )
 
 // servingLine is the exporter's announcement of its address on stderr.
-var servingLine = regexp.MustCompile(`serving http://([^/\s]+)/`)
+var servingLine = regexp.MustCompile(`serving (https?://[^/\s]+)/`)
 
 // stderrWatch collects a process's stderr, safe to read while it runs,
 // and reports the address of the exporter's serving line.
@@ -63,15 +63,15 @@ func (w *stderrWatch) String() string {
 }
 
 // startExporter runs baton exporter on a free loopback port, polling every
-// 200ms, and returns its base URL once it serves.
+// 200ms, and returns its base URL once it serves; names may hold flags.
 func startExporter(t *testing.T, backend string, names ...string) (string, *proc, *stderrWatch) {
 	t.Helper()
 	w := &stderrWatch{addr: make(chan string, 1)}
 	args := append([]string{"exporter", "--backend", backend, "--listen", "127.0.0.1:0", "--interval", "200ms"}, names...)
 	p := startBatonWith(t, func(c *exec.Cmd) { c.Stderr = w }, nil, args...)
 	select {
-	case addr := <-w.addr:
-		return "http://" + addr, p, w
+	case base := <-w.addr:
+		return base, p, w
 	case <-p.done:
 		t.Fatalf("baton exporter exited %d before serving; stderr:\n%s", p.res.code, w)
 	case <-time.After(20 * time.Second):
@@ -389,6 +389,10 @@ func TestExporterExit(t *testing.T) {
 		{"no name", []string{"exporter", "--backend", "redis://" + redisAddr}, 64},
 		{"bad interval", []string{"exporter", "--backend", "redis://" + redisAddr, "--interval", "0", "x"}, 64},
 		{"prefix on redis", []string{"exporter", "--backend", "redis://" + redisAddr, "jobs/*"}, 64},
+		{"listen bogus", []string{"exporter", "--backend", "redis://" + redisAddr, "--listen", "bogus", "x"}, 64},
+		{"listen no port", []string{"exporter", "--backend", "redis://" + redisAddr, "--listen", "127.0.0.1", "x"}, 64},
+		{"listen port too big", []string{"exporter", "--backend", "redis://" + redisAddr, "--listen", "127.0.0.1:99999", "x"}, 64},
+		{"listen bad host", []string{"exporter", "--backend", "redis://" + redisAddr, "--listen", "bad_host!:9187", "x"}, 64},
 		{"unreachable", []string{"exporter", "--backend", "redis://:" + secret + "@127.0.0.1:1", "--connect-timeout", "1s", "x"}, 69},
 		{"refused", []string{"exporter", "--backend", "redis://nobody:" + secret + "@" + redisAddr, "--connect-timeout", "2s", "x"}, 77},
 	}

@@ -118,7 +118,12 @@ function setStatus(text) {
 }
 
 fetch('api/locks')
-  .then((r) => r.json())
+  .then((r) => {
+    // With --token-file, a page without the session cookie (never logged
+    // in, or the token changed) goes to the login page.
+    if (r.status === 401) location.replace('login');
+    return r.json();
+  })
   .then(render)
   .catch(() => setStatus('stale'));
 
