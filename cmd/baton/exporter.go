@@ -76,7 +76,8 @@ the backend's errors. It changes no lock. How it is protected:
   - --tls-cert and --tls-key: HTTPS, so that the token and the data are
     not read on the way (the cookie is then Secure);
   - at most --max-streams open /events streams (503 and Retry-After
-    beyond), and timeouts: 10s to send a request's headers, 30s the whole
+    beyond), at most 1024 open connections (more wait to be accepted),
+    and timeouts: 10s to send a request's headers, 30s the whole
     request, 30s to take a response or an event, 60s for an idle
     connection.
 Before listening beyond loopback, set a token and TLS.
@@ -223,6 +224,7 @@ func exporterMain(args []string) int {
 		return exitUnavailable
 	}
 	sec.hosts = newHostGuard(cfg.listen, ln.Addr(), cfg.allowHosts)
+	ln = limitListener(ln, sec.maxConns)
 	srv := newExporterServer(ctx, exporterHandler(p, up, errs, sec), sec)
 	announce(u.redacted, b.engine, ln.Addr(), sec)
 	return serveExporter(ctx, stop, srv, serveFunc(srv, ln), p, cfg.interval)

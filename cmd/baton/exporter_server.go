@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -35,14 +36,22 @@ type exporterSecurity struct {
 	token      *tokenGuard // nil: no --token-file
 	tls        *tls.Config // nil: plain HTTP
 	maxStreams int
+	maxConns   int // open connections at most; 0: no cap
 	timeouts   exporterTimeouts
 }
+
+// maxExporterConns caps the exporter's open connections. Each holds a
+// descriptor; past the cap, Accept waits for one to close (the timeouts
+// above close idle and half-sent ones), so thousands of idle connections
+// cannot exhaust the process's descriptors and stop /metrics from
+// answering. Far above what scrapers and a few browser pages use.
+const maxExporterConns = 1024
 
 // loadSecurity reads the token and the TLS key pair of cfg (exit 64 when
 // they are wrong, before anything connects); the hosts come with the
 // listener.
 func loadSecurity(cfg *exporterConfig) (exporterSecurity, error) {
-	sec := exporterSecurity{maxStreams: cfg.maxStreams, timeouts: defaultExporterTimeouts}
+	sec := exporterSecurity{maxStreams: cfg.maxStreams, maxConns: maxExporterConns, timeouts: defaultExporterTimeouts}
 	if cfg.tokenFile != "" {
 		tok, err := loadToken(cfg.tokenFile)
 		if err != nil {
@@ -77,4 +86,41 @@ func serveFunc(srv *http.Server, ln net.Listener) func() error {
 		return func() error { return srv.ServeTLS(ln, "", "") }
 	}
 	return func() error { return srv.Serve(ln) }
+}
+
+// limitListener makes ln hold at most n connections open at once: Accept
+// waits while n are open. n ≤ 0 returns ln as it is.
+func limitListener(ln net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return ln
+	}
+	return &limited{Listener: ln, slots: make(chan struct{}, n)}
+}
+
+type limited struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+}
+
+// slotConn frees its slot once, at its first Close.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }

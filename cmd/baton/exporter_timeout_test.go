@@ -22,7 +22,7 @@ var shortTimeouts = exporterTimeouts{readHeader: 300 * time.Millisecond, read: 3
 
 // startTestExporter serves the exporter of the lock "timeouts" on the
 // test Redis with timeouts t, polling every 50ms, and returns its address.
-func startTestExporter(t *testing.T, timeouts exporterTimeouts) string {
+func startTestExporter(t *testing.T, timeouts exporterTimeouts, maxConns ...int) string {
 	t.Helper()
 	cfg, err := parseExporter([]string{"--backend", "redis://" + testenv.Redis(t), "--listen", "127.0.0.1:0", "timeouts"}, os.Getenv)
 	if err != nil {
@@ -43,6 +43,9 @@ func startTestExporter(t *testing.T, timeouts exporterTimeouts) string {
 		t.Fatal(err)
 	}
 	sec := exporterSecurity{maxStreams: 4, timeouts: timeouts, hosts: newHostGuard(cfg.listen, ln.Addr(), nil)}
+	if len(maxConns) > 0 {
+		ln = limitListener(ln, maxConns[0])
+	}
 	srv := newExporterServer(ctx, exporterHandler(p, up, errs, sec), sec)
 	done := make(chan int)
 	go func() { done <- serveExporter(ctx, cancel, srv, serveFunc(srv, ln), p, 50*time.Millisecond) }()
@@ -121,5 +124,37 @@ func TestExporterTimeouts(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("%d events in 2s of polls every 50ms, want more", n)
+	}
+}
+
+// TestExporterConnCap: connections beyond the cap wait to be accepted
+// instead of taking a descriptor each (idle connections once exhausted
+// the process's descriptors), and are served as soon as one closes.
+func TestExporterConnCap(t *testing.T) {
+	addr := startTestExporter(t, defaultExporterTimeouts, 2)
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	time.Sleep(100 * time.Millisecond) // both accepted
+	get := func(timeout time.Duration) error {
+		cl := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := cl.Get("http://" + addr + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(500 * time.Millisecond); err == nil {
+		t.Fatal("a third connection was served with two of a cap of 2 open")
+	}
+	idle[0].Close()
+	if err := get(5 * time.Second); err != nil {
+		t.Fatalf("after one of the two closed, /metrics = %v, want served", err)
 	}
 }
