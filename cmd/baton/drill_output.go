@@ -219,7 +219,8 @@ func saveDrillFiles(cfg *drillConfig, rep drillRun) error {
 // checkDrillFiles makes sure --json and --html can be written before the
 // drill runs, rather than finding out after it: each names a file (not a
 // directory) in a directory where the drill can create the temporary
-// file writeAtomic renames, and they are not the same file.
+// file writeAtomic renames, and they are not the same file; and that
+// --keep-dir is a directory (created when missing).
 func checkDrillFiles(cfg *drillConfig) error {
 	if cfg.jsonFile != "" && cfg.htmlFile != "" && filepath.Clean(cfg.jsonFile) == filepath.Clean(cfg.htmlFile) {
 		return usagef("drill: --json and --html are both %q", cfg.jsonFile)
@@ -230,6 +231,14 @@ func checkDrillFiles(cfg *drillConfig) error {
 		}
 		if err := checkWritable(f.path); err != nil {
 			return usagef("drill: %s %q cannot be written: %v", f.flag, f.path, err)
+		}
+	}
+	if cfg.keepDir != "" {
+		// Created here, before anything connects: a path that is a file
+		// (--keep-dir /etc/passwd) or cannot be made is the command
+		// line's mistake, not an unreachable backend.
+		if err := os.MkdirAll(cfg.keepDir, 0o700); err != nil {
+			return usagef("drill: --keep-dir %q cannot be used: %v", cfg.keepDir, err)
 		}
 	}
 	return nil

@@ -167,8 +167,9 @@ func TestDrillUsage(t *testing.T) {
 	}
 }
 
-// TestDrillOutputFiles: a --json or --html FILE that cannot be created
-// exits 64, naming it, before the drill connects (the backend here is a
+// TestDrillOutputFiles: a --json or --html FILE that cannot be created,
+// or a --keep-dir that is a file, exits 64, naming it, before the drill
+// connects (the backend here is a
 // closed port: connecting first would exit 69), not after the drill ran.
 func TestDrillOutputFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -181,6 +182,7 @@ func TestDrillOutputFiles(t *testing.T) {
 		{[]string{"--json", missing}, missing},
 		{[]string{"--html", dir}, dir},
 		{[]string{"--json", same, "--html", same}, same},
+		{[]string{"--keep-dir", "/etc/passwd"}, "/etc/passwd"},
 	} {
 		r := runBaton(t, []string{"BATON_BACKEND=etcd://127.0.0.1:1"}, append([]string{"drill"}, tc.args...)...)
 		if r.code != 64 || !strings.Contains(r.stderr, strconv.Quote(tc.path)) {
