@@ -86,9 +86,9 @@ func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
 func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
 	switch {
 	case ttl < leasing.MinTTL:
-		return usagef("%s: --ttl %v: the %s engine needs at least %v", cmd, ttl, engine, leasing.MinTTL)
+		return usagef("%s: --ttl %v: the %s engine needs a TTL of at least %v", cmd, ttl, engine, leasing.MinTTL)
 	case ttl%time.Millisecond != 0:
-		return usagef("%s: --ttl %v: the %s engine keeps lease times in whole milliseconds", cmd, ttl, engine)
+		return usagef("%s: --ttl %v: the %s engine keeps TTLs in whole milliseconds", cmd, ttl, engine)
 	}
 	return nil
 }
