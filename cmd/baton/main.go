@@ -72,7 +72,11 @@ Flags:
   --backend URL          zk://h1:2181,h2:2181/chroot, etcd://h1:2379,h2:2379,
                          etcds://… (TLS), postgres://user@h:5432/db?sslmode=…
                          (or postgresql://), mysql://user:pass@h:3306/db?tls=…,
-                         sqlite:///path/to/file.db (absolute). Default
+                         sqlite:///path/to/file.db (absolute; created 0600;
+                         refused, exit 69, if it or its -wal/-shm is a link
+                         you or root do not own, if planted by another user in
+                         a shared directory, or if its directory is writable
+                         by others without the sticky bit). Default
                          $BATON_BACKEND, else the embedded default: sqlite://
                          on the file locks.db (0600) in $XDG_STATE_HOME/baton
                          (else ~/.local/state/baton, created 0700; refused, exit
@@ -205,7 +209,7 @@ Exit codes:
       days, --grace and --connect-timeout 1h), a relative sqlite:// path,
       a set but blank BATON_BACKEND
   69  backend unreachable (at start, or the session died while waiting),
-      or the embedded default's directory or file refused
+      or the embedded default's or a sqlite:// file or directory refused
   75  the lock stayed taken until --wait ran out
   76  the lock was lost while COMMAND ran (even if COMMAND then exited 0)
   77  authentication or TLS refused (PostgreSQL SQLSTATE 28000/28P01,
