@@ -18,9 +18,11 @@ import (
 )
 
 // DefaultSessionTimeout is the session timeout requested when
-// Options.SessionTimeout is zero. A holder that stops hearing from the
-// server is told Suspended within about 2/3 of it and Lost before it runs
-// out; a crashed holder's lock passes on after about this long.
+// Options.SessionTimeout is zero. A holder is told Suspended at once when
+// its connection drops, or half of it after the last reply when the link
+// goes silent, and Lost before it runs out (at 9/10 of it after the last
+// proven contact); a crashed holder's lock passes on after about this
+// long.
 const DefaultSessionTimeout = 15 * time.Second
 
 // DefaultPort is the port used for a server address without one.
