@@ -96,8 +96,7 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 		return nil, fail(err)
 	}
 	if cfg.help {
-		fmt.Fprint(os.Stderr, usage)
-		return nil, exitOK
+		return nil, showHelp(usage)
 	}
 	name, err := baton.ValidateName(cfg.name)
 	if err != nil {

@@ -15,8 +15,9 @@ var subcommands = []string{"run", "elect", "inspect", "clean", "exporter", "demo
 // a usage error goes to stderr with exit 64.
 func TestHelpOnStdout(t *testing.T) {
 	asked := [][]string{{"help"}, {"--help"}, {"-h"},
-		// run and elect take --help after other flags too.
-		{"run", "--backend", "etcd://127.0.0.1:1", "--help"}, {"elect", "n", "-h"}}
+		// run, elect, inspect and clean take --help after other flags too.
+		{"run", "--backend", "etcd://127.0.0.1:1", "--help"}, {"elect", "n", "-h"},
+		{"inspect", "--json", "--help"}, {"clean", "--apply", "-h"}}
 	for _, c := range subcommands {
 		asked = append(asked, []string{"help", c}, []string{c, "--help"}, []string{c, "-h"})
 	}
