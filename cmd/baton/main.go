@@ -106,10 +106,11 @@ Flags:
                          for waits for the others' next poll, at most
                          TTL/2). Keep --ttl short where waiters may be
                          killed.
-  --wait D               give up after D if the lock stays taken (exit 75):
-                         one attempt first (bounded by --connect-timeout,
-                         not D), so a free lock is granted whatever D; 0
-                         makes that attempt only; absent waits forever.
+  --wait D               give up after D if the lock stays taken (exit 75).
+                         A D shorter than --connect-timeout makes one attempt
+                         first (bounded by --connect-timeout, not D), so a
+                         free lock is granted whatever D; 0 makes that
+                         attempt only; absent waits forever.
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
   --grace D              after the lock is lost: SIGTERM, then SIGKILL after D.
                          Default 5s.

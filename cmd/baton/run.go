@@ -197,15 +197,25 @@ func takeLock(ctx context.Context, cfg *runConfig, b *backend, name string) (*ho
 	return &holding{lease: l, noun: "lock", release: l.Release}, nil
 }
 
-// acquire takes the lock as --wait says: forever, or one attempt then,
-// if the lock is taken and --wait D has time left, a wait until D after
-// the attempt began. The attempt is bounded by --connect-timeout, not by
+// acquire takes the lock as --wait says: forever; or, for a --wait D of at
+// least --connect-timeout, one wait of D; or, for a shorter D, one attempt
+// then, if the lock is taken and D has time left, a wait until D after
+// the attempt began. That attempt is bounded by --connect-timeout, not by
 // D, so that a free lock is granted whatever D (even 1ns), a connection
 // still being set up (SQL dials at the first statement) is not charged
-// to D, and an unreachable backend is not mistaken for a busy lock.
+// to D, and an unreachable backend is not mistaken for a busy lock. A
+// wait of D ≥ --connect-timeout leaves room for both and keeps its one
+// place in line: on ZooKeeper and etcd an attempt and a wait are two
+// entries, and a waiter queued between them would go first.
 func acquire(ctx context.Context, cfg *runConfig, m baton.Locker) (*baton.Lease, error) {
 	if !cfg.waitSet {
 		return m.Lock(ctx)
+	}
+	if cfg.wait >= cfg.connectTimeout {
+		wctx, cancel := context.WithTimeout(ctx, cfg.wait)
+		defer cancel()
+		l, err := m.Lock(wctx)
+		return l, waitRanOut(ctx, wctx, err)
 	}
 	deadline := time.Now().Add(cfg.wait)
 	tctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
