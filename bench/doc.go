@@ -106,7 +106,10 @@
 // TestRequestGuard, part of the smoke, fails when an engine's uncontended
 // lock+unlock sends more requests than its protocol needs, counted
 // exactly on the client's side (see requestGuards for each number and
-// why).
+// why). TestAllocGuard, beside it, fails when baton's uncontended
+// lock+unlock allocates more than its ceiling (allocGuards); it runs
+// without -race, which turns sync.Pool off, so scripts/test.sh runs it
+// once more without the race detector.
 //
 // Round trips are counted for SQL, Redis and Redlock by a TCP proxy in
 // front of the server (turnProxy): every burst the client sends after a

@@ -83,6 +83,12 @@ lane() {
   for mod in "$@"; do
     echo "== $mod: go test -race -p $p"
     (cd "$mod" && go test -race -p "$p" -count=1 -timeout 15m ./...) || rc=1
+    if [ "$mod" = ./bench ] || [ "$mod" = bench ]; then
+      # Allocation counts mean nothing under -race (it turns sync.Pool
+      # off): the allocation guards run once more without it.
+      echo "== bench: allocation guard without -race"
+      (cd "$mod" && go test -count=1 -run 'TestAllocGuard' .) || rc=1
+    fi
     if [ "$mod" = ./drill ] || [ "$mod" = drill ]; then
       # go-zookeeper v1.0.4 races with itself when a session with
       # watches moves to another member (go-zookeeper/zk#35): under -race

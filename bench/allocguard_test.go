@@ -1,0 +1,105 @@
+package bench_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// allocGuard is one engine's ceiling of heap allocations per uncontended
+// lock+unlock of baton's mutex, the whole process's (the client library's
+// included), and how its baton pair is built.
+type allocGuard struct {
+	engine  string
+	ceiling float64
+	baton   func(tb testing.TB) *pair
+}
+
+// batonOf is the baton pair among pairs.
+func batonOf(pairs []*pair) *pair {
+	for _, p := range pairs {
+		if p.impl == "baton" {
+			return p
+		}
+	}
+	panic("no baton pair")
+}
+
+func sqlBaton(name string) func(testing.TB) *pair {
+	return func(tb testing.TB) *pair {
+		for _, b := range sqlBackends(tb.TempDir()) {
+			if b.name == name {
+				return batonOf(newSQLRig(tb, b).pairs)
+			}
+		}
+		panic("no SQL backend " + name)
+	}
+}
+
+// allocGuards are the ceilings: what the uncontended rows' own clients
+// allocated on main at 267868a, the same in every run on an idle and on a
+// loaded host, except etcd, whose gRPC calls allocate 314 or 315 (HTTP/2
+// flow-control frames come and go), and which has one on top of that.
+// Like the request guard's, each is a ceiling: a change that allocates
+// one more per lock+unlock fails it; one that saves allocations passes
+// (lower the number then).
+var allocGuards = []allocGuard{
+	{"zk", 80, func(tb testing.TB) *pair { return newZKRig(tb).pair("baton") }},
+	{"etcd", 316, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
+	{"redis", 38, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
+	{"redlock", 210, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
+	{"postgres", 73, sqlBaton("postgres")},
+	{"mysql", 63, sqlBaton("mysql")},
+	{"sqlite", 111, sqlBaton("sqlite")},
+}
+
+// allocsPerOp is the fewest allocations of one lock+unlock of p over 30,
+// after warm-ups (scripts loaded, connections dialled, statements
+// prepared): the fewest of single operations, as the request guard
+// counts, because what a client does in the background (a ping, a
+// renewal, a pool's housekeeping) lands in some operations' windows and
+// is not the operation's, while what the operation allocates is in
+// every one. Averages over many operations took a share of that
+// background and moved by one or two with the host's load.
+func allocsPerOp(tb testing.TB, p *pair) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	op := func() {
+		if err := p.lock(ctx); err != nil {
+			tb.Fatalf("%s lock = %v", p.what, err)
+		}
+		if err := p.unlock(ctx); err != nil {
+			tb.Fatalf("%s unlock = %v", p.what, err)
+		}
+	}
+	for range 5 {
+		op()
+	}
+	fewest := math.Inf(1)
+	for range 30 {
+		fewest = min(fewest, testing.AllocsPerRun(1, op))
+	}
+	return fewest
+}
+
+// TestAllocGuard fails when baton's uncontended lock+unlock allocates
+// more than its ceiling on an engine. Allocation counts do not depend on
+// the host's speed, so the ceilings hold on any machine; they are
+// meaningless under the race detector, so test.sh runs this test once
+// more without it.
+func TestAllocGuard(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector: test.sh runs TestAllocGuard without -race")
+	}
+	for _, g := range allocGuards {
+		t.Run(g.engine, func(t *testing.T) {
+			n := allocsPerOp(t, g.baton(t))
+			if n > g.ceiling {
+				t.Errorf("%s: %.0f allocations per uncontended lock+unlock, want ≤ %.0f", g.engine, n, g.ceiling)
+			} else {
+				t.Logf("%s: %.0f allocations per uncontended lock+unlock (≤ %.0f)", g.engine, n, g.ceiling)
+			}
+		})
+	}
+}
