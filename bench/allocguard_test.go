@@ -1,3 +1,9 @@
+// Allocation counts mean nothing under the race detector (it turns
+// sync.Pool off): this file builds without it only, and scripts/test.sh
+// runs TestAllocGuard once more without -race.
+
+//go:build !race
+
 package bench_test
 
 import (
@@ -85,13 +91,8 @@ func allocsPerOp(tb testing.TB, p *pair) float64 {
 
 // TestAllocGuard fails when baton's uncontended lock+unlock allocates
 // more than its ceiling on an engine. Allocation counts do not depend on
-// the host's speed, so the ceilings hold on any machine; they are
-// meaningless under the race detector, so test.sh runs this test once
-// more without it.
+// the host's speed, so the ceilings hold on any machine.
 func TestAllocGuard(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector: test.sh runs TestAllocGuard without -race")
-	}
 	for _, g := range allocGuards {
 		t.Run(g.engine, func(t *testing.T) {
 			n := allocsPerOp(t, g.baton(t))
