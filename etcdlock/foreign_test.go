@@ -41,23 +41,8 @@ func TestForeignKeysNeverBlock(t *testing.T) {
 		put(sem + "/leases/" + s)
 	}
 
-	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
-	l, err := mutex(t, c, name).TryLock(actx)
-	acancel()
-	if err != nil {
-		t.Fatalf("TryLock(%q) behind foreign keys = %v, want a grant", name, err)
-	}
+	l, p := takeBehind(t, ctx, c, name, sem, "foreign keys")
 	defer release(t, l)
-	s, err := c.Semaphore(sem, 1)
-	if err != nil {
-		t.Fatalf("Semaphore(%q, 1) = %v", sem, err)
-	}
-	actx, acancel = context.WithTimeout(ctx, 3*time.Second)
-	p, err := s.TryAcquire(actx)
-	acancel()
-	if err != nil {
-		t.Fatalf("TryAcquire(%q) behind foreign keys = %v, want a grant", sem, err)
-	}
 	defer release(t, p)
 
 	q := inspectQueue(t, c, name)
@@ -126,23 +111,8 @@ func TestLeaselessKeyIsForeign(t *testing.T) {
 	rev := put(name + "/1234abcd")
 	put(sem + "/leases/1234abcd")
 
-	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
-	l, err := mutex(t, c, name).TryLock(actx)
-	acancel()
-	if err != nil {
-		t.Fatalf("TryLock(%q) behind a key without a lease = %v, want a grant", name, err)
-	}
+	l, p := takeBehind(t, ctx, c, name, sem, "a key without a lease")
 	defer release(t, l)
-	s, err := c.Semaphore(sem, 1)
-	if err != nil {
-		t.Fatalf("Semaphore(%q, 1) = %v", sem, err)
-	}
-	actx, acancel = context.WithTimeout(ctx, 3*time.Second)
-	p, err := s.TryAcquire(actx)
-	acancel()
-	if err != nil {
-		t.Fatalf("TryAcquire(%q) behind a key without a lease = %v, want a grant", sem, err)
-	}
 	defer release(t, p)
 
 	q := inspectQueue(t, c, name)
@@ -172,4 +142,25 @@ func TestLeaselessKeyIsForeign(t *testing.T) {
 	if found != 1 {
 		t.Errorf("Inspect(%q) = %+v, want leases/1234abcd listed once", sem, sq)
 	}
+}
+
+// takeBehind takes the mutex name and a permit of the semaphore sem of 1,
+// each with TryLock/TryAcquire: what lies under them (behind: keys no
+// baton client wrote) must not keep them from being granted.
+func takeBehind(t *testing.T, ctx context.Context, c *etcdlock.Client, name, sem, behind string) (l, p *baton.Lease) {
+	t.Helper()
+	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+	defer acancel()
+	l, err := mutex(t, c, name).TryLock(actx)
+	if err != nil {
+		t.Fatalf("TryLock(%q) behind %s = %v, want a grant", name, behind, err)
+	}
+	s, err := c.Semaphore(sem, 1)
+	if err != nil {
+		t.Fatalf("Semaphore(%q, 1) = %v", sem, err)
+	}
+	if p, err = s.TryAcquire(actx); err != nil {
+		t.Fatalf("TryAcquire(%q) behind %s = %v, want a grant", sem, behind, err)
+	}
+	return l, p
 }
