@@ -21,8 +21,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
@@ -447,11 +445,7 @@ func TestExporterRedacts(t *testing.T) {
 // exactly from outside; a waiter queues behind the holder.
 func TestExporterEtcd(t *testing.T) {
 	url := etcdURL(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdSrv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatalf("clientv3.New() = %v", err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := rawEtcd(t)
 	c, err := etcdlock.New(cli, etcdlock.Options{})
 	if err != nil {
 		t.Fatalf("etcdlock.New() = %v", err)

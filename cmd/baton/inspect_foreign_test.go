@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // TestInspectForeignEtcd puts a key under an etcd lock that no recipe
@@ -17,11 +14,7 @@ import (
 // table and in the JSON, and clean must not count it as removable.
 func TestInspectForeignEtcd(t *testing.T) {
 	url := etcdURL(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdSrv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatalf("clientv3.New() = %v", err)
-	}
-	defer cli.Close()
+	cli := rawEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	name := "inspect-foreign-" + time.Now().Format("150405.000000")
@@ -62,11 +55,7 @@ func TestInspectForeignEtcd(t *testing.T) {
 // lease; etcdctl lock waits behind it), and clean --apply must leave it.
 func TestLeaselessKeyEtcd(t *testing.T) {
 	url := etcdURL(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdSrv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatalf("clientv3.New() = %v", err)
-	}
-	defer cli.Close()
+	cli := rawEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	name := lockName(t)

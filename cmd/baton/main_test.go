@@ -203,15 +203,23 @@ func waitFile(t *testing.T, path string, limit time.Duration) {
 	}
 }
 
-// waitEntries waits until the etcd lock name has n queue entries (a
-// waiter is queued), looking from outside with the etcd engine.
-func waitEntries(t *testing.T, name string, n int) {
+// rawEtcd is a plain etcd client of the test server, closed at the
+// test's end: for what the tests put, read and count from outside baton.
+func rawEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdSrv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("clientv3.New() = %v", err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// waitEntries waits until the etcd lock name has n queue entries (a
+// waiter is queued), looking from outside with the etcd engine.
+func waitEntries(t *testing.T, name string, n int) {
+	t.Helper()
+	cli := rawEtcd(t)
 	lc, err := etcdlock.New(cli, etcdlock.Options{})
 	if err != nil {
 		t.Fatalf("etcdlock.New() = %v", err)
