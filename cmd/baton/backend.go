@@ -361,15 +361,8 @@ var knownLater = map[string]bool{}
 // cfg.connectTimeout (bounded also by ctx). Errors are classified by
 // classify: usage for bad URLs, ErrAuth, else unavailable.
 func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, error) {
-	u, err := splitURL(cfg.backend)
+	u, e, err := backendOf(cfg.backend)
 	if err != nil {
-		return nil, err
-	}
-	e, err := engineOf(u)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHosts(u); err != nil {
 		return nil, err
 	}
 	warnArgvPassword(cfg, u)
@@ -381,18 +374,25 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 // parseBackend checks the URL without connecting, so that a bad URL is a
 // usage error before anything else happens.
 func parseBackend(raw string) error {
-	u, err := splitURL(raw)
+	u, e, err := backendOf(raw)
 	if err != nil {
-		return err
-	}
-	e, err := engineOf(u)
-	if err != nil {
-		return err
-	}
-	if err := checkHosts(u); err != nil {
 		return err
 	}
 	return e.parse(u)
+}
+
+// backendOf splits a backend URL, finds its engine and checks its hosts:
+// what opening and parsing a backend both start with.
+func backendOf(raw string) (engineURL, *engine, error) {
+	u, err := splitURL(raw)
+	if err != nil {
+		return u, nil, err
+	}
+	e, err := engineOf(u)
+	if err == nil {
+		err = checkHosts(u)
+	}
+	return u, e, err
 }
 
 // checkHold checks a run or elect command line against the backend's
