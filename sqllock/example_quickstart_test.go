@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -102,14 +103,7 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Mutex(%q) = %v", order, err)
 	}
-	l, err := m.TryLock(ctx)
-	if err != nil {
-		t.Fatalf("TryLock after the quick start = %v, want the lock it released", err)
-	}
-	defer l.Release(context.Background())
-	if l.Token() <= last {
-		t.Errorf("next grant's token %d, want above the fence's %d", l.Token(), last)
-	}
+	leasetest.NextTokenAbove(t, m, last)
 }
 
 // quickstartSchema opens the database at dsn with a fresh schema first on

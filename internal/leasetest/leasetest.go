@@ -4,6 +4,7 @@
 package leasetest
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
 	"testing"
@@ -76,5 +77,21 @@ func WaitsThenTakes(t testing.TB, got <-chan *baton.Lease, held *baton.Lease, qu
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter was not granted within 10s of the release")
+	}
+}
+
+// NextTokenAbove takes m with TryLock, which must be granted (its last
+// holder released it), and checks that the grant's token is above last,
+// the token a fenced resource last stored; the lease is released when the
+// test ends.
+func NextTokenAbove(t testing.TB, m baton.Locker, last uint64) {
+	t.Helper()
+	l, err := m.TryLock(t.Context())
+	if err != nil {
+		t.Fatalf("TryLock after the released lock = %v, want a grant", err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	if l.Token() <= last {
+		t.Errorf("next grant's token %d, want above the fence's %d", l.Token(), last)
 	}
 }
