@@ -6,6 +6,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/fence/redisfence"
 	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/memlock"
 )
@@ -14,12 +15,7 @@ import (
 // Set and HSet each report one EventStaleRejected with both writes.
 func TestObserver(t *testing.T) {
 	ctx := t.Context()
-	f, _ := newFence(t)
-	rec := recorder.New()
-	f.Observer = rec
-	if err := f.Set(ctx, "order-42", 7, "B", "b", nil); err != nil {
-		t.Fatalf("Set(7, B) = %v", err)
-	}
+	f, rec := observedAt7(t)
 	if got := rec.Events(); len(got) != 0 {
 		t.Fatalf("accepted Set reported %v, want nothing", recorder.Kinds(got))
 	}
@@ -55,12 +51,7 @@ func TestObserver(t *testing.T) {
 // lock (fence.WithLockName) carries the name in its error and its event.
 func TestLostLeaseAndLockName(t *testing.T) {
 	ctx := t.Context()
-	f, _ := newFence(t)
-	rec := recorder.New()
-	f.Observer = rec
-	if err := f.Set(ctx, "order-42", 7, "B", "b", nil); err != nil {
-		t.Fatalf("Set(7, B) = %v", err)
-	}
+	f, rec := observedAt7(t)
 	srv := memlock.NewServer(memlock.Options{})
 	t.Cleanup(srv.Close)
 	c := srv.Client("zombie")
@@ -87,4 +78,17 @@ func TestLostLeaseAndLockName(t *testing.T) {
 	if got := rec.Events(); len(got) != 1 || got[0].Name != "orders/42" || got[0].Token != 6 || got[0].StoredToken != 7 {
 		t.Errorf("events = %+v, want one stale rejection of lock orders/42, token 6 after 7", got)
 	}
+}
+
+// observedAt7 is a fence reporting to a recorder, whose "order-42" holds
+// an accepted write of token 7 by B.
+func observedAt7(t *testing.T) (redisfence.Fence, *recorder.Recorder) {
+	t.Helper()
+	f, _ := newFence(t)
+	rec := recorder.New()
+	f.Observer = rec
+	if err := f.Set(t.Context(), "order-42", 7, "B", "b", nil); err != nil {
+		t.Fatalf("Set(7, B) = %v", err)
+	}
+	return f, rec
 }
