@@ -254,18 +254,18 @@ func drillMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	prog := newProgress(os.Stderr, func() bool { return ctx.Err() != nil })
+	prog := newProgress(os.Stderr)
 	prog.start(t.Engine, cfg)
 	rep, runErr := scenario.Run(ctx, t, scenario.Options{
 		Scenarios: cfg.scenarios, Trials: cfg.trials, Seed: cfg.seed, Prefix: cfg.prefix, Dir: dir,
 		Herd: cfg.herd, Progress: prog.step,
 	})
 	prog.end()
-	return drillFinish(ctx, cfg, withoutVerdict(rep, prog.cut()), runErr, dir)
+	return drillFinish(ctx, cfg, rep, runErr, dir)
 }
 
 // drillFinish prints and saves what a drill found and picks its exit code.
-func drillFinish(ctx context.Context, cfg *drillConfig, rep drillRun, runErr error, dir string) int {
+func drillFinish(ctx context.Context, cfg *drillConfig, rep scenario.Report, runErr error, dir string) int {
 	if len(rep.Scenarios) > 0 {
 		if err := writeDrillTable(os.Stdout, rep); err != nil {
 			note("write: %v", err)

@@ -109,14 +109,14 @@ type htmlTick struct {
 }
 
 // writeDrillHTML renders rep as the --html page.
-func writeDrillHTML(w io.Writer, rep drillRun, ttl time.Duration) error {
+func writeDrillHTML(w io.Writer, rep scenario.Report, ttl time.Duration) error {
 	j := toDrillJSON(rep, ttl)
 	h := htmlReport{Engine: rep.Engine, Prefix: rep.Prefix, Seed: rep.Seed, TTL: ttl, Passed: rep.Passed(), Rows: j.Scenarios}
 	for _, k := range markOrder {
 		h.Legend = append(h.Legend, htmlLegend{Kind: k, Shape: markShapes[k]})
 	}
 	for _, s := range rep.Scenarios {
-		hs := htmlScenario{Name: s.Name, Skipped: s.Skipped, Passed: s.Passed, Result: rep.resultWord(s), Violations: s.Violations}
+		hs := htmlScenario{Name: s.Name, Skipped: s.Skipped, Passed: s.Passed, Result: resultWord(s), Violations: s.Violations}
 		for _, tl := range s.Timelines {
 			hs.Timelines = append(hs.Timelines, layoutTimeline(tl))
 		}

@@ -67,7 +67,7 @@ func sampleReport() scenario.Report {
 // was measured.
 func TestDrillJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeJSON(&b, toDrillJSON(drillRun{Report: sampleReport()}, 2*time.Second)); err != nil {
+	if err := writeJSON(&b, toDrillJSON(sampleReport(), 2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -105,7 +105,7 @@ func mustJSON(t *testing.T, v any) string {
 // a mark per event, the names escaped, and nothing fetched from anywhere.
 func TestDrillHTMLRender(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeDrillHTML(&b, drillRun{Report: sampleReport()}, 2*time.Second); err != nil {
+	if err := writeDrillHTML(&b, sampleReport(), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

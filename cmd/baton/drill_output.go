@@ -22,21 +22,10 @@ type progress struct {
 	w      io.Writer
 	tty    bool
 	failed int
-	// stopped reports a signal: a trial that ends after it was cut short.
-	stopped func() bool
-	// interrupted is the trial that ended after the signal.
-	interrupted interruptedTrial
 }
 
-func newProgress(f *os.File, stopped func() bool) *progress {
-	return &progress{w: f, tty: isTerminal(f), stopped: stopped}
-}
-
-// cut returns the trial a signal cut short, if one was.
-func (p *progress) cut() interruptedTrial {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.interrupted
+func newProgress(f *os.File) *progress {
+	return &progress{w: f, tty: isTerminal(f)}
 }
 
 func (p *progress) start(engine string, cfg *drillConfig) {
@@ -53,8 +42,7 @@ func (p *progress) step(s scenario.Progress) {
 	switch {
 	case !s.Done:
 		line = fmt.Sprintf("%s: trial %d/%d running", s.Scenario, s.Trial+1, s.Trials)
-	case p.stopped():
-		p.interrupted = interruptedTrial{scenario: s.Scenario, trial: s.Trial}
+	case s.Interrupted:
 		line, stays = fmt.Sprintf("%s: trial %d/%d interrupted: no verdict", s.Scenario, s.Trial+1, s.Trials), true
 	case s.Err != nil:
 		p.failed++
@@ -93,7 +81,7 @@ func redactURL(raw string) string {
 }
 
 // writeDrillTable prints the summary of a drill, one row per scenario.
-func writeDrillTable(w io.Writer, rep drillRun) error {
+func writeDrillTable(w io.Writer, rep scenario.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tENGINE\tTRIALS\tFENCED STALE\tUNFENCED STALE\tNEXT GRANT p50/max\tLOST LEAD min\tORPHANS\tRESULT")
 	for _, s := range rep.Scenarios {
@@ -110,7 +98,7 @@ func writeDrillTable(w io.Writer, rep drillRun) error {
 			lead = fmtMS(slices.Min(s.LostLead))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Engine, s.Trials,
-			s.FencedStaleAccepted, s.UnfencedStaleAccepted, grant, lead, s.Orphans, rep.resultWord(s))
+			s.FencedStaleAccepted, s.UnfencedStaleAccepted, grant, lead, s.Orphans, resultWord(s))
 	}
 	return tw.Flush()
 }
@@ -171,9 +159,9 @@ type minJSON struct {
 }
 
 // toDrillJSON converts a report for --json.
-func toDrillJSON(rep drillRun, ttl time.Duration) drillJSON {
+func toDrillJSON(rep scenario.Report, ttl time.Duration) drillJSON {
 	out := drillJSON{Engine: rep.Engine, Seed: rep.Seed, Prefix: rep.Prefix, TTLMS: ttl.Milliseconds(),
-		Passed: rep.Passed(), Interrupted: rep.interrupted.scenario != "", Scenarios: []drillScenarioOut{}}
+		Passed: rep.Passed(), Scenarios: []drillScenarioOut{}}
 	for _, s := range rep.Scenarios {
 		j := drillScenarioOut{Name: s.Name, Engine: s.Engine, Trials: s.Trials, Skipped: s.Skipped,
 			FencedStaleAccepted: s.FencedStaleAccepted, UnfencedStaleAccepted: s.UnfencedStaleAccepted,
@@ -184,8 +172,9 @@ func toDrillJSON(rep drillRun, ttl time.Duration) drillJSON {
 		if len(s.LostLead) > 0 {
 			j.LostLeadMS = &minJSON{Min: slices.Min(s.LostLead).Milliseconds()}
 		}
-		if i, ok := rep.interruptedTrialOf(s.Name); ok {
-			j.InterruptedTrial = &i
+		if s.Interrupted {
+			i := s.Trials - 1
+			j.InterruptedTrial, out.Interrupted = &i, true
 		}
 		out.Scenarios = append(out.Scenarios, j)
 	}
@@ -194,7 +183,7 @@ func toDrillJSON(rep drillRun, ttl time.Duration) drillJSON {
 
 // saveDrillFiles writes --json and --html, each atomically: a reader
 // never sees half a report, and a failed write leaves the old file.
-func saveDrillFiles(cfg *drillConfig, rep drillRun) error {
+func saveDrillFiles(cfg *drillConfig, rep scenario.Report) error {
 	if cfg.jsonFile != "" {
 		var b bytes.Buffer
 		if err := writeJSON(&b, toDrillJSON(rep, cfg.ttl)); err != nil {

@@ -106,6 +106,11 @@ func runScenario(ctx context.Context, t Target, o Options, s spec, db *sql.DB, d
 		}
 		r.Orphans += out.orphans
 		r.Timelines = append(r.Timelines, out.timeline)
+		if ctx.Err() != nil {
+			r.Interrupted = true
+			progress(o, Progress{Scenario: s.name, Trial: i, Trials: o.Trials, Done: true, Interrupted: true})
+			break
+		}
 		for _, v := range out.violations {
 			r.Violations = append(r.Violations, fmt.Sprintf("trial %d (seed %d): %s", i, out.timeline.Seed, v))
 		}

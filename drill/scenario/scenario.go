@@ -120,6 +120,7 @@ type Progress struct {
 	Trial, Trials int   // Trial counts from 0
 	Done          bool  // the trial ended
 	Err           error // its violations, when it failed
+	Interrupted   bool  // ctx ended while it ran: no verdict (Result.Interrupted)
 }
 
 // Report is what a drill found.
@@ -167,9 +168,15 @@ type Result struct {
 	LostLead   []time.Duration
 	Orphans    int      // entries left after the trials, 3×TTL after each (must be 0)
 	Violations []string // invariant violations, "I3: …"
-	History    string   // path of the first failing trial's kept history (JSON lines, package drill's Event)
-	Passed     bool
-	Timelines  []Timeline // per trial, for reports
+	// Interrupted: ctx ended while the last trial (Trials-1) ran. That
+	// trial has no verdict: what its checks found (a fault left half
+	// done, a client stopped mid-write) says nothing of the lock, so its
+	// violations are not counted and Passed is what the trials before it
+	// make it.
+	Interrupted bool
+	History     string // path of the first failing trial's kept history (JSON lines, package drill's Event)
+	Passed      bool
+	Timelines   []Timeline // per trial, for reports
 }
 
 // Timeline is one trial as a report draws it; times are since its start.
