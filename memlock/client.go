@@ -20,6 +20,7 @@ type Client struct {
 	srv  *Server
 	name string
 	b    backend
+	proc string // the holder record stored with its entries (engine.ProcessData)
 
 	// Guarded by srv.mu.
 	cur         *session

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -83,6 +84,7 @@ type entry struct {
 	d       *dir
 	s       *session
 	data    []byte
+	proc    string   // the creating client's holder record
 	attempt string   // the protected-create attempt that made it
 	watches []*watch // fire when the entry is deleted
 }
@@ -120,7 +122,8 @@ func (srv *Server) Client(name string) *Client {
 	if name == "" {
 		name = fmt.Sprintf("client-%d", srv.nclients)
 	}
-	c := &Client{srv: srv, name: name, changed: make(chan struct{}), closed: srv.closed}
+	c := &Client{srv: srv, name: name, changed: make(chan struct{}), closed: srv.closed,
+		proc: engine.ProcessData(engine.ThisProcess("", map[string]string{"client": name}))}
 	c.b = backend{c}
 	srv.clients = append(srv.clients, c)
 	return c
@@ -223,6 +226,7 @@ func (srv *Server) createLocked(s *session, d *dir, kind queue.Kind, data []byte
 		d:       d,
 		s:       s,
 		data:    slices.Clone(data),
+		proc:    s.c.proc,
 		attempt: attempt,
 	}
 	d.entries = append(d.entries, en)

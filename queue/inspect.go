@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"time"
+
+	"github.com/baton-go/baton"
 )
 
 // EntryInfo describes one entry of a lock's queue as an operator sees it
@@ -56,6 +58,10 @@ type EntryInfo struct {
 	Foreign bool
 	// Note explains flags and unknowns in a few words.
 	Note string
+	// Process is the holder record the entry was created with (the
+	// engine's node data or key value, engine.ParseProcess), zero when
+	// it has none.
+	Process baton.Process
 }
 
 // Inspector reads a lock's queue without taking part in it: it creates

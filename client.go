@@ -1,0 +1,104 @@
+package baton
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/baton-go/baton/internal/bridge"
+)
+
+// Client is a connection to one engine, the same type on every engine:
+// code written against *Client runs on ZooKeeper, etcd, Redis, Redlock,
+// PostgreSQL, MySQL, SQLite and, in unit tests, on memlock. Get one from
+// Open with a URL, or from an engine's constructor with a client of your
+// own (redislock.New takes a go-redis client, sqllock.New a *sql.DB, …).
+//
+// Its methods are safe for concurrent use. The lock objects it returns
+// are cheap: make one per name and keep it, or make one per use.
+type Client struct {
+	c      conn
+	engine string
+}
+
+// conn is what package engine hands the root: an engine.Conn behind an
+// adapter whose methods use only this package's types and any.
+type conn interface {
+	Mutex(name string) (Locker, error)
+	RW(name string) (any, error)
+	Sem(name string, n int) (any, error)
+	Election(name string) (Elector, error)
+	Inspect(ctx context.Context, name string) (Inspection, error)
+	Raw() any
+	Close() error
+}
+
+func init() {
+	bridge.NewClient = func(c any, engine string) any { return &Client{c: c.(conn), engine: engine} }
+}
+
+// Engine names the engine: "zk", "etcd", "redis", "redlock", "postgres",
+// "mysql", "sqlite" or "mem".
+func (c *Client) Engine() string { return c.engine }
+
+// Close ends the client's session(s) and stops its goroutines. Leases
+// still held end as their engine ends them on close (released, or lost
+// when the release cannot reach the server). A second Close returns nil
+// or an error wrapping ErrClosed.
+func (c *Client) Close() error { return c.c.Close() }
+
+// Mutex returns the exclusive lock called name. An invalid name is
+// reported by the first Lock or TryLock, wrapping ErrInvalidName.
+func (c *Client) Mutex(name string) *Mutex {
+	l, err := c.c.Mutex(name)
+	return &Mutex{name: name, l: l, err: err}
+}
+
+// RWMutex returns the read/write lock called name (not on Redlock: its
+// calls then fail with ErrInvalidOption).
+func (c *Client) RWMutex(name string) *RWMutex {
+	v, err := c.c.RW(name)
+	rw, _ := v.(rwLocker)
+	if err == nil && rw == nil {
+		err = fmt.Errorf("%w: %s engine has no read/write lock", ErrInvalidOption, c.engine)
+	}
+	return &RWMutex{name: name, rw: rw, err: err}
+}
+
+// Semaphore returns the semaphore called name with n permits. Every
+// client of one semaphore must give the same n; the engines that can
+// tell report a disagreement in the holder's events.
+func (c *Client) Semaphore(name string, n int) *Semaphore {
+	v, err := c.c.Sem(name, n)
+	s, _ := v.(semLocker)
+	if err == nil && s == nil {
+		err = fmt.Errorf("%w: %s engine has no semaphore", ErrInvalidOption, c.engine)
+	}
+	return &Semaphore{name: name, n: n, s: s, err: err}
+}
+
+// Election returns the leader election called name.
+func (c *Client) Election(name string) *Election {
+	e, err := c.c.Election(name)
+	return &Election{name: name, e: e, err: err}
+}
+
+// Inspect reads who holds and who waits for the lock called name, as the
+// engine stores it: the same Inspection on every engine. It is a
+// snapshot, and it takes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
+	return c.c.Inspect(ctx, name)
+}
+
+// As returns what only c's engine can do, as T: the engine's own client
+// (*redislock.Client for its Stats, *zklock.Client for its session,
+// *sqllock.Client for Migrate and Prune) or an interface it implements.
+// ok is false when the engine has no such thing. Like database/sql's
+// Conn.Raw, it lets code reach one engine's powers without a type switch
+// on engines it does not know.
+func As[T any](c *Client) (T, bool) {
+	if v, ok := c.c.Raw().(T); ok {
+		return v, true
+	}
+	v, ok := c.c.(T)
+	return v, ok
+}

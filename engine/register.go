@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/bridge"
+)
+
+// Config is what baton.Open hands an engine's opener: the URL, parsed
+// once for every engine, and the options, validated once for every
+// engine. Zero values mean the engine's documented default.
+type Config struct {
+	URL URL
+	// TTL is the lease TTL or session timeout asked for; 0 is the
+	// engine's default.
+	TTL        time.Duration
+	TokenFloor uint64
+	// ConnectTimeout already bounds the ctx the opener gets; engines that
+	// dial lazily pass it to their client's dial timeout too.
+	ConnectTimeout time.Duration
+	Observer       baton.Observer
+	// Process is this client's holder record; ProcessData encodes it
+	// once, for the engine to store with every grant.
+	Process baton.Process
+	// Getenv reads the engine's credential and TLS variables
+	// (os.Getenv unless the caller gave baton.WithGetenv).
+	Getenv func(string) string
+}
+
+// Opener connects to cfg.URL. ctx bounds the connect only (it carries
+// the connect timeout): the client must not keep it.
+type Opener func(ctx context.Context, cfg Config) (Conn, error)
+
+// Register makes baton.Open serve the given schemes with open. Engines
+// call it from init. A scheme registered twice panics.
+func Register(open Opener, schemes ...string) {
+	for _, s := range schemes {
+		bridge.Register(s, func(ctx context.Context, raw string, o *bridge.Options) (any, string, error) {
+			u, err := ParseURL(raw)
+			if err != nil {
+				return nil, "", err
+			}
+			cfg := configOf(u, o)
+			ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+			defer cancel()
+			c, err := open(ctx, cfg)
+			if err != nil {
+				return nil, "", err
+			}
+			return adapter{c}, c.Engine(), nil
+		})
+	}
+}
+
+// configOf builds an opener's Config from baton.Open's options.
+func configOf(u URL, o *bridge.Options) Config {
+	obs, _ := o.Observer.(baton.Observer)
+	return Config{
+		URL: u, TTL: o.TTL, TokenFloor: o.TokenFloor, ConnectTimeout: o.ConnectTimeout,
+		Observer: obs, Getenv: o.Getenv,
+		Process: ThisProcess(o.Program, o.Labels),
+	}
+}
+
+// ThisProcess is the holder record of this process: its host name, pid,
+// program (the executable's base name when program is "") and labels.
+func ThisProcess(program string, labels map[string]string) baton.Process {
+	host, _ := os.Hostname()
+	if program == "" && len(os.Args) > 0 {
+		program = filepath.Base(os.Args[0])
+	}
+	return baton.Process{Host: host, PID: os.Getpid(), Program: program, Labels: labels}
+}

@@ -1,0 +1,96 @@
+package memlock
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/queue"
+)
+
+func init() { engine.Register(open, "mem") }
+
+// servers are the process's named servers of mem:// URLs. They live as
+// long as the process: a test that needs a server of its own makes one
+// with NewServer.
+var servers sync.Map // name → *Server
+
+// open serves baton.Open("mem://name"): a new client of the process-wide
+// server called name, made at the first Open of that name with the
+// options' TTL as its session TTL and their token floor.
+func open(_ context.Context, cfg engine.Config) (engine.Conn, error) {
+	name := strings.Trim(cfg.URL.Rest(), "/")
+	if name == "" || cfg.URL.HasUser || strings.ContainsAny(name, "?#") {
+		return nil, cfg.URL.Badf("want mem://NAME, NAME naming the in-process server")
+	}
+	v, _ := servers.LoadOrStore(name, sync.OnceValue(func() *Server {
+		return NewServer(Options{SessionTTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer})
+	}))
+	c := v.(func() *Server)().Client("")
+	c.proc = engine.ProcessData(cfg.Process)
+	return conn{c}, nil
+}
+
+// Baton returns c as the *baton.Client every engine gives, so that code
+// written against *baton.Client is unit-tested on memlock. baton.As
+// hands c back, for the fault methods.
+func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+
+// conn is a Client as package engine drives it.
+type conn struct{ c *Client }
+
+func (k conn) Engine() string { return "mem" }
+func (k conn) Raw() any       { return k.c }
+func (k conn) Close() error   { return k.c.Close() }
+
+func (k conn) Mutex(name string) (baton.Locker, error) {
+	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+}
+
+func (k conn) RWMutex(name string) (engine.RWLocker, error) {
+	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
+}
+
+func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
+	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
+}
+
+func (k conn) Election(name string) (baton.Elector, error) {
+	return engine.Recipe[baton.Elector](k.c.Election(name))
+}
+
+// Inspect reads the lock's directory (a semaphore's two) as the server
+// holds it; every session there is live, since an expired one's entries
+// are gone with it.
+func (k conn) Inspect(_ context.Context, name string) (baton.Inspection, error) {
+	dir, err := baton.ValidatePath(name)
+	if err != nil {
+		return baton.Inspection{}, err
+	}
+	srv := k.c.srv
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	var all []queue.EntryInfo
+	for _, sub := range []string{"", "/locks", "/leases"} {
+		d := srv.dirs[dir+sub]
+		if d == nil {
+			continue
+		}
+		q := make([]queue.EntryInfo, 0, len(d.entries))
+		permits := 0
+		for _, en := range d.entries {
+			if n, ok := queue.ParsePermits(en.data); ok {
+				permits = n
+			}
+			q = append(q, queue.EntryInfo{
+				Entry: strings.TrimPrefix(en.e.Key, dir+"/"), Kind: en.e.Kind,
+				Session: en.s.id, Process: engine.ParseProcess(en.proc),
+			})
+		}
+		queue.MarkHolders(q, permits)
+		all = append(all, q...)
+	}
+	return queue.Inspection(name, "mem", all), nil
+}
