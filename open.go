@@ -58,6 +58,13 @@ func WithGetenv(getenv func(string) string) Option {
 	return func(o *bridge.Options) { o.Getenv = getenv }
 }
 
+// WithTLSServerName makes every TLS connection verify the server's
+// certificate against name instead of the host dialled: for a client
+// that reaches its servers through a proxy or tunnel on another address.
+func WithTLSServerName(name string) Option {
+	return func(o *bridge.Options) { o.TLSServerName = name }
+}
+
 // DefaultConnectTimeout is Open's connect timeout.
 const DefaultConnectTimeout = 10 * time.Second
 
@@ -84,30 +91,49 @@ var engineImports = map[string]string{
 // a password; a bad URL's error wraps ErrInvalidOption, an unreachable
 // server's ErrUnavailable, a refused login or certificate's ErrAuth.
 func Open(ctx context.Context, url string, opts ...Option) (*Client, error) {
-	scheme, _, ok := strings.Cut(url, "://")
-	scheme = strings.ToLower(scheme)
-	if !ok || scheme == "" {
-		return nil, fmt.Errorf("%w: baton.Open: want scheme://… (%s)", ErrInvalidOption, schemes())
-	}
-	o := bridge.Options{ConnectTimeout: DefaultConnectTimeout, Getenv: os.Getenv}
-	for _, f := range opts {
-		f(&o)
-	}
-	if err := checkOptions(&o); err != nil {
+	d, o, err := driverOf(url, opts)
+	if err != nil {
 		return nil, err
 	}
-	open, ok := bridge.Lookup(scheme)
-	if !ok {
-		if pkg := engineImports[scheme]; pkg != "" {
-			return nil, fmt.Errorf("%w: baton.Open: no engine registered for %s://: add import _ \"github.com/baton-go/baton/%s\"", ErrInvalidOption, scheme, pkg)
-		}
-		return nil, fmt.Errorf("%w: baton.Open: unknown scheme %q (%s)", ErrInvalidOption, scheme, schemes())
-	}
-	c, engine, err := open(ctx, url, &o)
+	c, engine, err := d.Open(ctx, url, o)
 	if err != nil {
 		return nil, err
 	}
 	return bridge.NewClient(c, engine).(*Client), nil
+}
+
+// CheckURL checks url and opts as Open would, without connecting: a
+// configuration mistake shows at startup, not at the first connect.
+func CheckURL(url string, opts ...Option) error {
+	d, o, err := driverOf(url, opts)
+	if err != nil {
+		return err
+	}
+	return d.Check(url, o)
+}
+
+// driverOf finds url's engine and collects opts.
+func driverOf(url string, opts []Option) (bridge.Driver, *bridge.Options, error) {
+	scheme, _, ok := strings.Cut(url, "://")
+	scheme = strings.ToLower(scheme)
+	if !ok || scheme == "" {
+		return bridge.Driver{}, nil, fmt.Errorf("%w: baton.Open: want scheme://… (%s)", ErrInvalidOption, schemes())
+	}
+	o := &bridge.Options{ConnectTimeout: DefaultConnectTimeout, Getenv: os.Getenv}
+	for _, f := range opts {
+		f(o)
+	}
+	if err := checkOptions(o); err != nil {
+		return bridge.Driver{}, nil, err
+	}
+	d, ok := bridge.Lookup(scheme)
+	if !ok {
+		if pkg := engineImports[scheme]; pkg != "" {
+			return d, nil, fmt.Errorf("%w: baton.Open: no engine registered for %s://: add import _ \"github.com/baton-go/baton/%s\"", ErrInvalidOption, scheme, pkg)
+		}
+		return d, nil, fmt.Errorf("%w: baton.Open: unknown scheme %q (%s)", ErrInvalidOption, scheme, schemes())
+	}
+	return d, o, nil
 }
 
 // checkOptions validates Open's options, in one place.

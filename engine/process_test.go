@@ -45,3 +45,13 @@ func TestParseProcessIgnoresForeignData(t *testing.T) {
 		}
 	}
 }
+
+func TestBadfKeepsPercentInTheURL(t *testing.T) {
+	u, err := ParseURL("postgres://%2Fvar%2Frun/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Badf("no %s", "database").Error(); got != "backend postgres://%2Fvar%2Frun/db: no database" {
+		t.Errorf("Badf = %q", got)
+	}
+}

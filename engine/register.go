@@ -35,35 +35,59 @@ type Config struct {
 // the connect timeout): the client must not keep it.
 type Opener func(ctx context.Context, cfg Config) (Conn, error)
 
-// Register makes baton.Open serve the given schemes with open. Engines
-// call it from init. A scheme registered twice panics.
-func Register(open Opener, schemes ...string) {
+// Driver is what an engine registers for its schemes.
+type Driver struct {
+	// Open connects.
+	Open Opener
+	// Check, if set, checks cfg offline, without connecting: a URL the
+	// engine cannot use fails here (baton.CheckURL, the CLI's usage
+	// check) rather than at the first connect. Open must check as much
+	// itself.
+	Check func(cfg Config) error
+}
+
+// Register makes baton.Open serve the given schemes with d. Engines call
+// it from init. A scheme registered twice panics.
+func Register(d Driver, schemes ...string) {
 	for _, s := range schemes {
-		bridge.Register(s, func(ctx context.Context, raw string, o *bridge.Options) (any, string, error) {
-			u, err := ParseURL(raw)
-			if err != nil {
-				return nil, "", err
-			}
-			cfg := configOf(u, o)
-			ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
-			defer cancel()
-			c, err := open(ctx, cfg)
-			if err != nil {
-				return nil, "", err
-			}
-			return adapter{c}, c.Engine(), nil
+		bridge.Register(s, bridge.Driver{
+			Open: func(ctx context.Context, raw string, o *bridge.Options) (any, string, error) {
+				cfg, err := configOf(raw, o)
+				if err != nil {
+					return nil, "", err
+				}
+				ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+				defer cancel()
+				c, err := d.Open(ctx, cfg)
+				if err != nil {
+					return nil, "", err
+				}
+				return adapter{c}, c.Engine(), nil
+			},
+			Check: func(raw string, o *bridge.Options) error {
+				cfg, err := configOf(raw, o)
+				if err == nil && d.Check != nil {
+					err = d.Check(cfg)
+				}
+				return err
+			},
 		})
 	}
 }
 
 // configOf builds an opener's Config from baton.Open's options.
-func configOf(u URL, o *bridge.Options) Config {
+func configOf(raw string, o *bridge.Options) (Config, error) {
+	u, err := ParseURL(raw)
+	if err != nil {
+		return Config{}, err
+	}
+	u.TLSName = o.TLSServerName
 	obs, _ := o.Observer.(baton.Observer)
 	return Config{
 		URL: u, TTL: o.TTL, TokenFloor: o.TokenFloor, ConnectTimeout: o.ConnectTimeout,
 		Observer: obs, Getenv: o.Getenv,
 		Process: ThisProcess(o.Program, o.Labels),
-	}
+	}, nil
 }
 
 // ThisProcess is the holder record of this process: its host name, pid,

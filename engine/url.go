@@ -43,6 +43,11 @@ func (u URL) Badf(format string, args ...any) error {
 	return &BadURL{Msg: "backend " + u.Redacted + ": " + fmt.Sprintf(format, args...)}
 }
 
+// badf returns a *BadURL with the message format gives.
+func badf(format string, args ...any) error {
+	return &BadURL{Msg: fmt.Sprintf(format, args...)}
+}
+
 // ParseURL takes user:pass@ out of a backend URL and checks its hosts
 // offline. net/url cannot parse the multi-host form (h1:2181,h2:2181), and
 // a password may hold '/', '?', '#' or '@' unescaped, so the userinfo is

@@ -10,7 +10,7 @@ import (
 	"github.com/baton-go/baton/queue"
 )
 
-func init() { engine.Register(open, "mem") }
+func init() { engine.Register(engine.Driver{Open: open, Check: check}, "mem") }
 
 // servers are the process's named servers of mem:// URLs. They live as
 // long as the process: a test that needs a server of its own makes one
@@ -21,16 +21,25 @@ var servers sync.Map // name → *Server
 // server called name, made at the first Open of that name with the
 // options' TTL as its session TTL and their token floor.
 func open(_ context.Context, cfg engine.Config) (engine.Conn, error) {
-	name := strings.Trim(cfg.URL.Rest(), "/")
-	if name == "" || cfg.URL.HasUser || strings.ContainsAny(name, "?#") {
-		return nil, cfg.URL.Badf("want mem://NAME, NAME naming the in-process server")
+	if err := check(cfg); err != nil {
+		return nil, err
 	}
+	name := strings.Trim(cfg.URL.Rest(), "/")
 	v, _ := servers.LoadOrStore(name, sync.OnceValue(func() *Server {
 		return NewServer(Options{SessionTTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer})
 	}))
 	c := v.(func() *Server)().Client("")
 	c.proc = engine.ProcessData(cfg.Process)
 	return conn{c}, nil
+}
+
+// check refuses a mem:// URL that names no server.
+func check(cfg engine.Config) error {
+	name := strings.Trim(cfg.URL.Rest(), "/")
+	if name == "" || cfg.URL.HasUser || strings.ContainsAny(name, "?#") {
+		return cfg.URL.Badf("want mem://NAME, NAME naming the in-process server")
+	}
+	return nil
 }
 
 // Baton returns c as the *baton.Client every engine gives, so that code

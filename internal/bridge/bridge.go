@@ -21,19 +21,24 @@ type Options struct {
 	Program        string
 	Labels         map[string]string
 	Getenv         func(string) string
+	TLSServerName  string
 }
 
-// Opener opens a scheme's URL and returns an engine.Conn, as any.
-type Opener func(ctx context.Context, url string, o *Options) (conn any, engine string, err error)
+// Driver is a scheme's engine: Open returns an engine.Conn as any,
+// Check checks a URL offline.
+type Driver struct {
+	Open  func(ctx context.Context, url string, o *Options) (conn any, engine string, err error)
+	Check func(url string, o *Options) error
+}
 
 var (
 	mu      sync.RWMutex
-	openers = map[string]Opener{}
+	openers = map[string]Driver{}
 )
 
-// Register records open for scheme; it panics on a second registration
+// Register records the driver of scheme; it panics on a second registration
 // of one scheme, as database/sql does for a driver name.
-func Register(scheme string, open Opener) {
+func Register(scheme string, open Driver) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := openers[scheme]; dup {
@@ -42,8 +47,8 @@ func Register(scheme string, open Opener) {
 	openers[scheme] = open
 }
 
-// Lookup returns scheme's opener.
-func Lookup(scheme string) (Opener, bool) {
+// Lookup returns scheme's driver.
+func Lookup(scheme string) (Driver, bool) {
 	mu.RLock()
 	defer mu.RUnlock()
 	o, ok := openers[scheme]
