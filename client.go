@@ -46,40 +46,52 @@ func (c *Client) Engine() string { return c.engine }
 // or an error wrapping ErrClosed.
 func (c *Client) Close() error { return c.c.Close() }
 
-// Mutex returns the exclusive lock called name. An invalid name is
-// reported by the first Lock or TryLock, wrapping ErrInvalidName.
-func (c *Client) Mutex(name string) *Mutex {
+// Mutex returns the exclusive lock called name. An invalid name fails
+// with an error wrapping ErrInvalidName; a closed client with ErrClosed.
+func (c *Client) Mutex(name string) (*Mutex, error) {
 	l, err := c.c.Mutex(name)
-	return &Mutex{name: name, l: l, err: err}
+	if err != nil {
+		return nil, err
+	}
+	return &Mutex{name: name, l: l}, nil
 }
 
-// RWMutex returns the read/write lock called name (not on Redlock: its
-// calls then fail with ErrInvalidOption).
-func (c *Client) RWMutex(name string) *RWMutex {
+// RWMutex returns the read/write lock called name. Redlock has none: it
+// fails there with an error wrapping ErrInvalidOption.
+func (c *Client) RWMutex(name string) (*RWMutex, error) {
 	v, err := c.c.RW(name)
-	rw, _ := v.(rwLocker)
-	if err == nil && rw == nil {
-		err = fmt.Errorf("%w: %s engine has no read/write lock", ErrInvalidOption, c.engine)
+	if err != nil {
+		return nil, err
 	}
-	return &RWMutex{name: name, rw: rw, err: err}
+	rw, ok := v.(rwLocker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s engine's read/write lock is %T", ErrInvalidOption, c.engine, v)
+	}
+	return &RWMutex{name: name, rw: rw}, nil
 }
 
-// Semaphore returns the semaphore called name with n permits. Every
-// client of one semaphore must give the same n; the engines that can
-// tell report a disagreement in the holder's events.
-func (c *Client) Semaphore(name string, n int) *Semaphore {
+// Semaphore returns the semaphore called name with n permits (n ≥ 1, else
+// ErrInvalidOption). Every client of one semaphore must give the same n;
+// the engines that can tell report a disagreement in the holder's events.
+func (c *Client) Semaphore(name string, n int) (*Semaphore, error) {
 	v, err := c.c.Sem(name, n)
-	s, _ := v.(semLocker)
-	if err == nil && s == nil {
-		err = fmt.Errorf("%w: %s engine has no semaphore", ErrInvalidOption, c.engine)
+	if err != nil {
+		return nil, err
 	}
-	return &Semaphore{name: name, n: n, s: s, err: err}
+	s, ok := v.(semLocker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s engine's semaphore is %T", ErrInvalidOption, c.engine, v)
+	}
+	return &Semaphore{name: name, n: n, s: s}, nil
 }
 
 // Election returns the leader election called name.
-func (c *Client) Election(name string) *Election {
+func (c *Client) Election(name string) (*Election, error) {
 	e, err := c.c.Election(name)
-	return &Election{name: name, e: e, err: err}
+	if err != nil {
+		return nil, err
+	}
+	return &Election{name: name, e: e}, nil
 }
 
 // Inspect reads who holds and who waits for the lock called name, as the

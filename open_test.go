@@ -42,7 +42,10 @@ func TestOpenMem(t *testing.T) {
 	if c.Engine() != "mem" {
 		t.Errorf("Engine() = %q, want mem", c.Engine())
 	}
-	m := c.Mutex("jobs/nightly")
+	m, err := c.Mutex("jobs/nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
 	l1, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -85,16 +88,20 @@ func TestClientRecipesReportBadNames(t *testing.T) {
 	defer srv.Close()
 	c := srv.Client("a").Baton()
 	ctx := context.Background()
-	if _, err := c.Mutex("").Lock(ctx); !errors.Is(err, baton.ErrInvalidName) {
-		t.Errorf("Mutex(\"\").Lock: %v, want ErrInvalidName", err)
+	if m, err := c.Mutex(""); !errors.Is(err, baton.ErrInvalidName) || m != nil {
+		t.Errorf("Mutex(\"\") = %v, %v; want nil, ErrInvalidName", m, err)
 	}
-	if _, err := c.RWMutex("").RLock(ctx); !errors.Is(err, baton.ErrInvalidName) {
-		t.Errorf("RWMutex(\"\").RLock: %v, want ErrInvalidName", err)
+	if rw, err := c.RWMutex(""); !errors.Is(err, baton.ErrInvalidName) || rw != nil {
+		t.Errorf("RWMutex(\"\") = %v, %v; want nil, ErrInvalidName", rw, err)
 	}
-	if _, err := c.Semaphore("s", 0).Acquire(ctx); !errors.Is(err, baton.ErrInvalidOption) {
-		t.Errorf("Semaphore(s, 0).Acquire: %v, want ErrInvalidOption", err)
+	s, err := c.Semaphore("s", 0)
+	if err == nil {
+		_, err = s.Acquire(ctx)
 	}
-	if _, err := c.Election("").Campaign(ctx); !errors.Is(err, baton.ErrInvalidName) {
-		t.Errorf("Election(\"\").Campaign: %v, want ErrInvalidName", err)
+	if !errors.Is(err, baton.ErrInvalidOption) {
+		t.Errorf("Semaphore(s, 0): %v, want ErrInvalidOption", err)
+	}
+	if e, err := c.Election(""); !errors.Is(err, baton.ErrInvalidName) || e != nil {
+		t.Errorf("Election(\"\") = %v, %v; want nil, ErrInvalidName", e, err)
 	}
 }

@@ -7,7 +7,6 @@ import "context"
 type Mutex struct {
 	name string
 	l    Locker
-	err  error
 }
 
 // Name returns the lock's name as given.
@@ -15,18 +14,12 @@ func (m *Mutex) Name() string { return m.name }
 
 // Lock blocks until the lock is granted or ctx is done (see Locker).
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
 	return m.l.Lock(ctx)
 }
 
 // TryLock makes one attempt; it returns an error wrapping ErrNotAcquired
 // when another owner holds the lock.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
 	return m.l.TryLock(ctx)
 }
 
@@ -43,7 +36,6 @@ type rwLocker interface {
 type RWMutex struct {
 	name string
 	rw   rwLocker
-	err  error
 }
 
 // Name returns the lock's name as given.
@@ -51,33 +43,21 @@ func (rw *RWMutex) Name() string { return rw.name }
 
 // Lock takes the write side.
 func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) {
-	if rw.err != nil {
-		return nil, rw.err
-	}
 	return rw.rw.Lock(ctx)
 }
 
 // TryLock makes one attempt at the write side.
 func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
-	if rw.err != nil {
-		return nil, rw.err
-	}
 	return rw.rw.TryLock(ctx)
 }
 
 // RLock takes the read side.
 func (rw *RWMutex) RLock(ctx context.Context) (*Lease, error) {
-	if rw.err != nil {
-		return nil, rw.err
-	}
 	return rw.rw.RLock(ctx)
 }
 
 // TryRLock makes one attempt at the read side.
 func (rw *RWMutex) TryRLock(ctx context.Context) (*Lease, error) {
-	if rw.err != nil {
-		return nil, rw.err
-	}
 	return rw.rw.TryRLock(ctx)
 }
 
@@ -92,7 +72,6 @@ type Semaphore struct {
 	name string
 	n    int
 	s    semLocker
-	err  error
 }
 
 // Name returns the semaphore's name as given.
@@ -103,18 +82,12 @@ func (s *Semaphore) Permits() int { return s.n }
 
 // Acquire blocks until a permit is granted or ctx is done.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
 	return s.s.Acquire(ctx)
 }
 
 // TryAcquire makes one attempt; it returns an error wrapping
 // ErrNotAcquired when all N permits are held.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
 	return s.s.TryAcquire(ctx)
 }
 
@@ -123,7 +96,6 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 type Election struct {
 	name string
 	e    Elector
-	err  error
 }
 
 // Name returns the election's name as given.
@@ -132,33 +104,21 @@ func (e *Election) Name() string { return e.name }
 // Campaign blocks until this candidate leads or ctx ends, with DefaultID
 // as its ID.
 func (e *Election) Campaign(ctx context.Context) (*Leader, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
 	return e.e.Campaign(ctx)
 }
 
 // CampaignAs is Campaign with the candidate ID id.
 func (e *Election) CampaignAs(ctx context.Context, id string) (*Leader, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
 	return e.e.CampaignAs(ctx, id)
 }
 
 // Leader returns the current leader, or an error wrapping ErrNoLeader.
 func (e *Election) Leader(ctx context.Context) (Candidate, error) {
-	if e.err != nil {
-		return Candidate{}, e.err
-	}
 	return e.e.Leader(ctx)
 }
 
 // Observe sends the leader each time it changes (an empty Candidate while
 // there is none) until ctx ends; then it closes the channel.
 func (e *Election) Observe(ctx context.Context) (<-chan Candidate, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
 	return e.e.Observe(ctx)
 }

@@ -95,7 +95,10 @@ func engine(t *testing.T, o baton.Observer) batontest.Engine {
 	}
 	return batontest.Engine{
 		Name:      "mem",
-		NewClient: func(testing.TB) batontest.Client { return conformanceClient{srv.Client("")} },
+		NewClient: func(testing.TB) batontest.Client {
+			c := srv.Client("")
+			return batontest.FromClient(c.Baton(), func(testing.TB) { c.Partition() })
+		},
 		Entries:   func(_ testing.TB, name string) []string { return names(name) },
 		SemaphoreEntries: func(_ testing.TB, name string) []string {
 			var out []string
@@ -109,31 +112,3 @@ func engine(t *testing.T, o baton.Observer) batontest.Engine {
 		SessionTTL: conformanceTTL,
 	}
 }
-
-// conformanceClient adapts *memlock.Client to the suite's interfaces.
-type conformanceClient struct{ *memlock.Client }
-
-func (c conformanceClient) Mutex(name string) (baton.Locker, error) {
-	return batontest.As[baton.Locker](c.Client.Mutex(name))
-}
-
-func (c conformanceClient) RWMutex(name string) (batontest.RW, error) {
-	return batontest.As[batontest.RW](c.Client.RWMutex(name))
-}
-
-func (c conformanceClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
-}
-
-func (c conformanceClient) Election(name string) (batontest.Elect, error) {
-	e, err := c.Client.Election(name)
-	if err != nil {
-		return nil, err
-	}
-	// A queue engine names a leadership by its entry's key.
-	return batontest.ElectorOf(e, func(c baton.Candidate) string { return c.Entry }), nil
-}
-
-// Kill partitions the client: it hears nothing more from the server, which
-// expires its session after the TTL.
-func (c conformanceClient) Kill(testing.TB) { c.Partition() }
