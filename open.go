@@ -74,7 +74,7 @@ var engineImports = map[string]string{
 	"zk": "zklock", "zk+tls": "zklock",
 	"etcd": "etcdlock", "etcds": "etcdlock",
 	"redis": "redislock", "rediss": "redislock",
-	"redlock": "redlock",
+	"redlock":  "redlock",
 	"postgres": "sqllock", "postgresql": "sqllock", "mysql": "sqllock", "sqlite": "sqllock",
 	"mem": "memlock",
 }

@@ -94,12 +94,12 @@ func engine(t *testing.T, o baton.Observer) batontest.Engine {
 		return out
 	}
 	return batontest.Engine{
-		Name:      "mem",
+		Name: "mem",
 		NewClient: func(testing.TB) batontest.Client {
 			c := srv.Client("")
 			return batontest.FromClient(c.Baton(), func(testing.TB) { c.Partition() })
 		},
-		Entries:   func(_ testing.TB, name string) []string { return names(name) },
+		Entries: func(_ testing.TB, name string) []string { return names(name) },
 		SemaphoreEntries: func(_ testing.TB, name string) []string {
 			var out []string
 			for _, sub := range []string{"locks", "leases"} {
