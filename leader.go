@@ -82,9 +82,9 @@ type Leader struct {
 	resigning bool
 }
 
-// NewLeader wraps the lease of a won election; engines call it. id is the
+// newLeader wraps the lease of a won election (engine.NewLeader). id is the
 // candidate ID the leader campaigned with.
-func NewLeader(lease *Lease, id string) *Leader { return &Leader{lease: lease, id: id} }
+func newLeader(lease *Lease, id string) *Leader { return &Leader{lease: lease, id: id} }
 
 // Lease returns the leadership lease.
 func (ld *Leader) Lease() *Lease { return ld.lease }

@@ -62,8 +62,9 @@ type Locker interface {
 	TryLock(ctx context.Context) (*Lease, error)
 }
 
-// Grant describes a successful acquire to NewLease. Engines fill it in.
-type Grant struct {
+// grant describes a successful acquire to newLease; engines fill in
+// engine.Grant, which package engine hands over through the bridge.
+type grant struct {
 	Name   string // normalised lock name
 	Engine string // "zk", "etcd", "redis", "redlock", "postgres", "mysql", "sqlite"
 	Token  uint64 // the fencing token, token floor already added
@@ -95,12 +96,12 @@ type Grant struct {
 // the next holder may run before this process notices. Pass Token to the
 // resource and let it reject stale writes (package fence).
 type Lease struct {
-	g      Grant
+	g      grant
 	outer  *Lease // the lease found in the acquire context, for reentrancy
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	base   leaseBase // ctx's parent
-	ctl    Control   // NewLease's, in the same allocation
+	ctl    control   // newLease's, in the same allocation
 
 	mu    sync.Mutex
 	state State
@@ -121,7 +122,7 @@ type leaseKey struct{}
 // values, and the lease under leaseKey, without its cancellation or
 // deadline. It is context.WithValue(context.WithoutCancel(parent),
 // leaseKey{}, l) in one value that lives inside the Lease, so that
-// NewLease does not allocate both.
+// newLease does not allocate both.
 type leaseBase struct {
 	parent context.Context
 	l      *Lease
@@ -140,12 +141,12 @@ func (b *leaseBase) Value(key any) any {
 
 func (b *leaseBase) String() string { return "baton.Lease" }
 
-// NewLease builds the lease for a grant, in state Held with one hold, and
+// newLease builds the lease for a grant, in state Held with one hold, and
 // the Control through which the engine reports suspension and loss. The
 // lease's context carries parent's values (so nested acquires find it) but
 // not parent's cancellation: the acquire context bounds the wait, not the
 // holding.
-func NewLease(parent context.Context, g Grant) (*Lease, *Control) {
+func newLease(parent context.Context, g grant) (*Lease, *control) {
 	l := &Lease{g: g, state: Held, holds: 1}
 	if g.Observer != nil {
 		l.granted = time.Now()
@@ -294,15 +295,16 @@ func (l *Lease) afterEnd() {
 	}
 }
 
-// Control is the engine's side of a lease: it reports suspension, recovery
-// and loss. Only the engine that built the lease holds it.
-type Control struct{ l *Lease }
+// control is the engine's side of a lease: it reports suspension,
+// recovery and loss. Only the engine that built the lease holds it (as
+// engine.Control).
+type control struct{ l *Lease }
 
 // Lease returns the controlled lease.
-func (c *Control) Lease() *Lease { return c.l }
+func (c *control) Lease() *Lease { return c.l }
 
 // Suspend moves a Held lease to Suspended; otherwise it does nothing.
-func (c *Control) Suspend() {
+func (c *control) Suspend() {
 	c.l.mu.Lock()
 	ok := c.l.state == Held
 	if ok {
@@ -319,7 +321,7 @@ func (c *Control) Suspend() {
 
 // Resume moves a Suspended lease back to Held; otherwise it does nothing.
 // Engines call it only after re-verifying ownership on the same session.
-func (c *Control) Resume() {
+func (c *control) Resume() {
 	c.l.mu.Lock()
 	ok := c.l.state == Suspended
 	var d time.Duration
@@ -338,14 +340,14 @@ func (c *Control) Resume() {
 // Lose ends the lease as Lost with a cause that should wrap ErrLost (it is
 // wrapped if it does not). It is a no-op on an ended lease and reports
 // whether it ended the lease.
-func (c *Control) Lose(cause error) bool { return c.LoseAhead(cause, 0) }
+func (c *control) Lose(cause error) bool { return c.LoseAhead(cause, 0) }
 
 // LoseAhead is Lose for an engine that knows how far ahead of the server
 // it declares the loss: lead is how long before the earliest moment the
 // server could expire the grant (a lease engine's deadline loss declares
 // it DriftMargin early). The lease's EventLost carries it as Lead; 0
 // means unknown, and a negative lead is reported as 0.
-func (c *Control) LoseAhead(cause error, lead time.Duration) bool {
+func (c *control) LoseAhead(cause error, lead time.Duration) bool {
 	if cause == nil {
 		cause = ErrLost
 	} else if !errors.Is(cause, ErrLost) {
@@ -363,12 +365,12 @@ func (c *Control) LoseAhead(cause error, lead time.Duration) bool {
 	return true
 }
 
-// Reenter looks in ctx for a live lease whose Grant.Key equals key (the
+// reenter looks in ctx for a live lease whose Grant.Key equals key (the
 // lease itself or one it was nested in). When it finds one it adds a hold
 // and returns it. It returns an error wrapping ErrLost when that lease was
 // lost, and (nil, nil) when ctx carries no lease of this lock, in which case
 // the caller acquires normally.
-func Reenter(ctx context.Context, key any) (*Lease, error) {
+func reenter(ctx context.Context, key any) (*Lease, error) {
 	if key == nil {
 		return nil, nil
 	}
@@ -390,10 +392,10 @@ func Reenter(ctx context.Context, key any) (*Lease, error) {
 	return nil, nil
 }
 
-// Holding returns the live lease in ctx whose Grant.Key equals key, without
+// holding returns the live lease in ctx whose Grant.Key equals key, without
 // adding a hold. Recipes use it to refuse what would deadlock (a reader
 // asking for the write side of the same read/write lock).
-func Holding(ctx context.Context, key any) (*Lease, bool) {
+func holding(ctx context.Context, key any) (*Lease, bool) {
 	if key == nil {
 		return nil, false
 	}

@@ -1,0 +1,57 @@
+package baton
+
+import (
+	"context"
+	"time"
+
+	"github.com/baton-go/baton/internal/bridge"
+)
+
+// The engine side of leases, handed to package engine through the bridge
+// so that none of it is exported here.
+func init() {
+	bridge.NewLease = func(parent context.Context, g bridge.Grant) any {
+		obs, _ := g.Observer.(Observer)
+		l, _ := newLease(parent, grant{
+			Name: g.Name, Engine: g.Engine, Token: g.Token, Owner: g.Owner, Key: g.Key,
+			Release: g.Release, OnEnd: g.OnEnd, Observer: obs,
+			Recipe: g.Recipe, Session: g.Session, Acquire: g.Acquire,
+		})
+		return l
+	}
+	bridge.Suspend = func(l any) { l.(*Lease).ctl.Suspend() }
+	bridge.Resume = func(l any) { l.(*Lease).ctl.Resume() }
+	bridge.LoseAhead = func(l any, cause error, lead time.Duration) bool {
+		return l.(*Lease).ctl.LoseAhead(cause, lead)
+	}
+	bridge.Reenter = func(ctx context.Context, key any) (any, error) {
+		l, err := reenter(ctx, key)
+		return l, err
+	}
+	bridge.Holding = func(ctx context.Context, key any) (any, bool) {
+		l, ok := holding(ctx, key)
+		return l, ok
+	}
+	bridge.NewLeader = func(l any, id string) any { return newLeader(l.(*Lease), id) }
+}
+
+// The engine plumbing below is exported here only until every engine
+// calls package engine instead; it is not part of the user's API.
+
+// Grant is engine.Grant. Deprecated: engines use engine.Grant.
+type Grant = grant
+
+// Control is engine.Control. Deprecated: engines use engine.Control.
+type Control = control
+
+// NewLease is engine.NewLease. Deprecated: engines use engine.NewLease.
+func NewLease(parent context.Context, g Grant) (*Lease, *Control) { return newLease(parent, g) }
+
+// Reenter is engine.Reenter. Deprecated: engines use engine.Reenter.
+func Reenter(ctx context.Context, key any) (*Lease, error) { return reenter(ctx, key) }
+
+// Holding is engine.Holding. Deprecated: engines use engine.Holding.
+func Holding(ctx context.Context, key any) (*Lease, bool) { return holding(ctx, key) }
+
+// NewLeader is engine.NewLeader. Deprecated: engines use engine.NewLeader.
+func NewLeader(lease *Lease, id string) *Leader { return newLeader(lease, id) }
