@@ -1,7 +1,32 @@
-// Package baton is the contract shared by every baton engine: the vocabulary
-// of leases, fencing tokens, lease states and errors. It imports only the
-// standard library; engines (zklock, etcdlock, …) and recipes import it,
-// never the reverse.
+// Package baton is one API for distributed locks on every engine it
+// serves — ZooKeeper, etcd, Redis, Redlock, PostgreSQL, MySQL, SQLite and,
+// for unit tests, an in-memory server — with a fencing token on every
+// grant. It depends on nothing outside the standard library (its one
+// other import, internal/bridge, joins it to package engine); engines
+// (zklock, etcdlock, …) implement package engine and register their URL
+// schemes, as database/sql drivers do:
+//
+//	import (
+//		"github.com/baton-go/baton"
+//		_ "github.com/baton-go/baton/redislock" // redis:// and rediss://
+//	)
+//
+//	c, err := baton.Open(ctx, "redis://127.0.0.1:6379")
+//	m, err := c.Mutex("orders/42")
+//	lease, err := m.Lock(ctx)
+//	defer lease.Release(context.Background())
+//	// write with lease.Token(); stop when lease.Context() ends
+//
+// A *Client is the same type on every engine, and so are its Mutex,
+// RWMutex, Semaphore, Election and Inspection: code written against it
+// runs on any engine, and its tests run on memlock (mem://NAME) with no
+// adapter. A program that already has a client of its engine keeps it:
+// each engine's constructor takes it (a go-redis client, a *sql.DB, an
+// etcd client) and its Baton method gives the *Client. As reaches what one
+// engine alone can do (Redis's statistics, SQL's Migrate and Prune).
+//
+// Inspect shows who holds a lock: every grant records its host, pid,
+// program and labels (WithLabel) where the engine can store them.
 //
 // # A lock grants coordination, not correctness
 //
