@@ -19,6 +19,12 @@
 // server deletes once empty. Entries sort by the sequence after the marker;
 // children that are not entries of a known kind are ignored.
 //
+// Each entry's create also writes who made it, the holder record
+// "host=web-1&pid=4242&prog=worker" (Options.Process, this process by
+// default), which Inspect reads back: as the whole data of mutex,
+// read/write and guard entries, after the N in a lease's. An election
+// candidate's data stays its ID alone, since Curator reads all of it.
+//
 // ZooKeeper's own tree, /zookeeper (quotas, configuration), is refused: a
 // name whose directory would be /zookeeper or below it — "zookeeper/quota"
 // without a chroot — fails Mutex, RWMutex, Semaphore, Election and Dir
@@ -46,7 +52,8 @@
 //     directory has at most N children, watching the whole directory
 //     (getChildren with a watch, as Curator does) otherwise; then it
 //     releases the guard. baton writes "baton:permits=<N>" as the lease's
-//     data (Curator writes the client's address, which baton ignores) and
+//     data, then the holder record on a line of its own (Curator writes
+//     the client's address, which baton ignores), and
 //     reports a baton lease taken with another N to OnDisagreement: the
 //     acquirer that must wait, and the one granted while other leases are
 //     held (a client with N=1000 joining a held semaphore of 1). No stored
