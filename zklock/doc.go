@@ -9,6 +9,12 @@
 //	lease, err := m.Lock(ctx)
 //	// pass lease.Token() to the resource with every write
 //
+// Importing the package also makes baton.Open serve zk:// and zk+tls://
+// URLs (zk://[user:password@]zk1:2181,zk2:2181/app), the CLI's, with the
+// digest user from the URL or BATON_ZK_USER / BATON_ZK_PASSWORD and, for
+// zk+tls://, BATON_ZK_CACERT, BATON_ZK_CERT and BATON_ZK_KEY; Client.Baton
+// turns a dialled Client into the same *baton.Client.
+//
 // # Layout (Curator's InterProcessMutex)
 //
 // A lock called "orders/42" lives in the directory <chroot>/orders/42. Each

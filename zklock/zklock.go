@@ -127,8 +127,8 @@ func normalizeChroot(c string) (string, error) {
 // ParseURL parses "zk://h1:2181,h2:2181/chroot". A host without a port
 // gets DefaultPort; IPv6 hosts are bracketed ("[::1]:2181"). Credentials,
 // query strings and fragments are refused: secrets come from Options.Auth
-// (for example from the environment), never from a URL in argv. Errors wrap
-// baton.ErrInvalidOption.
+// (baton.Open takes a URL's user:password@ out before it calls ParseURL,
+// so that no error shows it). Errors wrap baton.ErrInvalidOption.
 func ParseURL(raw string) (servers []string, chroot string, err error) {
 	bad := func(why string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("zklock: URL %q: %s: %w", raw, why, baton.ErrInvalidOption)
