@@ -9,6 +9,12 @@
 //	lease, err := m.Lock(ctx)
 //	// pass lease.Token() to the resource with every write
 //
+// Importing the package also makes baton.Open serve zk:// and zk+tls://
+// URLs (zk://[user:password@]zk1:2181,zk2:2181/app), the CLI's, with the
+// digest user from the URL or BATON_ZK_USER / BATON_ZK_PASSWORD and, for
+// zk+tls://, BATON_ZK_CACERT, BATON_ZK_CERT and BATON_ZK_KEY; Client.Baton
+// turns a dialled Client into the same *baton.Client.
+//
 // # Layout (Curator's InterProcessMutex)
 //
 // A lock called "orders/42" lives in the directory <chroot>/orders/42. Each
@@ -18,6 +24,12 @@
 // "latch-": see below). Missing directories are created as container nodes, which the
 // server deletes once empty. Entries sort by the sequence after the marker;
 // children that are not entries of a known kind are ignored.
+//
+// Each entry's create also writes who made it, the holder record
+// "host=web-1&pid=4242&prog=worker" (Options.Process, this process by
+// default), which Inspect reads back: as the whole data of mutex,
+// read/write and guard entries, after the N in a lease's. An election
+// candidate's data stays its ID alone, since Curator reads all of it.
 //
 // ZooKeeper's own tree, /zookeeper (quotas, configuration), is refused: a
 // name whose directory would be /zookeeper or below it — "zookeeper/quota"
@@ -46,7 +58,8 @@
 //     directory has at most N children, watching the whole directory
 //     (getChildren with a watch, as Curator does) otherwise; then it
 //     releases the guard. baton writes "baton:permits=<N>" as the lease's
-//     data (Curator writes the client's address, which baton ignores) and
+//     data, then the holder record on a line of its own (Curator writes
+//     the client's address, which baton ignores), and
 //     reports a baton lease taken with another N to OnDisagreement: the
 //     acquirer that must wait, and the one granted while other leases are
 //     held (a client with N=1000 joining a held semaphore of 1). No stored

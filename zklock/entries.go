@@ -110,15 +110,22 @@ func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
 // is this session (keeping the smallest and deleting the rest), and only if
 // there is none re-creates after a backoff. If the session is lost
 // meanwhile it fails with ErrSessionLost: nothing is adopted across
-// sessions. Missing parents are created as container nodes.
+// sessions. Missing parents are created as container nodes. The entry's
+// data is the client's holder record (see holderSep).
 func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
-	return s.EnqueueData(ctx, dir, kind, nil)
+	return s.create(ctx, dir, kind, s.c.proc)
 }
 
 // EnqueueData is Enqueue with data as the entry's znode data (see
-// queue.DataSession): the semaphore's "baton:permits=N", the election's
-// candidate ID, which Curator's LeaderLatch reads as the participant id.
+// queue.DataSession): the semaphore's "baton:permits=N", followed by the
+// holder record, and the election's candidate ID alone, which Curator's
+// LeaderLatch reads as the participant id.
 func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+	return s.create(ctx, dir, kind, s.c.entryData(kind, data))
+}
+
+// create is Enqueue and EnqueueData with the znode data as given.
+func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	if !knownKind(kind) {
 		return queue.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
 	}
@@ -481,7 +488,8 @@ func (s *session) dataWatch(ctx context.Context, path string) (*dataWatch, error
 	}
 }
 
-// Data reads e's znode data; ok is false when e is gone.
+// Data reads e's znode data; ok is false when e is gone. A lease's holder
+// record is left out: the semaphore reads its N from the rest.
 func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
 	data, err := callIdem(ctx, s, func() ([]byte, error) {
 		d, _, err := s.conn.Get(e.Key)
@@ -492,6 +500,9 @@ func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error)
 	}
 	if err != nil {
 		return nil, false, s.opErr(ctx, "read "+e.Key, err)
+	}
+	if e.Kind == queue.KindLease {
+		data, _ = splitHolder(data)
 	}
 	return data, true, nil
 }

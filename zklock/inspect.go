@@ -43,41 +43,51 @@ const fourLetterTimeout = 2 * time.Second
 // sessions; when no server answers it (4lw not whitelisted), an ephemeral
 // entry's session is reported as unknown, never as dead. A node without an
 // ephemeral owner is always flagged: no session will ever remove it.
+//
+// Each entry's Process is the holder record its creator stored in its data
+// (see holderSep): zero for an election candidate, a Curator entry or an
+// entry of a baton built before the record.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+	out, _, err := c.inspect(ctx, name)
+	return out, err
+}
+
+// inspect is Inspect, also returning a semaphore's N as its first lease
+// with a stored N has it (0 when none has).
+func (c *Client) inspect(ctx context.Context, name string) ([]queue.EntryInfo, int, error) {
 	dir, err := c.dirPath(name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s, err := c.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	kids, err := s.children(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []queue.EntryInfo
-	q, err := s.inspectQueue(ctx, dir, "", kids)
+	out, permits, err := s.inspectQueue(ctx, dir, "", kids)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out = append(out, q...)
 	for _, sub := range subQueues {
 		if !slices.Contains(kids, sub) {
 			continue
 		}
 		sk, err := s.children(ctx, dir+"/"+sub)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		q, err := s.inspectQueue(ctx, dir+"/"+sub, sub+"/", sk)
+		q, n, err := s.inspectQueue(ctx, dir+"/"+sub, sub+"/", sk)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, q...)
+		permits = max(permits, n)
 	}
 	if len(out) == 0 {
-		return out, nil
+		return out, permits, nil
 	}
 
 	live, why := c.liveSessions(ctx)
@@ -95,7 +105,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			e.AddNote("session " + e.Session + " is not live on the server")
 		}
 	}
-	return out, nil
+	return out, permits, nil
 }
 
 // children lists dir; a missing directory has no children.
@@ -114,8 +124,9 @@ func (s *session) children(ctx context.Context, dir string) ([]string, error) {
 }
 
 // inspectQueue reads the entries among kids of dir, in queue order, with
-// rel prefixed to their names.
-func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []string) ([]queue.EntryInfo, error) {
+// rel prefixed to their names, and the N the first of its leases with a
+// stored N was taken with (0: none).
+func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []string) ([]queue.EntryInfo, int, error) {
 	type node struct {
 		e    queue.Entry
 		name string
@@ -144,9 +155,13 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 			continue // gone since the listing
 		}
 		if err != nil {
-			return nil, s.opErr(ctx, "read "+n.e.Key, err)
+			return nil, 0, s.opErr(ctx, "read "+n.e.Key, err)
 		}
 		info := queue.EntryInfo{Entry: rel + n.name, Kind: n.e.Kind}
+		own := g.data
+		if n.e.Kind != queue.KindLatch { // a candidate's data is its ID alone
+			own, info.Process = splitHolder(g.data)
+		}
 		if g.st.EphemeralOwner != 0 {
 			info.Session = fmt.Sprintf("0x%x", g.st.EphemeralOwner)
 		}
@@ -159,7 +174,7 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 		case queue.KindLease:
 			// baton stores its N with each lease; Curator stores no N (by
 			// default the client's address).
-			if np, ok := queue.ParsePermits(g.data); ok {
+			if np, ok := queue.ParsePermits(own); ok {
 				if permits == 0 {
 					permits = np
 				} else if np != permits {
@@ -175,7 +190,7 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 	}
 	queue.MarkHolders(out, permits)
 	markDuplicates(out)
-	return out, nil
+	return out, permits, nil
 }
 
 // protectedID returns the "_c_<uuid>-" prefix of a protected entry name.

@@ -150,3 +150,45 @@ func TestTokenBound(t *testing.T) {
 	release(t, next)
 	_ = l.Release(ctx) // its entry is gone already: nothing to delete
 }
+
+// TestInspectDataWithoutRecord: entries whose data is not baton's holder
+// record show no Process — a Curator lease (its client's address), a
+// lease of a baton built before the record (its N alone, which still
+// counts), a Curator latch whose ID looks like a record (a candidate's
+// data is its ID alone) — while a baton lease beside them shows its own.
+func TestInspectDataWithoutRecord(t *testing.T) {
+	c := dial(t, "", zklock.Options{Process: baton.Process{Host: "web-1", PID: 42}})
+	name := lockName(t)
+	dir, _ := c.Dir(name)
+	raw := foreign(t)
+	mkdirs(t, raw, dir+"/leases")
+	curatorCreate(t, raw, dir+"/leases", "lease-", []byte("127.0.0.1"))
+	curatorCreate(t, raw, dir+"/leases", "lease-", []byte("baton:permits=3"))
+	s, err := c.Semaphore(name, 3)
+	if err != nil {
+		t.Fatalf("Semaphore(%q, 3) = %v", name, err)
+	}
+	l, err := try(t, s.Acquire)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	defer release(t, l)
+	latches := lockName(t)
+	ldir, _ := c.Dir(latches)
+	mkdirs(t, raw, ldir)
+	curatorCreate(t, raw, ldir, "latch-", []byte("java-1\nhost=h&pid=1"))
+
+	q := append(inspectQueue(t, c, name), inspectQueue(t, c, latches)...)
+	if len(q) != 4 {
+		t.Fatalf("Inspect = %+v, want 3 leases and a latch", q)
+	}
+	for i, e := range q {
+		want := baton.Process{}
+		if i == 2 {
+			want = baton.Process{Host: "web-1", PID: 42}
+		}
+		if e.Process.Host != want.Host || e.Process.PID != want.PID || (e.Kind == queue.KindLease && !e.Holder) {
+			t.Errorf("Inspect[%d] = %+v, want process %+v (and a lease among N=3 holding)", i, e, want)
+		}
+	}
+}

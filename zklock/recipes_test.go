@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
@@ -108,7 +109,8 @@ func TestRWCuratorLayout(t *testing.T) {
 }
 
 // TestSemaphoreCuratorLayout: InterProcessSemaphoreV2's layout (guard
-// under locks/, leases under leases/ with baton's N as data); a Curator
+// under locks/, leases under leases/ with baton's N and the holder record
+// as data); a Curator
 // lease counts against N and, carrying no baton N, is not judged.
 func TestSemaphoreCuratorLayout(t *testing.T) {
 	c := dial(t, "", zklock.Options{})
@@ -126,8 +128,9 @@ func TestSemaphoreCuratorLayout(t *testing.T) {
 		t.Fatalf("Entries(%q) = %q, want one _c_<uuid>-lease-<10 digits>", name+"/leases", es)
 	}
 	data, _, err := c.Conn().Get(l.Owner())
-	if err != nil || string(data) != "baton:permits=2" {
-		t.Fatalf("Get(%s) = %q, %v; want baton:permits=2", l.Owner(), data, err)
+	want := "baton:permits=2\n" + engine.ProcessData(engine.ThisProcess("", nil))
+	if err != nil || string(data) != want {
+		t.Fatalf("Get(%s) = %q, %v; want %q (the N, then the holder record)", l.Owner(), data, err, want)
 	}
 	if es := entries(t, c, name+"/locks"); len(es) != 0 {
 		t.Errorf("guard entries after Acquire = %q, want none (released)", es)
@@ -270,5 +273,19 @@ func TestReservedNameCollision(t *testing.T) {
 		if _, err := c.Election(n); !errors.Is(err, baton.ErrInvalidName) {
 			t.Errorf("Election(%q) = %v, want ErrInvalidName", n, err)
 		}
+	}
+}
+
+// TestDialRecordsThisProcess: a client dialled without a Process stores
+// this process's holder record as its mutex entries' data, in the
+// entry's create.
+func TestDialRecordsThisProcess(t *testing.T) {
+	c := dial(t, "", zklock.Options{})
+	name := lockName(t)
+	l := lock(t, mutex(t, c, name))
+	defer release(t, l)
+	data, _, err := c.Conn().Get(l.Owner())
+	if want := engine.ProcessData(engine.ThisProcess("", nil)); err != nil || string(data) != want {
+		t.Errorf("Get(%s) = %q, %v; want the holder record %q", l.Owner(), data, err, want)
 	}
 }

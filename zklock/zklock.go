@@ -78,6 +78,11 @@ type Options struct {
 	// unknown outcome that recovery resolved by adopting the entry
 	// (baton.EventRecovered); nil reports nothing.
 	Observer baton.Observer
+	// Process is the holder record stored in the data of every entry the
+	// client creates (engine.ProcessData), so that Inspect, baton inspect
+	// and Curator's tools show who holds and who waits. The zero value
+	// records this process (engine.ThisProcess).
+	Process baton.Process
 }
 
 // normalize fills defaults and validates o.
@@ -122,8 +127,8 @@ func normalizeChroot(c string) (string, error) {
 // ParseURL parses "zk://h1:2181,h2:2181/chroot". A host without a port
 // gets DefaultPort; IPv6 hosts are bracketed ("[::1]:2181"). Credentials,
 // query strings and fragments are refused: secrets come from Options.Auth
-// (for example from the environment), never from a URL in argv. Errors wrap
-// baton.ErrInvalidOption.
+// (baton.Open takes a URL's user:password@ out before it calls ParseURL,
+// so that no error shows it). Errors wrap baton.ErrInvalidOption.
 func ParseURL(raw string) (servers []string, chroot string, err error) {
 	bad := func(why string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("zklock: URL %q: %s: %w", raw, why, baton.ErrInvalidOption)
@@ -187,6 +192,9 @@ type Client struct {
 	servers []string
 	opts    Options
 	acl     []zk.ACL
+	// proc is the holder record every entry's create carries, encoded
+	// once: it is the same for every grant.
+	proc []byte
 
 	mu      sync.Mutex
 	cur     *session
@@ -220,6 +228,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Client, error) 
 		servers: slices.Clone(servers),
 		opts:    opts,
 		acl:     zk.WorldACL(zk.PermAll),
+		proc:    holderRecord(opts.Process),
 		curCh:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
@@ -430,7 +439,8 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 // Semaphore returns the semaphore called name with n permits,
 // wire-compatible with Curator's InterProcessSemaphoreV2 on the same path
 // and n: guard entries "locks/_c_<uuid>-lock-<seq>", leases
-// "leases/_c_<uuid>-lease-<seq>" with the data "baton:permits=<n>". n below
+// "leases/_c_<uuid>-lease-<seq>" with the data "baton:permits=<n>" and the
+// holder record on the next line. n below
 // 1 returns an error wrapping baton.ErrInvalidOption.
 func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 	if c.isClosed() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,63 +15,20 @@ func init() {
 	register(&engine{schemes: []string{"zk", "zk+tls"}, parse: parseZK, open: openZK})
 }
 
-// zkURL returns the zk:// form zklock parses of a zk:// or zk+tls:// URL
-// (without credentials), and whether it asks for TLS.
-func zkURL(u engineURL) (string, bool) {
-	_, rest, _ := strings.Cut(u.raw, "://")
-	return "zk://" + rest, u.scheme == "zk+tls"
-}
+// parseZK checks a zk:// or zk+tls:// URL offline, as zklock opens it.
+func parseZK(u engineURL) error { return baton.CheckURL(u.orig) }
 
-// parseZK checks a zk:// or zk+tls:// URL offline.
-func parseZK(u engineURL) error {
-	if u.hasUser && u.user == "" {
-		return usagef("backend %s: empty ZooKeeper user", u.redacted)
-	}
-	raw, _ := zkURL(u)
-	if _, _, err := zklock.ParseURL(raw); err != nil {
-		return usagef("backend %s: %v", u.redacted, err)
-	}
-	return nil
-}
-
-// openZK connects to ZooKeeper. zk+tls:// connects to the servers'
-// secureClientPort with BATON_ZK_CACERT (else the system roots) and the
-// client pair BATON_ZK_CERT/_KEY; the digest user comes from the URL or
-// BATON_ZK_USER / BATON_ZK_PASSWORD, and baton's nodes then carry an ACL
-// naming that user alone.
+// openZK connects to ZooKeeper through baton.Open (zklock reads the URL,
+// the digest user and the BATON_ZK_* TLS files). What is the CLI's alone
+// stays here: a plain-text connect that failed against a TLS port says
+// to use zk+tls://, and a session timeout the server changed is noted.
 func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
-	raw, useTLS := zkURL(u)
-	servers, chroot, err := zklock.ParseURL(raw)
+	bc, err := baton.Open(ctx, u.orig, baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
+		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName))
 	if err != nil {
-		return nil, usagef("backend %s: %v", u.redacted, err)
+		return nil, zkOpenError(ctx, u, err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-	defer cancel()
-	opts := zklock.Options{SessionTimeout: cfg.ttl, Chroot: chroot, Observer: cfg.observer}
-	if useTLS {
-		if opts.TLS, err = tlsFromEnv("BATON_ZK", u.tlsName); err != nil {
-			return nil, err
-		}
-	}
-	user, pass := u.user, u.password
-	if !u.hasUser {
-		user, pass = os.Getenv("BATON_ZK_USER"), os.Getenv("BATON_ZK_PASSWORD")
-	}
-	if user != "" {
-		opts.Auth = []zklock.Digest{{User: user, Password: pass}}
-	}
-	c, err := zklock.Dial(dctx, servers, opts)
-	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
-			err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-		}
-		if !useTLS && ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) {
-			if tlsErr := plainToTLS(ctx, servers, "zk+tls"); tlsErr != nil {
-				err = fmt.Errorf("%w (%w)", tlsErr, err)
-			}
-		}
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
-	}
+	c, _ := baton.As[*zklock.Client](bc)
 	if got := c.SessionTimeout(); got != cfg.ttl {
 		note("--ttl %v: the ZooKeeper server negotiated a session timeout of %v", cfg.ttl, got)
 	}
@@ -84,9 +40,30 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 		election: func(n string) (baton.Elector, error) { return c.Election(n) },
 		inspect:  inspectQueue,
 		queue:    c, // a queue.TokenBounder too: Pzxid tokens are bounds
-		close:    func() { _ = c.Close() },
+		close:    func() { _ = bc.Close() },
 		serverTTL: func(context.Context) (time.Duration, error) {
 			return c.SessionTimeout(), nil
 		},
 	}, nil
+}
+
+// zkOpenError is the CLI's form of a failed open: a bad URL or TLS file
+// as zklock words it; anything else but a refusal counts as unavailable,
+// names the URL, and, on a plain-text URL, says so when a server answers
+// TLS.
+func zkOpenError(ctx context.Context, u engineURL, err error) error {
+	if errors.Is(err, baton.ErrInvalidOption) {
+		return err
+	}
+	if ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+	}
+	if u.scheme == "zk" && ctx.Err() == nil && !errors.Is(err, baton.ErrAuth) {
+		_, rest, _ := strings.Cut(u.raw, "://")
+		servers, _, _ := zklock.ParseURL("zk://" + rest) // CheckURL passed
+		if tlsErr := plainToTLS(ctx, servers, "zk+tls"); tlsErr != nil {
+			err = fmt.Errorf("%w (%w)", tlsErr, err)
+		}
+	}
+	return fmt.Errorf("connect %s: %w", u.redacted, err)
 }

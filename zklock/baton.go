@@ -1,0 +1,74 @@
+package zklock
+
+import (
+	"context"
+	"strings"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/queue"
+)
+
+// Baton returns c as the *baton.Client every engine gives. baton.As
+// hands c back, for what only ZooKeeper has (SessionTimeout, Dir,
+// Entries, Remove, TokenBound).
+func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+
+// conn is a Client as package engine drives it.
+type conn struct{ c *Client }
+
+func (k conn) Engine() string { return k.c.Engine() }
+func (k conn) Raw() any       { return k.c }
+func (k conn) Close() error   { return k.c.Close() }
+
+func (k conn) Mutex(name string) (baton.Locker, error) {
+	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+}
+
+func (k conn) RWMutex(name string) (engine.RWLocker, error) {
+	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
+}
+
+func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
+	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
+}
+
+func (k conn) Election(name string) (baton.Elector, error) {
+	return engine.Recipe[baton.Elector](k.c.Election(name))
+}
+
+// Inspect reads the lock as Client.Inspect does, in baton's terms. A
+// semaphore's guard entries ("locks/…") are acquirers waiting their turn
+// to take a lease, so they come after the leases and hold nothing, even
+// the guard's head (which the raw listing marks as holding the guard).
+func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
+	es, permits, err := k.c.inspect(ctx, name)
+	if err != nil {
+		return baton.Inspection{}, err
+	}
+	in := queue.Inspection(name, "zk", servingOrder(es))
+	in.Permits = permits
+	return in, nil
+}
+
+// servingOrder moves a semaphore's guard entries after the other entries,
+// as waiters: its leases are served first (the guard's head already has
+// its lease, or is about to create it), then the guard queue in order.
+func servingOrder(es []queue.EntryInfo) []queue.EntryInfo {
+	out := make([]queue.EntryInfo, 0, len(es))
+	var guard []queue.EntryInfo
+	for _, e := range es {
+		if !strings.HasPrefix(e.Entry, "locks/") {
+			out = append(out, e)
+			continue
+		}
+		if e.Holder {
+			e.Holder = false
+			e.AddNote("holds the semaphore's guard: takes the next free permit")
+		} else {
+			e.AddNote("waits for the semaphore's guard")
+		}
+		guard = append(guard, e)
+	}
+	return append(out, guard...)
+}
