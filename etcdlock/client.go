@@ -24,9 +24,10 @@ const revokeTimeout = 2 * time.Second
 // small pool of leases (sessions) and the goroutines that keep them alive;
 // Close revokes them. It does not own the etcd client.
 type Client struct {
-	cli  *clientv3.Client
-	opts Options
-	ttl  int64 // requested lease TTL, seconds
+	cli    *clientv3.Client
+	opts   Options
+	ttl    int64  // requested lease TTL, seconds
+	values values // the entries' values, holder record included
 
 	granted atomic.Int64 // TTL of the most recent grant, seconds
 
@@ -61,6 +62,7 @@ func New(cli *clientv3.Client, opts Options) (*Client, error) {
 		cli:      cli,
 		opts:     o,
 		ttl:      int64(o.TTL / time.Second),
+		values:   newValues(o),
 		sessions: make(map[*session]struct{}),
 	}, nil
 }

@@ -12,12 +12,13 @@
 // # Layout: compatible with etcdctl lock
 //
 // A mutex called name keeps one key per contender, "<name>/<lease ID in
-// hex>", attached to the contender's lease, with the empty value; the queue
-// is ordered by create revision. That is exactly what `etcdctl lock <name>`
-// and concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
-// exclude each other on the same name. (baton normalises names by dropping
-// leading and trailing "/", so use the name without a leading "/" with the
-// other tools.) Keys under the prefix that are not direct "<name>/<hex>"
+// hex>", attached to the contender's lease; the queue is ordered by create
+// revision. That is exactly what `etcdctl lock <name>` and
+// concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
+// exclude each other on the same name. They write the empty value and
+// read none; baton's key holds its holder record (below). (baton
+// normalises names by dropping leading and trailing "/", so use the name
+// without a leading "/" with the other tools.) Keys under the prefix that are not direct "<name>/<hex>"
 // children are ignored, so lock "a/b" does not disturb lock "a", and so
 // are keys without a lease, which no contender writes (a user's
 // `etcdctl put <name>/1234abcd` beside the lock): baton never waits for
@@ -29,12 +30,12 @@
 // The other recipes of package queue use the same keys and order:
 //
 //   - RWMutex: "<name>/<lease hex>" with the value "__READ__" or
-//     "__WRIT__". A writer holds when its key is first; a reader when no
+//     "__WRIT__" (then the holder record). A writer holds when its key is first; a reader when no
 //     other kind of key is before it, so an `etcdctl lock` on the same name
 //     counts as a writer. A reader never overtakes a queued writer;
 //     read→write upgrade fails with baton.ErrUpgradeRefused.
 //   - Semaphore: leases "<name>/leases/<lease hex>" with the value
-//     "lease-baton:permits=<N>"; a lease holds a permit while it is among
+//     "lease-baton:permits=<N>" (then the holder record); a lease holds a permit while it is among
 //     the first N by create revision. There is no Curator to interoperate
 //     with on etcd, so there is no guard mutex either (ZooKeeper keeps
 //     InterProcessSemaphoreV2): an uncontended acquire+release is two
@@ -63,7 +64,27 @@
 //     to CampaignAs); the key with the smallest create revision leads, so
 //     baton and etcdctl candidates take turns, and `etcdctl elect -l
 //     <name>` prints a baton leader's ID. The epoch is the leader key's
-//     create revision.
+//     create revision. The value being the proposal those tools read as
+//     the leader's, a candidate's key has no holder record: its ID names
+//     the process.
+//
+// # Holder record
+//
+// Every grant stores who holds it in its key's value, in the create
+// transaction itself (no request more): this client's Options.Process
+// (host, pid, program, labels), encoded once per client by
+// engine.ProcessData as a short URL query, "host=web-1&pid=4242&prog=job".
+// A mutex key's value is the record alone; a read/write lock's and a
+// semaphore lease's is what it held before, a space, then the record
+// ("__READ__ host=web-1&pid=4242&prog=job", "lease-baton:permits=3
+// host=…"): the record holds no space, and everything before the space
+// reads as it always did. Inspect and the baton.Client's Inspect show it
+// as each entry's Process. Keys without a record (etcdctl's, an older
+// baton's) read as before, with no Process. An older baton reads a
+// reader's or writer's key with a record as another tool's key, which it
+// counts as a writer: its readers wait behind this release's readers
+// instead of sharing with them, and exclusion holds. It reads a recorded
+// lease's N as not stored, and so reports no disagreement of N for it.
 //
 // Tokens are create revisions: a writer's exceeds every earlier grant's,
 // since every key before it was created earlier; readers and permit

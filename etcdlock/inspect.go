@@ -30,7 +30,8 @@ var subQueues = []string{"locks", "leases"}
 // grants and only the revision tells them apart. Its token is the create
 // revision (plus the token floor), exact for every entry. etcd keeps no
 // creation time, so Age is unknown (0); the note gives the lease's TTL
-// instead. An entry whose lease the server no longer has is flagged
+// instead. Process is the holder record the entry's value carries (none
+// for an election candidate, an etcdctl key or an older baton's). An entry whose lease the server no longer has is flagged
 // DeadSession. A key under the lock (or under a semaphore's queue) whose
 // name is not a lease ID, or which has no lease, is foreign (see isEntry):
 // it follows the queues, flagged Foreign, at Position -1, and clean never
@@ -78,6 +79,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			Kind:    kind,
 			Token:   tok,
 			Session: leaseHex(clientv3.LeaseID(kv.Lease)),
+			Process: process(kv.Value),
 		})
 	}
 	var out []queue.EntryInfo
@@ -135,8 +137,8 @@ func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo 
 }
 
 // entryKind reads an entry's kind from its value, and the N a baton
-// semaphore lease stores after its marker ("lease-baton:permits=3"), 0
-// when absent.
+// semaphore lease stores after its marker ("lease-baton:permits=3 host=…"),
+// 0 when absent.
 func entryKind(v []byte) (queue.Kind, int) {
 	k := valueKind(v)
 	if k == queue.KindLease {

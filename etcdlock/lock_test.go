@@ -107,11 +107,12 @@ func TestTryLock(t *testing.T) {
 }
 
 // TestLayout checks the etcdctl-lock layout: the key is "<name>/<lease hex>"
-// on that lease with an empty value, and baton and concurrency.Mutex (which
-// `etcdctl lock` uses) exclude each other.
+// on that lease, its value the holder record (etcdctl lock writes the empty
+// value; neither it nor concurrency.Mutex reads values), and baton and
+// concurrency.Mutex (which `etcdctl lock` uses) exclude each other.
 func TestLayout(t *testing.T) {
 	name := uniq(t)
-	c := newClient(t, etcdlock.Options{})
+	c := newClient(t, etcdlock.Options{Process: baton.Process{Host: "web-1", PID: 42, Program: "job"}})
 	raw := rawClient(t, "")
 	ctx := context.Background()
 
@@ -126,8 +127,8 @@ func TestLayout(t *testing.T) {
 	if want := fmt.Sprintf("%s/%x", name, clientv3.LeaseID(kv.Lease)); keyOf(l) != want {
 		t.Errorf("Owner() = %q, want %q", keyOf(l), want)
 	}
-	if len(kv.Value) != 0 {
-		t.Errorf("key %q has value %q, want empty", kv.Key, kv.Value)
+	if want := "host=web-1&pid=42&prog=job"; string(kv.Value) != want {
+		t.Errorf("key %q has value %q, want the holder record %q", kv.Key, kv.Value, want)
 	}
 	ttl, err := raw.TimeToLive(ctx, clientv3.LeaseID(kv.Lease), clientv3.WithAttachedKeys())
 	if err != nil || ttl.TTL <= 0 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != keyOf(l) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Defaults and pool limits. Their effects are stated so they can be tuned
@@ -60,6 +61,11 @@ type Options struct {
 	// and of each lease's state changes (see baton.Observer). Nil, the
 	// default, costs one comparison per acquire.
 	Observer baton.Observer
+
+	// Process is the holder record stored with every entry (see "Holder
+	// record" in the package doc). The zero value records this process:
+	// its host name, pid and executable name.
+	Process baton.Process
 }
 
 // validate checks o and returns a copy with the defaults filled in.
@@ -75,6 +81,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
+	}
+	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
+		o.Process = engine.ThisProcess("", nil)
 	}
 	// etcd TTLs are whole seconds: round up, never down, so the lease
 	// lasts at least as long as asked.
