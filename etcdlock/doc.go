@@ -1,13 +1,26 @@
 // Package etcdlock is baton's etcd engine: the queue recipes of package
-// queue on etcd leases, using the caller's *clientv3.Client.
+// queue on etcd leases. Importing it makes baton.Open serve etcd:// and
+// etcds:// URLs:
 //
-//	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
-//	c, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
-//	defer c.Close()
+//	c, err := baton.Open(ctx, "etcds://h1:2379,h2:2379,h3:2379")
 //	m, _ := c.Mutex("jobs/nightly")
 //	l, err := m.Lock(ctx)
 //	… write to the resource with l.Token(), stop when l.Context() ends …
 //	l.Release(ctx)
+//
+// The port defaults to 2379; the URL has no path or query. The user and
+// password come from the URL (etcds://user:password@h:2379) or else from
+// BATON_ETCD_USER and BATON_ETCD_PASSWORD, and an etcds:// client's TLS
+// files from BATON_ETCD_CACERT, BATON_ETCD_CERT and BATON_ETCD_KEY (see
+// baton.WithGetenv). Open returns once the cluster answered a
+// linearizable read: an unreachable cluster or one without quorum is
+// baton.ErrUnavailable, a refused login or certificate baton.ErrAuth.
+// With a *clientv3.Client of your own, use New and Client.Baton:
+//
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
+//	lc, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
+//	c := lc.Baton()
+//	defer c.Close()
 //
 // # Layout: compatible with etcdctl lock
 //

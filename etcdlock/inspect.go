@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/queue"
@@ -37,20 +38,36 @@ var subQueues = []string{"locks", "leases"}
 // it follows the queues, flagged Foreign, at Position -1, and clean never
 // removes it.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+	r, err := c.inspect(ctx, name)
+	return r.entries, err
+}
+
+// inspection is what Inspect reads, with what only the one shape
+// (baton.Inspection) holds beyond the entries.
+type inspection struct {
+	entries []queue.EntryInfo
+	// left is each live lease's time to live on the server, by lease hex.
+	left map[string]time.Duration
+	// permits is the N stored by a queue's leases, by queue ("leases/").
+	permits map[string]int
+}
+
+func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 	if err := c.checkOpen(); err != nil {
-		return nil, err
+		return inspection{}, err
 	}
 	n, err := baton.ValidateName(name)
 	if err != nil {
-		return nil, err
+		return inspection{}, err
 	}
 	resp, err := c.cli.Get(ctx, n+"/", clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return nil, opErr(ctx, "inspect", n, err)
+		return inspection{}, opErr(ctx, "inspect", n, err)
 	}
 	queues := map[string][]queue.EntryInfo{}
-	permits := map[string]int{}
+	r := inspection{left: map[string]time.Duration{}, permits: map[string]int{}}
+	permits := r.permits
 	leases := map[int64][]*queue.EntryInfo{}
 	var foreign []queue.EntryInfo
 	for _, kv := range resp.Kvs {
@@ -72,7 +89,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 		}
 		tok, err := baton.FloorToken(uint64(kv.CreateRevision), c.opts.TokenFloor)
 		if err != nil {
-			return nil, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
+			return inspection{}, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
 		}
 		queues[sub] = append(queues[sub], queue.EntryInfo{
 			Entry:   sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
@@ -101,20 +118,22 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" not found on the server"
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil, opErr(ctx, "inspect lease of", n, err)
+				return inspection{}, opErr(ctx, "inspect lease of", n, err)
 			}
 			note = "lease state unknown: " + err.Error()
 		case ttl.TTL <= 0:
 			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" expired"
 		default:
 			note = fmt.Sprintf("lease TTL %ds, %ds left", ttl.GrantedTTL, ttl.TTL)
+			r.left[leaseHex(clientv3.LeaseID(id))] = time.Duration(ttl.TTL) * time.Second
 		}
 		for _, e := range es {
 			e.DeadSession = dead
 			e.AddNote(note)
 		}
 	}
-	return append(out, foreign...), nil
+	r.entries = append(out, foreign...)
+	return r, nil
 }
 
 // foreignInfo describes a foreign key for Inspect: named as entries are
