@@ -20,13 +20,16 @@ import (
 // its keys sooner.
 const revokeTimeout = 2 * time.Second
 
-// Client is baton's etcd engine on a user's *clientv3.Client. It owns a
-// small pool of leases (sessions) and the goroutines that keep them alive;
-// Close revokes them. It does not own the etcd client.
+// Client is baton's etcd engine on a *clientv3.Client: the user's (New)
+// or its own (baton.Open). It owns a small pool of leases (sessions) and
+// the goroutines that keep them alive; Close revokes them. It owns the
+// etcd client only when baton.Open made it.
 type Client struct {
-	cli  *clientv3.Client
-	opts Options
-	ttl  int64 // requested lease TTL, seconds
+	cli    *clientv3.Client
+	owned  bool // cli is baton.Open's: Close closes it
+	opts   Options
+	ttl    int64  // requested lease TTL, seconds
+	values values // the entries' values, holder record included
 
 	granted atomic.Int64 // TTL of the most recent grant, seconds
 
@@ -61,9 +64,14 @@ func New(cli *clientv3.Client, opts Options) (*Client, error) {
 		cli:      cli,
 		opts:     o,
 		ttl:      int64(o.TTL / time.Second),
+		values:   newValues(o),
 		sessions: make(map[*session]struct{}),
 	}, nil
 }
+
+// Etcd returns the etcd client c runs on: the caller's, or the one
+// baton.Open made, which c's Close closes.
+func (c *Client) Etcd() *clientv3.Client { return c.cli }
 
 // Engine returns "etcd".
 func (c *Client) Engine() string { return "etcd" }
@@ -154,8 +162,9 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 
 // Close revokes every lease of the client (best effort, bounded by a couple
 // of seconds when the server is unreachable) and waits for the client's
-// goroutines. Leases still held become Lost. Later calls return
-// baton.ErrClosed.
+// goroutines. Leases still held become Lost. A client from baton.Open
+// then closes the etcd client Open made; one from New leaves the caller's
+// open. Later calls return baton.ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -172,6 +181,9 @@ func (c *Client) Close() error {
 		s.close()
 	}
 	c.wg.Wait()
+	if c.owned {
+		return c.cli.Close()
+	}
 	return nil
 }
 

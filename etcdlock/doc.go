@@ -1,23 +1,37 @@
 // Package etcdlock is baton's etcd engine: the queue recipes of package
-// queue on etcd leases, using the caller's *clientv3.Client.
+// queue on etcd leases. Importing it makes baton.Open serve etcd:// and
+// etcds:// URLs:
 //
-//	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
-//	c, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
-//	defer c.Close()
+//	c, err := baton.Open(ctx, "etcds://h1:2379,h2:2379,h3:2379")
 //	m, _ := c.Mutex("jobs/nightly")
 //	l, err := m.Lock(ctx)
 //	… write to the resource with l.Token(), stop when l.Context() ends …
 //	l.Release(ctx)
 //
+// The port defaults to 2379; the URL has no path or query. The user and
+// password come from the URL (etcds://user:password@h:2379) or else from
+// BATON_ETCD_USER and BATON_ETCD_PASSWORD, and an etcds:// client's TLS
+// files from BATON_ETCD_CACERT, BATON_ETCD_CERT and BATON_ETCD_KEY (see
+// baton.WithGetenv). Open returns once the cluster answered a
+// linearizable read: an unreachable cluster or one without quorum is
+// baton.ErrUnavailable, a refused login or certificate baton.ErrAuth.
+// With a *clientv3.Client of your own, use New and Client.Baton:
+//
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
+//	lc, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
+//	c := lc.Baton()
+//	defer c.Close()
+//
 // # Layout: compatible with etcdctl lock
 //
 // A mutex called name keeps one key per contender, "<name>/<lease ID in
-// hex>", attached to the contender's lease, with the empty value; the queue
-// is ordered by create revision. That is exactly what `etcdctl lock <name>`
-// and concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
-// exclude each other on the same name. (baton normalises names by dropping
-// leading and trailing "/", so use the name without a leading "/" with the
-// other tools.) Keys under the prefix that are not direct "<name>/<hex>"
+// hex>", attached to the contender's lease; the queue is ordered by create
+// revision. That is exactly what `etcdctl lock <name>` and
+// concurrency.Mutex write, so baton, etcdctl and concurrency.Mutex
+// exclude each other on the same name. They write the empty value and
+// read none; baton's key holds its holder record (below). (baton
+// normalises names by dropping leading and trailing "/", so use the name
+// without a leading "/" with the other tools.) Keys under the prefix that are not direct "<name>/<hex>"
 // children are ignored, so lock "a/b" does not disturb lock "a", and so
 // are keys without a lease, which no contender writes (a user's
 // `etcdctl put <name>/1234abcd` beside the lock): baton never waits for
@@ -29,12 +43,12 @@
 // The other recipes of package queue use the same keys and order:
 //
 //   - RWMutex: "<name>/<lease hex>" with the value "__READ__" or
-//     "__WRIT__". A writer holds when its key is first; a reader when no
+//     "__WRIT__" (then the holder record). A writer holds when its key is first; a reader when no
 //     other kind of key is before it, so an `etcdctl lock` on the same name
 //     counts as a writer. A reader never overtakes a queued writer;
 //     read→write upgrade fails with baton.ErrUpgradeRefused.
 //   - Semaphore: leases "<name>/leases/<lease hex>" with the value
-//     "lease-baton:permits=<N>"; a lease holds a permit while it is among
+//     "lease-baton:permits=<N>" (then the holder record); a lease holds a permit while it is among
 //     the first N by create revision. There is no Curator to interoperate
 //     with on etcd, so there is no guard mutex either (ZooKeeper keeps
 //     InterProcessSemaphoreV2): an uncontended acquire+release is two
@@ -63,7 +77,27 @@
 //     to CampaignAs); the key with the smallest create revision leads, so
 //     baton and etcdctl candidates take turns, and `etcdctl elect -l
 //     <name>` prints a baton leader's ID. The epoch is the leader key's
-//     create revision.
+//     create revision. The value being the proposal those tools read as
+//     the leader's, a candidate's key has no holder record: its ID names
+//     the process.
+//
+// # Holder record
+//
+// Every grant stores who holds it in its key's value, in the create
+// transaction itself (no request more): this client's Options.Process
+// (host, pid, program, labels), encoded once per client by
+// engine.ProcessData as a short URL query, "host=web-1&pid=4242&prog=job".
+// A mutex key's value is the record alone; a read/write lock's and a
+// semaphore lease's is what it held before, a space, then the record
+// ("__READ__ host=web-1&pid=4242&prog=job", "lease-baton:permits=3
+// host=…"): the record holds no space, and everything before the space
+// reads as it always did. Inspect and the baton.Client's Inspect show it
+// as each entry's Process. Keys without a record (etcdctl's, an older
+// baton's) read as before, with no Process. An older baton reads a
+// reader's or writer's key with a record as another tool's key, which it
+// counts as a writer: its readers wait behind this release's readers
+// instead of sharing with them, and exclusion holds. It reads a recorded
+// lease's N as not stored, and so reports no disagreement of N for it.
 //
 // Tokens are create revisions: a writer's exceeds every earlier grant's,
 // since every key before it was created earlier; readers and permit

@@ -17,50 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// kindValue is the marker that starts an entry's value. A mutex entry has
-// the empty value, as `etcdctl lock` and concurrency.Mutex write; other
-// recipes store their marker so readers can tell a reader from a writer.
-func kindValue(k queue.Kind) string {
-	if k == queue.KindMutex {
-		return ""
-	}
-	return string(k)
-}
-
-// entryValue is the whole value of an entry's key: the marker followed by
-// the entry's data ("lease-baton:permits=3"), except for an election
-// candidate, whose value is its ID alone, as `etcdctl elect NAME PROPOSAL`
-// writes the proposal (so `etcdctl elect -l` prints baton's leader's ID).
-func entryValue(k queue.Kind, data []byte) string {
-	if k == queue.KindLatch {
-		return string(data)
-	}
-	return kindValue(k) + string(data)
-}
-
-// entryData is the inverse of entryValue for an entry of kind k.
-func entryData(k queue.Kind, v []byte) []byte {
-	if k == queue.KindLatch {
-		return v
-	}
-	d, _ := strings.CutPrefix(string(v), kindValue(k))
-	return []byte(d)
-}
-
-// valueKind reads an entry's kind back. An unknown value (another tool's
-// key at a directory child, or an election candidate's ID) counts as a
-// mutex entry: it blocks rather than being overlooked.
-func valueKind(v []byte) queue.Kind {
-	switch k := queue.Kind(v); k {
-	case queue.KindRead, queue.KindWrite, queue.KindLatch:
-		return k
-	}
-	if strings.HasPrefix(string(v), string(queue.KindLease)) {
-		return queue.KindLease
-	}
-	return queue.KindMutex
-}
-
 // Enqueue creates this lease's entry "<dir>/<lease hex>" in one
 // transaction that also counts the keys under the directory. When ours is
 // the only one the queue is known without reading it, so an uncontended
@@ -89,14 +45,14 @@ func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (que
 }
 
 // EnqueueData is Enqueue storing data in the key's value after the kind's
-// marker (see entryValue; queue.DataSession).
+// marker and before the holder record (see entryValue; queue.DataSession).
 func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	e, count, err := s.create(ctx, dir, kind, data)
 	if err != nil || count < 0 {
 		return e, err
 	}
 	rev := int64(e.Seq) // a transaction's put is created at its revision
-	snap := s.own(dir, e, data, rev)
+	snap := s.own(e, rev)
 	if count != 1 {
 		// Others queue here: read the entry just before ours (see
 		// ListBefore) as the transaction saw the queue. A read at a
@@ -124,7 +80,7 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 		return queue.Entry{}, 0, err
 	}
 	key := dir + "/" + s.hex
-	val := entryValue(kind, data)
+	val := s.c.values.entryValue(kind, data)
 	// Bound by the session as every other request: on a partitioned
 	// connection the answer never comes, and the caller's deadline may be
 	// far away (a pooled session's lease can be lost while the create is
@@ -158,14 +114,11 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 	return e, resp.Responses[1].GetResponseRange().GetCount(), nil
 }
 
-// own is the queue of dir at rev when e, created at rev, is the only key
-// under it, as a read would have returned it.
-func (s *session) own(dir string, e queue.Entry, data []byte, rev int64) queue.Snapshot {
-	kvs := []*mvccpb.KeyValue{{Key: []byte(e.Key), Value: []byte(entryValue(e.Kind, data)), CreateRevision: rev,
-		ModRevision: rev, Version: 1, Lease: int64(s.id)}}
-	snap := s.snapshot(dir, e, kvs, rev)
-	snap.Alone = true
-	return snap
+// own is the queue of e's directory at rev when e, created at rev, is the
+// only key under it: built from e itself, as a read would have returned
+// it, so that an uncontended grant decodes and allocates nothing more.
+func (s *session) own(e queue.Entry, rev int64) queue.Snapshot {
+	return queue.Snapshot{Entries: []queue.Entry{e}, Own: 0, Token: e.Seq, Rev: rev, Alone: true}
 }
 
 // countOp counts the keys under dir: the in-memory index only, no values.
@@ -345,9 +298,9 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot)
 	return gone, nil
 }
 
-// Data reads what e's key stores after its marker (see entryValue). ok is
-// false when the key is gone or holds a later grant (another create
-// revision).
+// Data reads what e's key stores between its marker and its holder record
+// (see entryValue). ok is false when the key is gone or holds a later
+// grant (another create revision).
 func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
 	if err := s.alive(); err != nil {
 		return nil, false, err

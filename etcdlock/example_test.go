@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -13,8 +14,43 @@ import (
 )
 
 func Example() {
-	// server.Endpoint is the etcd of this test run; use your own
-	// endpoints (etcdlock.ParseURL reads "etcd://h1:2379,h2:2379").
+	// server.Endpoint is the etcd of this test run; use your own URL,
+	// such as "etcds://h1:2379,h2:2379,h3:2379".
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := baton.Open(ctx, "etcd://"+server.Endpoint, baton.WithTTL(10*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	m, err := c.Mutex("example/open-report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Who holds it, as an operator's `baton inspect` shows it.
+	in, err := c.Inspect(ctx, "example/open-report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(in.Holders), in.Holders[0].PID == os.Getpid(), in.Holders[0].Token == l.Token())
+	if err := l.Release(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output: 1 true true
+}
+
+func ExampleNew() {
+	// With an etcd client of your own. server.Endpoint is the etcd of
+	// this test run.
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		fmt.Println(err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/queue"
@@ -30,26 +31,43 @@ var subQueues = []string{"locks", "leases"}
 // grants and only the revision tells them apart. Its token is the create
 // revision (plus the token floor), exact for every entry. etcd keeps no
 // creation time, so Age is unknown (0); the note gives the lease's TTL
-// instead. An entry whose lease the server no longer has is flagged
+// instead. Process is the holder record the entry's value carries (none
+// for an election candidate, an etcdctl key or an older baton's). An entry whose lease the server no longer has is flagged
 // DeadSession. A key under the lock (or under a semaphore's queue) whose
 // name is not a lease ID, or which has no lease, is foreign (see isEntry):
 // it follows the queues, flagged Foreign, at Position -1, and clean never
 // removes it.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+	r, err := c.inspect(ctx, name)
+	return r.entries, err
+}
+
+// inspection is what Inspect reads, with what only the one shape
+// (baton.Inspection) holds beyond the entries.
+type inspection struct {
+	entries []queue.EntryInfo
+	// left is each live lease's time to live on the server, by lease hex.
+	left map[string]time.Duration
+	// permits is the N stored by a queue's leases, by queue ("leases/").
+	permits map[string]int
+}
+
+func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 	if err := c.checkOpen(); err != nil {
-		return nil, err
+		return inspection{}, err
 	}
 	n, err := baton.ValidateName(name)
 	if err != nil {
-		return nil, err
+		return inspection{}, err
 	}
 	resp, err := c.cli.Get(ctx, n+"/", clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return nil, opErr(ctx, "inspect", n, err)
+		return inspection{}, opErr(ctx, "inspect", n, err)
 	}
 	queues := map[string][]queue.EntryInfo{}
-	permits := map[string]int{}
+	r := inspection{left: map[string]time.Duration{}, permits: map[string]int{}}
+	permits := r.permits
 	leases := map[int64][]*queue.EntryInfo{}
 	var foreign []queue.EntryInfo
 	for _, kv := range resp.Kvs {
@@ -71,13 +89,14 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 		}
 		tok, err := baton.FloorToken(uint64(kv.CreateRevision), c.opts.TokenFloor)
 		if err != nil {
-			return nil, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
+			return inspection{}, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
 		}
 		queues[sub] = append(queues[sub], queue.EntryInfo{
 			Entry:   sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
 			Kind:    kind,
 			Token:   tok,
 			Session: leaseHex(clientv3.LeaseID(kv.Lease)),
+			Process: process(kv.Value),
 		})
 	}
 	var out []queue.EntryInfo
@@ -99,20 +118,22 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" not found on the server"
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil, opErr(ctx, "inspect lease of", n, err)
+				return inspection{}, opErr(ctx, "inspect lease of", n, err)
 			}
 			note = "lease state unknown: " + err.Error()
 		case ttl.TTL <= 0:
 			dead, note = true, "lease "+leaseHex(clientv3.LeaseID(id))+" expired"
 		default:
 			note = fmt.Sprintf("lease TTL %ds, %ds left", ttl.GrantedTTL, ttl.TTL)
+			r.left[leaseHex(clientv3.LeaseID(id))] = time.Duration(ttl.TTL) * time.Second
 		}
 		for _, e := range es {
 			e.DeadSession = dead
 			e.AddNote(note)
 		}
 	}
-	return append(out, foreign...), nil
+	r.entries = append(out, foreign...)
+	return r, nil
 }
 
 // foreignInfo describes a foreign key for Inspect: named as entries are
@@ -135,8 +156,8 @@ func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo 
 }
 
 // entryKind reads an entry's kind from its value, and the N a baton
-// semaphore lease stores after its marker ("lease-baton:permits=3"), 0
-// when absent.
+// semaphore lease stores after its marker ("lease-baton:permits=3 host=…"),
+// 0 when absent.
 func entryKind(v []byte) (queue.Kind, int) {
 	k := valueKind(v)
 	if k == queue.KindLease {

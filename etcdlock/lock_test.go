@@ -107,11 +107,12 @@ func TestTryLock(t *testing.T) {
 }
 
 // TestLayout checks the etcdctl-lock layout: the key is "<name>/<lease hex>"
-// on that lease with an empty value, and baton and concurrency.Mutex (which
-// `etcdctl lock` uses) exclude each other.
+// on that lease, its value the holder record (etcdctl lock writes the empty
+// value; neither it nor concurrency.Mutex reads values), and baton and
+// concurrency.Mutex (which `etcdctl lock` uses) exclude each other.
 func TestLayout(t *testing.T) {
 	name := uniq(t)
-	c := newClient(t, etcdlock.Options{})
+	c := newClient(t, etcdlock.Options{Process: baton.Process{Host: "web-1", PID: 42, Program: "job"}})
 	raw := rawClient(t, "")
 	ctx := context.Background()
 
@@ -126,8 +127,8 @@ func TestLayout(t *testing.T) {
 	if want := fmt.Sprintf("%s/%x", name, clientv3.LeaseID(kv.Lease)); keyOf(l) != want {
 		t.Errorf("Owner() = %q, want %q", keyOf(l), want)
 	}
-	if len(kv.Value) != 0 {
-		t.Errorf("key %q has value %q, want empty", kv.Key, kv.Value)
+	if want := "host=web-1&pid=42&prog=job"; string(kv.Value) != want {
+		t.Errorf("key %q has value %q, want the holder record %q", kv.Key, kv.Value, want)
 	}
 	ttl, err := raw.TimeToLive(ctx, clientv3.LeaseID(kv.Lease), clientv3.WithAttachedKeys())
 	if err != nil || ttl.TTL <= 0 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != keyOf(l) {
@@ -280,51 +281,4 @@ func TestTTLClamped(t *testing.T) {
 	if got := time.Duration(ttl.GrantedTTL) * time.Second; got != c.GrantedTTL() {
 		t.Errorf("server's granted TTL = %v, GrantedTTL() = %v; want equal", got, c.GrantedTTL())
 	}
-}
-
-func TestParseURL(t *testing.T) {
-	for _, tc := range []struct {
-		url  string
-		eps  []string
-		tls  bool
-		fail bool
-	}{
-		{url: "etcd://h1:2379,h2:2379", eps: []string{"h1:2379", "h2:2379"}},
-		{url: "etcds://h1:2379", eps: []string{"h1:2379"}, tls: true},
-		{url: "etcd://localhost", eps: []string{"localhost:2379"}},
-		{url: "etcd://127.0.0.1:23790/", eps: []string{"127.0.0.1:23790"}},
-		{url: "etcd://[::1]:2379,[::1]", eps: []string{"[::1]:2379", "[::1]:2379"}},
-		{url: "http://h1:2379", fail: true},
-		{url: "etcd://", fail: true},
-		{url: "etcd://h1:2379,", fail: true},
-		{url: "etcd://h1:0", fail: true},
-		{url: "etcd://h1:port", fail: true},
-		{url: "etcd://user:secret@h1:2379", fail: true},
-		{url: "etcd://h1:2379/prefix", fail: true},
-		{url: "etcd://h1:2379?x=1", fail: true},
-		{url: "etcd://::1", fail: true},
-	} {
-		eps, tls, err := etcdlock.ParseURL(tc.url)
-		if tc.fail {
-			if !errors.Is(err, baton.ErrInvalidOption) {
-				t.Errorf("ParseURL(%q) = %q, %v, %v; want %v", tc.url, eps, tls, err, baton.ErrInvalidOption)
-			}
-			continue
-		}
-		if err != nil || tls != tc.tls || !equal(eps, tc.eps) {
-			t.Errorf("ParseURL(%q) = %q, %v, %v; want %q, %v, nil", tc.url, eps, tls, err, tc.eps, tc.tls)
-		}
-	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

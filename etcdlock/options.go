@@ -2,12 +2,10 @@ package etcdlock
 
 import (
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Defaults and pool limits. Their effects are stated so they can be tuned
@@ -19,8 +17,8 @@ const (
 	// about a quarter of a minute.
 	DefaultTTL = 15 * time.Second
 
-	// DefaultPort is the client port used by ParseURL when an endpoint has
-	// none.
+	// DefaultPort is the client port of an etcd:// or etcds:// URL's
+	// endpoint that names none.
 	DefaultPort = "2379"
 
 	// MaxIdleSessions bounds how many idle leases a Client keeps alive for
@@ -60,6 +58,11 @@ type Options struct {
 	// and of each lease's state changes (see baton.Observer). Nil, the
 	// default, costs one comparison per acquire.
 	Observer baton.Observer
+
+	// Process is the holder record stored with every entry (see "Holder
+	// record" in the package doc). The zero value records this process:
+	// its host name, pid and executable name.
+	Process baton.Process
 }
 
 // validate checks o and returns a copy with the defaults filled in.
@@ -76,66 +79,11 @@ func (o Options) validate() (Options, error) {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
+	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
+		o.Process = engine.ThisProcess("", nil)
+	}
 	// etcd TTLs are whole seconds: round up, never down, so the lease
 	// lasts at least as long as asked.
 	o.TTL = (o.TTL + time.Second - 1).Truncate(time.Second)
 	return o, nil
-}
-
-// ParseURL parses a baton backend URL for etcd: "etcd://h1:2379,h2:2379"
-// or, for TLS, "etcds://h1:2379". It returns the endpoints as clientv3
-// expects them ("host:port"; the port defaults to 2379) and whether TLS was
-// asked for. The caller builds the *clientv3.Client (with its TLS config
-// and credentials, which never come from the URL). Errors wrap
-// baton.ErrInvalidOption.
-func ParseURL(raw string) (endpoints []string, tls bool, err error) {
-	bad := func(why string) ([]string, bool, error) {
-		return nil, false, fmt.Errorf("%w: etcdlock: URL %q: %s", baton.ErrInvalidOption, raw, why)
-	}
-	var rest string
-	switch {
-	case strings.HasPrefix(raw, "etcd://"):
-		rest = raw[len("etcd://"):]
-	case strings.HasPrefix(raw, "etcds://"):
-		rest, tls = raw[len("etcds://"):], true
-	default:
-		return bad(`scheme must be "etcd" or "etcds"`)
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		return bad("query and fragment are not supported")
-	}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		if strings.Trim(rest[i:], "/") != "" {
-			return bad("a path is not supported (lock names are keys from the root)")
-		}
-		rest = rest[:i]
-	}
-	if strings.Contains(rest, "@") {
-		return bad("credentials do not belong in the URL; configure them on the client")
-	}
-	if rest == "" {
-		return bad("no endpoint")
-	}
-	for _, hp := range strings.Split(rest, ",") {
-		if hp == "" {
-			return bad("empty endpoint")
-		}
-		host, port, err := net.SplitHostPort(hp)
-		if err != nil {
-			// No port: the whole thing is the host (an IPv6 literal needs
-			// brackets).
-			if strings.Contains(strings.Trim(hp, "[]"), ":") && !strings.HasPrefix(hp, "[") {
-				return bad(fmt.Sprintf("endpoint %q: %v", hp, err))
-			}
-			host, port = strings.Trim(hp, "[]"), DefaultPort
-		}
-		if host == "" {
-			return bad(fmt.Sprintf("endpoint %q has no host", hp))
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return bad(fmt.Sprintf("endpoint %q: bad port %q", hp, port))
-		}
-		endpoints = append(endpoints, net.JoinHostPort(host, port))
-	}
-	return endpoints, tls, nil
 }

@@ -27,7 +27,7 @@ func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []b
 	if count < 1 || count > int64(n) {
 		return e, queue.Snapshot{Own: -1}, nil
 	}
-	snap := s.own(dir, e, data, int64(e.Seq))
+	snap := s.own(e, int64(e.Seq))
 	if count > 1 {
 		snap = s.othersAt(ctx, dir, e, int(count-1), snap)
 	}

@@ -2,20 +2,27 @@ package etcdlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/queue"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // TestRecipeValues: the read/write lock and the semaphore write their keys
-// as documented: "<name>/<lease hex>" with the kind's marker as value, and
-// "<name>/leases/<lease hex>" with "lease-baton:permits=<n>".
+// as documented: "<name>/<lease hex>" with the kind's marker, a space and
+// the holder record as value, and "<name>/leases/<lease hex>" with
+// "lease-baton:permits=<n>", a space and the record.
 func TestRecipeValues(t *testing.T) {
-	c := newClient(t, etcdlock.Options{})
+	const rec = "host=web-1&pid=42&prog=job"
+	c := newClient(t, etcdlock.Options{Process: baton.Process{Host: "web-1", PID: 42, Program: "job"}})
 	raw := rawClient(t, "")
 	name := uniq(t)
 	value := func(key string) string {
@@ -34,13 +41,13 @@ func TestRecipeValues(t *testing.T) {
 		t.Fatalf("RWMutex = %v", err)
 	}
 	r := lock(t, rw.RLocker(), "RLock")
-	if v := value(keyOf(r)); v != "__READ__" {
-		t.Errorf("reader's value = %q, want __READ__", v)
+	if v := value(keyOf(r)); v != "__READ__ "+rec {
+		t.Errorf("reader's value = %q, want __READ__ %s", v, rec)
 	}
 	release(t, r)
 	w := lock(t, rw, "Lock")
-	if v := value(keyOf(w)); v != "__WRIT__" {
-		t.Errorf("writer's value = %q, want __WRIT__", v)
+	if v := value(keyOf(w)); v != "__WRIT__ "+rec {
+		t.Errorf("writer's value = %q, want __WRIT__ %s", v, rec)
 	}
 	release(t, w)
 
@@ -52,8 +59,8 @@ func TestRecipeValues(t *testing.T) {
 	if k := keyOf(p); !strings.HasPrefix(k, name+"/sem/leases/") || leaseOf(t, k) == 0 {
 		t.Errorf("lease key %q, want %s/sem/leases/<lease hex>", k, name)
 	}
-	if v := value(keyOf(p)); v != "lease-baton:permits=2" {
-		t.Errorf("lease value = %q, want lease-baton:permits=2", v)
+	if v := value(keyOf(p)); v != "lease-baton:permits=2 "+rec {
+		t.Errorf("lease value = %q, want lease-baton:permits=2 %s", v, rec)
 	}
 	if keys := entries(t, c, name+"/sem/locks"); len(keys) != 0 {
 		t.Errorf("guard keys after Acquire = %q, want none", keys)
@@ -145,5 +152,45 @@ func waitKeys(t *testing.T, c interface {
 		return err == nil && len(keys) == n
 	}) {
 		t.Fatalf("Entries(%q) never had %d keys", name, n)
+	}
+}
+
+// TestUnrecordedReader: a reader's key without a holder record, as baton
+// wrote it before the record, still reads as a reader: a new reader
+// shares with it, a writer waits, and Inspect shows it with no process.
+func TestUnrecordedReader(t *testing.T) {
+	c := newClient(t, etcdlock.Options{})
+	raw := rawClient(t, "")
+	name := uniq(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	lease, err := raw.Grant(ctx, 10)
+	if err != nil {
+		t.Fatalf("Grant = %v", err)
+	}
+	defer func() { _, _ = raw.Revoke(context.Background(), lease.ID) }()
+	key := fmt.Sprintf("%s/%x", name, lease.ID)
+	if _, err := raw.Put(ctx, key, "__READ__", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatalf("Put(%q) = %v", key, err)
+	}
+	rw, err := c.RWMutex(name)
+	if err != nil {
+		t.Fatalf("RWMutex = %v", err)
+	}
+	r, err := rw.TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("TryRLock beside an unrecorded reader = %v, want granted", err)
+	}
+	defer release(t, r)
+	if l, err := rw.TryLock(ctx); !errors.Is(err, baton.ErrNotAcquired) {
+		t.Errorf("TryLock beside two readers = %v, %v; want %v", l, err, baton.ErrNotAcquired)
+	}
+	es, err := c.Inspect(ctx, name)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("Inspect = %+v, %v; want two readers", es, err)
+	}
+	if old, ours := es[0], es[1]; !old.Holder || old.Kind != queue.KindRead || old.Process.PID != 0 ||
+		!ours.Holder || ours.Kind != queue.KindRead || ours.Process.PID != os.Getpid() {
+		t.Errorf("entries = %+v, want the unrecorded reader, then ours with this pid, both holding", es)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
@@ -24,23 +24,20 @@ func init() {
 	})
 }
 
-// parseEtcd checks an etcd:// or etcds:// URL offline.
+// parseEtcd checks an etcd:// or etcds:// URL offline, as baton.Open does.
 func parseEtcd(u engineURL) error {
-	if _, _, err := etcdlock.ParseURL(u.raw); err != nil {
-		return usagef("backend %s: %v", u.redacted, err)
+	if err := baton.CheckURL(u.orig); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
 
+// openEtcd connects through baton.Open, which reads the URL, the
+// credentials (BATON_ETCD_USER, BATON_ETCD_PASSWORD) and the TLS files
+// (BATON_ETCD_CACERT, _CERT, _KEY), and waits for a quorum read. The CLI
+// adds the --ttl rounding note, the plain-text hint and a check of the
+// lock's own key, so that a role without rights on it is told at once.
 func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error) {
-	endpoints, useTLS, err := etcdlock.ParseURL(u.raw)
-	if err != nil {
-		return nil, usagef("backend %s: %v", u.redacted, err)
-	}
-	user, pass := u.user, u.password
-	if !u.hasUser {
-		user, pass = os.Getenv("BATON_ETCD_USER"), os.Getenv("BATON_ETCD_PASSWORD")
-	}
 	ttl := cfg.ttl.Truncate(time.Second)
 	if ttl < cfg.ttl {
 		ttl += time.Second
@@ -48,45 +45,26 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	if ttl != cfg.ttl {
 		note("--ttl %v rounded up to %v: etcd leases are whole seconds", cfg.ttl, ttl)
 	}
-	ccfg := clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: cfg.connectTimeout,
-		Username:    user,
-		Password:    pass,
-		Logger:      zap.NewNop(),
+	opts := []baton.Option{baton.WithTTL(ttl), baton.WithConnectTimeout(cfg.connectTimeout),
+		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
+	if len(cfg.command) > 0 {
+		opts = append(opts, baton.WithProgram(filepath.Base(cfg.command[0])))
 	}
-	if useTLS {
-		tc, err := tlsFromEnv("BATON_ETCD", u.tlsName)
-		if err != nil {
-			return nil, err
-		}
-		ccfg.TLS = tc
+	c, err := baton.Open(ctx, u.orig, opts...)
+	if err != nil {
+		return nil, etcdPlainErr(ctx, u, err)
 	}
+	lc, _ := baton.As[*etcdlock.Client](c)
+	cli := lc.Etcd()
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
-	if ccfg.TLS != nil {
-		if err := probeEtcdTLS(cctx, endpoints, ccfg.TLS); err != nil {
-			return nil, fmt.Errorf("connect %s: %w", u.redacted, err)
-		}
-	}
-	cli, err := clientv3.New(ccfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
-	}
-	// clientv3.New does not wait for a connection unless it authenticates:
-	// probe with a linearizable read, which also needs a quorum.
 	if _, err := cli.Get(cctx, name, clientv3.WithCountOnly()); err != nil {
-		cli.Close()
+		_ = c.Close()
 		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) {
 			err = fmt.Errorf("%s has no read permission on the key %q (grant its role readwrite on the lock names' prefix): %w",
-				etcdIdentity(user), name, err)
+				etcdIdentity(etcdUser(u)), name, err)
 		}
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdPlainErr(ctx, useTLS, endpoints, err))
-	}
-	lc, err := etcdlock.New(cli, etcdlock.Options{TTL: ttl, Observer: cfg.observer})
-	if err != nil {
-		cli.Close()
-		return nil, err
+		return nil, fmt.Errorf("connect %s: %w", u.redacted, etcdErr(err))
 	}
 	return refusing(&backend{
 		engine: "etcd",
@@ -96,7 +74,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 		election: func(n string) (baton.Elector, error) { return lc.Election(n) },
 		inspect:  inspectQueue,
 		queue:    lc,
-		close:    func() { _ = lc.Close(); _ = cli.Close() },
+		close:    func() { _ = c.Close() },
 		granted: func() {
 			if got := lc.GrantedTTL(); got != 0 && got != ttl {
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)
@@ -115,17 +93,29 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	}, markEtcdRefusal), nil
 }
 
-// etcdPlainErr is etcdErr, except that a plain-text client whose
-// failure was not a refusal learns when the endpoints speak TLS.
-func etcdPlainErr(ctx context.Context, useTLS bool, endpoints []string, err error) error {
-	err = etcdErr(err)
-	if useTLS || errors.Is(err, baton.ErrAuth) {
+// etcdPlainErr is baton.Open's error as the CLI reports it: a bad URL or
+// TLS file is a usage error, and a plain-text client whose failure was
+// not a refusal learns when the endpoints speak TLS.
+func etcdPlainErr(ctx context.Context, u engineURL, err error) error {
+	if errors.Is(err, baton.ErrInvalidOption) {
+		return usagef("%v", err)
+	}
+	if u.scheme == "etcds" || errors.Is(err, baton.ErrAuth) {
 		return err
 	}
-	if tlsErr := plainToTLS(ctx, endpoints, "etcds"); tlsErr != nil {
+	if tlsErr := plainToTLS(ctx, urlHosts(u), "etcds"); tlsErr != nil {
 		return fmt.Errorf("%w (%w)", tlsErr, err)
 	}
 	return err
+}
+
+// etcdUser is the user baton.Open logs in as: the URL's, else
+// BATON_ETCD_USER.
+func etcdUser(u engineURL) string {
+	if u.hasUser {
+		return u.user
+	}
+	return os.Getenv("BATON_ETCD_USER")
 }
 
 // etcdIdentity names who the server took the client for: the user, or

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/internal/faultproxy"
@@ -18,10 +17,11 @@ import (
 // default server timing (a shorter TTL is raised to it silently).
 const etcdTTL = 2 * time.Second
 
-// etcdEngine wires etcdlock into the conformance suite. Every client the
-// suite asks for gets its own *clientv3.Client behind its own fault proxy,
-// so Kill can partition exactly that client; admin, a client the suite
-// never kills, lists the keys.
+// etcdEngine wires etcdlock into the conformance suite, through the
+// *baton.Client users hold (batontest.FromClient). Every client the suite
+// asks for gets its own *clientv3.Client behind its own fault proxy, so
+// Kill can partition exactly that client; admin, a client the suite never
+// kills, lists the keys.
 func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 	return batontest.Engine{
 		Name: "etcd",
@@ -44,7 +44,13 @@ func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 			if err != nil {
 				t.Fatalf("etcdlock.New() = %v", err)
 			}
-			return &etcdClient{Client: c, proxy: p}
+			// Kill partitions the client: its keepalives stop reaching the
+			// server, which expires the lease after its TTL.
+			return batontest.FromClient(c.Baton(), func(t testing.TB) {
+				if err := p.Blackhole(""); err != nil {
+					t.Fatalf("Blackhole() = %v", err)
+				}
+			})
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -58,36 +64,6 @@ func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 		// The server ends a lease TTL after its last keepalive, checked on
 		// the lessor's 500ms tick.
 		SessionTTL: etcdTTL + 500*time.Millisecond,
-	}
-}
-
-// etcdClient adapts *etcdlock.Client to batontest.Client.
-type etcdClient struct {
-	*etcdlock.Client
-	proxy *faultproxy.Proxy
-}
-
-func (c *etcdClient) Mutex(name string) (baton.Locker, error) {
-	return batontest.As[baton.Locker](c.Client.Mutex(name))
-}
-
-func (c *etcdClient) RWMutex(name string) (batontest.RW, error) {
-	return batontest.As[batontest.RW](c.Client.RWMutex(name))
-}
-
-func (c *etcdClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
-}
-
-func (c *etcdClient) Election(name string) (batontest.Elect, error) {
-	return electOf(c.Client.Election(name))
-}
-
-// Kill partitions the client: its keepalives stop reaching the server,
-// which expires the lease after its TTL.
-func (c *etcdClient) Kill(t testing.TB) {
-	if err := c.proxy.Blackhole(""); err != nil {
-		t.Fatalf("Blackhole() = %v", err)
 	}
 }
 

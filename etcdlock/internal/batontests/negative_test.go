@@ -149,7 +149,7 @@ func TestBrokenRecipes(t *testing.T) {
 	newClient := e.NewClient
 	e.Name = "etcd-broken"
 	e.NewClient = func(t testing.TB) batontest.Client {
-		return &brokenRecipes{etcdClient: newClient(t).(*etcdClient)}
+		return &brokenRecipes{recipeClient: newClient(t).(recipeClient)}
 	}
 	t.Run("RW", func(t *testing.T) { batontest.TestRWMutex(t, e) })
 	t.Run("Semaphore", func(t *testing.T) { batontest.TestSemaphore(t, e) })
@@ -159,14 +159,22 @@ func TestBrokenRecipes(t *testing.T) {
 // brokenRecipes hands out a read/write lock whose readers take a shadow
 // lock (so they ignore writers), semaphores with one permit too many, and
 // leaders that release before they drain.
-type brokenRecipes struct{ *etcdClient }
+type brokenRecipes struct{ recipeClient }
+
+// recipeClient is a suite client with every recipe, as
+// batontest.FromClient returns it.
+type recipeClient interface {
+	batontest.RWClient
+	batontest.SemClient
+	batontest.ElectClient
+}
 
 func (c *brokenRecipes) RWMutex(name string) (batontest.RW, error) {
-	m, err := c.etcdClient.RWMutex(name)
+	m, err := c.recipeClient.RWMutex(name)
 	if err != nil {
 		return nil, err
 	}
-	shadow, err := c.etcdClient.RWMutex(name + "/shadow")
+	shadow, err := c.recipeClient.RWMutex(name + "/shadow")
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +190,11 @@ func (m brokenRW) RLock(ctx context.Context) (*baton.Lease, error)    { return m
 func (m brokenRW) TryRLock(ctx context.Context) (*baton.Lease, error) { return m.shadow.TryRLock(ctx) }
 
 func (c *brokenRecipes) Semaphore(name string, n int) (batontest.Sem, error) {
-	return c.etcdClient.Semaphore(name, n+1)
+	return c.recipeClient.Semaphore(name, n+1)
 }
 
 func (c *brokenRecipes) Election(name string) (batontest.Elect, error) {
-	el, err := c.etcdClient.Election(name)
+	el, err := c.recipeClient.Election(name)
 	if err != nil {
 		return nil, err
 	}

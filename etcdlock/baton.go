@@ -1,0 +1,60 @@
+package etcdlock
+
+import (
+	"context"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/queue"
+)
+
+// Baton returns c as the *baton.Client every engine gives: code written
+// against *baton.Client runs on it unchanged. baton.As hands c back, for
+// what only etcd does (GrantedTTL, Etcd, Inspect's entries, Remove).
+// Closing either closes c.
+func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+
+// conn is a Client as package engine drives it.
+type conn struct{ c *Client }
+
+func (k conn) Engine() string { return "etcd" }
+func (k conn) Raw() any       { return k.c }
+func (k conn) Close() error   { return k.c.Close() }
+
+func (k conn) Mutex(name string) (baton.Locker, error) {
+	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+}
+
+func (k conn) RWMutex(name string) (engine.RWLocker, error) {
+	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
+}
+
+func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
+	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
+}
+
+func (k conn) Election(name string) (baton.Elector, error) {
+	return engine.Recipe[baton.Elector](k.c.Election(name))
+}
+
+// Inspect reads the lock's keys as Client.Inspect does, with what the one
+// shape holds beyond queue.EntryInfo: each entry's Left, its lease's time
+// to live on the server, and a semaphore's N as its leases store it.
+func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
+	r, err := k.c.inspect(ctx, name)
+	if err != nil {
+		return baton.Inspection{}, err
+	}
+	in := queue.Inspection(name, "etcd", r.entries)
+	in.Permits = r.permits["leases/"]
+	lease := make(map[string]string, len(r.entries)) // entry → its lease
+	for _, e := range r.entries {
+		lease[e.Entry] = e.Session
+	}
+	for _, list := range [][]baton.Entry{in.Holders, in.Waiters, in.Other} {
+		for i := range list {
+			list[i].Left = r.left[lease[list[i].Owner]]
+		}
+	}
+	return in, nil
+}
