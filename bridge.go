@@ -35,23 +35,10 @@ func init() {
 	bridge.NewLeader = func(l any, id string) any { return newLeader(l.(*Lease), id) }
 }
 
-// The engine plumbing below is exported here only until every engine
-// calls package engine instead; it is not part of the user's API.
+// ValidateName, ValidatePath and NewOwnerID are exported here only until
+// the last engines call package engine instead; they are not part of the
+// user's API. Deprecated: engines use engine.ValidateName.
+func ValidateName(name string) (string, error) { return bridge.ValidateName(name) }
 
-// Grant is engine.Grant. Deprecated: engines use engine.Grant.
-type Grant = grant
-
-// Control is engine.Control. Deprecated: engines use engine.Control.
-type Control = control
-
-// NewLease is engine.NewLease. Deprecated: engines use engine.NewLease.
-func NewLease(parent context.Context, g Grant) (*Lease, *Control) { return newLease(parent, g) }
-
-// Reenter is engine.Reenter. Deprecated: engines use engine.Reenter.
-func Reenter(ctx context.Context, key any) (*Lease, error) { return reenter(ctx, key) }
-
-// Holding is engine.Holding. Deprecated: engines use engine.Holding.
-func Holding(ctx context.Context, key any) (*Lease, bool) { return holding(ctx, key) }
-
-// NewLeader is engine.NewLeader. Deprecated: engines use engine.NewLeader.
-func NewLeader(lease *Lease, id string) *Leader { return newLeader(lease, id) }
+// Deprecated: engines use engine.NewOwnerID.
+func NewOwnerID() string { return bridge.NewOwnerID() }

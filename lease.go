@@ -2,8 +2,6 @@ package baton
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -414,12 +412,4 @@ func holding(ctx context.Context, key any) (*Lease, bool) {
 func LeaseFrom(ctx context.Context) (*Lease, bool) {
 	l, ok := ctx.Value(leaseKey{}).(*Lease)
 	return l, ok
-}
-
-// NewOwnerID returns a random 128-bit identity in hex, for owner values and
-// protected-create prefixes.
-func NewOwnerID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b[:])
 }

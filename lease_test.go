@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
-func newLease(t *testing.T, parent context.Context, key any, release func(context.Context) error) (*baton.Lease, *baton.Control) {
+func newLease(t *testing.T, parent context.Context, key any, release func(context.Context) error) (*baton.Lease, engine.Control) {
 	t.Helper()
-	return baton.NewLease(parent, baton.Grant{Name: "orders/42", Engine: "test", Token: 7, Owner: "o-1", Key: key, Release: release})
+	return engine.NewLease(parent, engine.Grant{Name: "orders/42", Engine: "test", Token: 7, Owner: "o-1", Key: key, Release: release})
 }
 
 func TestLeaseReleaseLifecycle(t *testing.T) {
@@ -116,15 +117,15 @@ func TestReenter(t *testing.T) {
 	type lockID struct{ n int }
 	key, other := &lockID{1}, &lockID{2}
 	l, ctl := newLease(t, context.Background(), key, func(context.Context) error { return nil })
-	if got, err := baton.Reenter(context.Background(), key); got != nil || err != nil {
+	if got, err := engine.Reenter(context.Background(), key); got != nil || err != nil {
 		t.Fatalf("Reenter(no lease) = %v, %v, want nil, nil", got, err)
 	}
-	if got, err := baton.Reenter(l.Context(), other); got != nil || err != nil {
+	if got, err := engine.Reenter(l.Context(), other); got != nil || err != nil {
 		t.Fatalf("Reenter(other lock) = %v, %v, want nil, nil", got, err)
 	}
 	// A lease of another lock nested inside still finds the outer one.
 	inner, _ := newLease(t, l.Context(), other, func(context.Context) error { return nil })
-	got, err := baton.Reenter(inner.Context(), key)
+	got, err := engine.Reenter(inner.Context(), key)
 	if got != l || err != nil {
 		t.Fatalf("Reenter(nested ctx) = %v, %v, want the outer lease", got, err)
 	}
@@ -135,7 +136,7 @@ func TestReenter(t *testing.T) {
 		t.Fatalf("first Release() = %v with state %v, want nil and still held", err, l.State())
 	}
 	ctl.Lose(nil)
-	if got, err := baton.Reenter(l.Context(), key); got != nil || !errors.Is(err, baton.ErrLost) {
+	if got, err := engine.Reenter(l.Context(), key); got != nil || !errors.Is(err, baton.ErrLost) {
 		t.Errorf("Reenter(lost lease) = %v, %v, want ErrLost", got, err)
 	}
 }

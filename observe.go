@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -176,11 +175,6 @@ type Event struct {
 	Err error // the error or cause, where the kind has one
 }
 
-var acquireSeq atomic.Uint64
-
-// NextAcquireID returns a process-unique, nonzero ID for Event.Acquire.
-func NextAcquireID() uint64 { return acquireSeq.Add(1) }
-
 // HashNames returns an Observer that passes every event to o with each
 // field that can carry a lock name replaced by a keyed hash of it ("h:" and
 // 16 hex digits of HMAC-SHA256(key, value)):
@@ -275,16 +269,3 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
-
-// Emit delivers e to o when o is not nil, stamping e.Time if it is zero.
-// Engines call it at their chokepoints. On hot paths they test o != nil
-// before building the Event, so that a nil Observer costs one comparison.
-func Emit(ctx context.Context, o Observer, e Event) {
-	if o == nil {
-		return
-	}
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	o.Observe(ctx, e)
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/memlock"
 )
 
@@ -27,7 +28,7 @@ func TestObserversFanOut(t *testing.T) {
 	}
 	o := baton.Observers(mark("a"), nil, baton.Observers(mark("b"), mark("c")), nil, mark("d"))
 	ctx := context.WithValue(context.Background(), ctxKey{}, "ctx")
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Name: "n1"})
+	engine.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Name: "n1"})
 	o.Observe(ctx, baton.Event{Kind: baton.EventReleased, Name: "n2"})
 	want := []string{"a:n1:ctx", "b:n1:ctx", "c:n1:ctx", "d:n1:ctx", "a:n2:ctx", "b:n2:ctx", "c:n2:ctx", "d:n2:ctx"}
 	if !reflect.DeepEqual(got, want) {

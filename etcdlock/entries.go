@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -235,7 +236,7 @@ func (s *session) settle(dir string, own queue.Entry, snap queue.Snapshot) (queu
 		return queue.Snapshot{}, err
 	}
 	if snap.Own >= 0 {
-		tok, err := baton.FloorToken(snap.Token, s.c.opts.TokenFloor)
+		tok, err := engine.FloorToken(snap.Token, s.c.opts.TokenFloor)
 		if err != nil {
 			return queue.Snapshot{}, fmt.Errorf("etcdlock: lock %q: %w", dir, err)
 		}

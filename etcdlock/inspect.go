@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -56,7 +57,7 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 	if err := c.checkOpen(); err != nil {
 		return inspection{}, err
 	}
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return inspection{}, err
 	}
@@ -87,7 +88,7 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 		if np > 0 && permits[sub] == 0 {
 			permits[sub] = np
 		}
-		tok, err := baton.FloorToken(uint64(kv.CreateRevision), c.opts.TokenFloor)
+		tok, err := engine.FloorToken(uint64(kv.CreateRevision), c.opts.TokenFloor)
 		if err != nil {
 			return inspection{}, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
 		}
@@ -178,7 +179,7 @@ func (c *Client) Remove(ctx context.Context, name, entry string) error {
 	if err := c.checkOpen(); err != nil {
 		return err
 	}
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/testenv"
 )
@@ -25,7 +26,7 @@ func TestExternalTokens(t *testing.T) {
 	forEachDB(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		rc := redis.NewClient(&redis.Options{Addr: addr})
-		counter := "baton-test:fence-counter:" + baton.NewOwnerID()[:12]
+		counter := "baton-test:fence-counter:" + engine.NewOwnerID()[:12]
 		t.Cleanup(func() {
 			if err := rc.Del(context.Background(), counter).Err(); err != nil {
 				t.Errorf("DEL %s = %v", counter, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -407,7 +408,7 @@ func TestBadInput(t *testing.T) {
 		case fence.MySQL:
 			schema = mysqlDatabase(t, b.db)
 		}
-		for _, name := range []string{"order", schema + ".fence_" + baton.NewOwnerID()[:8], "_X9"} {
+		for _, name := range []string{"order", schema + ".fence_" + engine.NewOwnerID()[:8], "_X9"} {
 			tb := fence.Table{Name: name, Dialect: b.table.Dialect}
 			if err := tb.Migrate(ctx, b.db); err != nil {
 				t.Errorf("Table{Name: %q}.Migrate = %v", name, err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/testenv"
 
@@ -105,7 +105,7 @@ func ph(d fence.Dialect, n int) string {
 func setup(t *testing.T, db *sql.DB) backend {
 	t.Helper()
 	ctx := t.Context()
-	suffix := baton.NewOwnerID()[:12]
+	suffix := engine.NewOwnerID()[:12]
 	b := backend{db: db, biz: "fence_biz_" + suffix}
 	t.Cleanup(func() {
 		ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -93,7 +94,7 @@ func publisher(t *testing.T, b backend) fence.Publisher {
 	}
 	p := fence.Publisher{
 		Store:   fence.DirStore{Root: t.TempDir()},
-		Table:   schema + ".fence_ptr_" + baton.NewOwnerID()[:12],
+		Table:   schema + ".fence_ptr_" + engine.NewOwnerID()[:12],
 		Dialect: b.table.Dialect,
 	}
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // rejected names se's lock from ctx, tells o of the refused write and
@@ -31,7 +32,7 @@ func Observe(ctx context.Context, o baton.Observer, se *StaleError) {
 	if o == nil {
 		return
 	}
-	baton.Emit(ctx, o, baton.Event{
+	engine.Emit(ctx, o, baton.Event{
 		Kind: baton.EventStaleRejected, Engine: "fence", Name: se.Name, Resource: se.Resource,
 		Token: se.Token, Owner: se.Owner, StoredToken: se.StoredToken, StoredOwner: se.StoredOwner,
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -16,7 +17,7 @@ import (
 func ordersTable(t *testing.T, b backend) fence.Row {
 	t.Helper()
 	ctx := t.Context()
-	name := "fence_orders_" + baton.NewOwnerID()[:12]
+	name := "fence_orders_" + engine.NewOwnerID()[:12]
 	idType := "TEXT"
 	if b.table.Dialect == fence.MySQL {
 		idType = "VARCHAR(64)"

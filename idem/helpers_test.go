@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/idem"
 	"github.com/baton-go/baton/internal/testenv"
 
@@ -42,7 +42,7 @@ func forEachDB(t *testing.T, opt idem.Options, fn func(t *testing.T, b backend))
 			case "mariadb":
 				db = openDB(t, "mysql", testenv.MySQL(t))
 			}
-			b := backend{name: name, db: db, suffix: baton.NewOwnerID()[:12]}
+			b := backend{name: name, db: db, suffix: engine.NewOwnerID()[:12]}
 			opt := opt
 			opt.Table = "idem_" + b.suffix
 			dropLater(t, db, opt.Table)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/sqlflavor"
 )
@@ -123,7 +124,7 @@ type Options struct {
 	UnknownBudget time.Duration
 	RecordTimeout time.Duration
 	// Owner names this process in the records it requests (for whoever
-	// reads the manual handling list); "" means a random baton.NewOwnerID.
+	// reads the manual handling list); "" means a random engine.NewOwnerID.
 	Owner string
 	// Observer, if set, is told of each key's outcomes
 	// (baton.EventIdempotency; see Store.Do for the Outcome values); nil
@@ -190,7 +191,7 @@ func New(db *sql.DB, opt Options) (*Store, error) {
 		}
 	}
 	if opt.Owner == "" {
-		opt.Owner = baton.NewOwnerID()
+		opt.Owner = engine.NewOwnerID()
 	}
 	if len(opt.Owner) > 255 || !utf8.ValidString(opt.Owner) || strings.IndexByte(opt.Owner, 0) >= 0 {
 		return nil, invalid("owner %q: at most 255 bytes of UTF-8 without NUL", opt.Owner)
@@ -568,7 +569,7 @@ func (s *Store) emit(ctx context.Context, key, outcome string, err error) {
 	if s.opt.Observer == nil {
 		return
 	}
-	baton.Emit(ctx, s.opt.Observer, baton.Event{
+	engine.Emit(ctx, s.opt.Observer, baton.Event{
 		Kind: baton.EventIdempotency, Engine: "idem", Resource: key, Owner: s.opt.Owner, Outcome: outcome, Err: err,
 	})
 }

@@ -1,6 +1,6 @@
 // Package keeper holds leases on stores that expire them by TTL (SQL rows,
 // Redis keys): it renews them, watches the time left, and reports Suspended
-// and Lost through baton.Control. It is written once and shared by every
+// and Lost through engine.Control. It is written once and shared by every
 // TTL engine; it knows nothing about SQL or Redis, only the small Store
 // interface the engine implements.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 )
 
@@ -206,7 +207,7 @@ func (h *harness) hold(key string, sent time.Duration) *baton.Lease {
 
 func (h *harness) holdFixed(key string, sent, fixed time.Duration) *baton.Lease {
 	h.t.Helper()
-	l, err := h.k.Hold(context.Background(), baton.Grant{Name: key, Engine: "fake", Owner: "o-" + key},
+	l, err := h.k.Hold(context.Background(), engine.Grant{Name: key, Engine: "fake", Owner: "o-" + key},
 		keeper.Ref{Key: key, Owner: "o-" + key}, epoch.Add(sent), fixed)
 	if err != nil {
 		h.t.Fatalf("Hold(%q) = %v", key, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 )
 
 // Ref names one lease to the Store.
@@ -145,7 +146,7 @@ type Keeper struct {
 // entry is one held lease. Its fields are guarded by Keeper.mu.
 type entry struct {
 	ref      Ref
-	ctl      *baton.Control
+	ctl      engine.Control
 	lastSent time.Time // send time of the last confirmed renewal or acquire
 	deadline time.Time // Lost at
 	// margin is how long after deadline the server may expire the lease:
@@ -241,7 +242,7 @@ func (k *Keeper) Stats() Stats {
 }
 
 // Hold builds the lease for a grant the engine has just made on the store
-// and keeps it: g is passed to baton.NewLease with Release and OnEnd
+// and keeps it: g is passed to engine.NewLease with Release and OnEnd
 // supplied by the keeper (g.OnEnd, if set, still runs). sent is the send
 // time of the request that created the grant, taken before sending it on
 // the keeper's clock (time.Now() with the default clock; the Fake's Now in
@@ -252,7 +253,7 @@ func (k *Keeper) Stats() Stats {
 // by its TTL), and when the grant's deadline has already passed (wrapping
 // baton.ErrLost and ErrDeadline: the acquire took so long that the lease
 // may have expired); it then queues an owner-checked release of ref.
-func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.Time, fixed time.Duration) (*baton.Lease, error) {
+func (k *Keeper) Hold(parent context.Context, g engine.Grant, ref Ref, sent time.Time, fixed time.Duration) (*baton.Lease, error) {
 	e := k.newEntry(ref, sent, fixed)
 	engineEnd := g.OnEnd
 	g.Release = func(ctx context.Context) error { return k.release(ctx, e) }
@@ -264,7 +265,7 @@ func (k *Keeper) Hold(parent context.Context, g baton.Grant, ref Ref, sent time.
 			engineEnd()
 		}
 	}
-	lease, ctl := baton.NewLease(parent, g)
+	lease, ctl := engine.NewLease(parent, g)
 	e.ctl = ctl
 
 	k.mu.Lock()

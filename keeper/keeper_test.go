@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/sqllock"
@@ -44,7 +45,7 @@ func TestManyLeases(t *testing.T) {
 		t.Fatalf("sqllock.New = %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	prefix := "keepertest/" + baton.NewOwnerID()[:12] + "/"
+	prefix := "keepertest/" + engine.NewOwnerID()[:12] + "/"
 	t.Cleanup(func() { // the rows stay as free tombstones: remove this test's
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

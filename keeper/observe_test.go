@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/recorder"
 	"github.com/baton-go/baton/keeper"
 )
@@ -17,7 +18,7 @@ import (
 // reports to o as acquire id.
 func (h *harness) holdObserved(key string, o baton.Observer, id uint64) *baton.Lease {
 	h.t.Helper()
-	g := baton.Grant{Name: key, Engine: "fake", Owner: "o-" + key, Observer: o, Recipe: "mutex", Acquire: id}
+	g := engine.Grant{Name: key, Engine: "fake", Owner: "o-" + key, Observer: o, Recipe: "mutex", Acquire: id}
 	l, err := h.k.Hold(context.Background(), g, keeper.Ref{Key: key, Owner: "o-" + key}, epoch, 0)
 	if err != nil {
 		h.t.Fatalf("Hold(%q) = %v", key, err)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 )
 
@@ -340,7 +341,7 @@ func TestSlowReleaseWaitedFor(t *testing.T) {
 // younger is held, and lost a tick later.
 func TestHoldTooLate(t *testing.T) {
 	h := newHarness(t, 10, keeper.Options{})
-	grant := baton.Grant{Name: "late", Engine: "fake", Owner: "o"}
+	grant := engine.Grant{Name: "late", Engine: "fake", Owner: "o"}
 	_, err := h.k.Hold(context.Background(), grant, keeper.Ref{Key: "late", Owner: "o"}, epoch.Add(-ttl+margin), 0)
 	if !errors.Is(err, baton.ErrLost) || !errors.Is(err, keeper.ErrDeadline) {
 		t.Fatalf("Hold(deadline now) = %v, want an error wrapping %v and %v", err, baton.ErrLost, keeper.ErrDeadline)
@@ -365,7 +366,7 @@ func TestHoldAfterClose(t *testing.T) {
 	if err := h.k.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	_, err := h.k.Hold(context.Background(), baton.Grant{Name: "a"}, keeper.Ref{Key: "a", Owner: "o"}, epoch, 0)
+	_, err := h.k.Hold(context.Background(), engine.Grant{Name: "a"}, keeper.Ref{Key: "a", Owner: "o"}, epoch, 0)
 	if !errors.Is(err, baton.ErrClosed) {
 		t.Errorf("Hold after Close = %v, want %v", err, baton.ErrClosed)
 	}

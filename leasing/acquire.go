@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/acqtrack"
 	"github.com/baton-go/baton/keeper"
 )
@@ -68,7 +69,7 @@ func (e *Engine) Acquire(ctx context.Context, key any, req Request) (*baton.Leas
 
 // acquire is Acquire's loop; t is nil when the acquire is not observed.
 func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.Track) (*baton.Lease, error) {
-	if l, err := baton.Reenter(ctx, key); l != nil || err != nil {
+	if l, err := engine.Reenter(ctx, key); l != nil || err != nil {
 		if l != nil {
 			t.Reentered()
 		}
@@ -209,7 +210,7 @@ func (w *wait) hold(ctx context.Context, a Attempts, res Result) (*baton.Lease, 
 		a.Forget(res)
 		return nil, Permanent(fmt.Errorf("%w: token %d + TokenFloor %d overflows uint64", baton.ErrInvalidOption, res.Token, w.e.Opts.TokenFloor))
 	}
-	g := baton.Grant{
+	g := engine.Grant{
 		Name:   w.req.Name,
 		Engine: w.e.Name,
 		Token:  tok,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 )
@@ -77,7 +78,7 @@ func (a *memAttempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	if a.s.try != nil {
 		return a.s.try(ctx, n)
 	}
-	owner := baton.NewOwnerID()
+	owner := engine.NewOwnerID()
 	res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner}}
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
@@ -515,7 +516,7 @@ func TestPoll(t *testing.T) {
 			var at []time.Time
 			s.try = func(_ context.Context, n int) (leasing.Result, error) {
 				at = append(at, time.Now())
-				res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: "polled", Owner: baton.NewOwnerID()}}
+				res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: "polled", Owner: engine.NewOwnerID()}}
 				if n == 0 {
 					res.Poll, res.Hint = tc.poll, tc.hint
 					return res, nil

@@ -34,7 +34,7 @@
 //
 // # The acquire loop
 //
-// Engine.Acquire re-enters a lease found in the context (baton.Reenter),
+// Engine.Acquire re-enters a lease found in the context (engine.Reenter),
 // then attempts until granted. A refused attempt, when the acquire waits,
 // sleeps until a wake-up, the hint or the next backoff step (a wake-up
 // starts the backoff over). A grant goes to the keeper with TokenFloor

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Election is leader election on a lease: the leader holds the name's
@@ -31,7 +32,7 @@ var _ baton.Elector = (*Election)(nil)
 // Election returns the election called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
 func (e *Engine) Election(name string) (*Election, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Election: %w", e.Pkg, err)
 	}
@@ -62,7 +63,7 @@ func (el *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, e
 	if err != nil {
 		return nil, err
 	}
-	return baton.NewLeader(l, id), nil
+	return engine.NewLeader(l, id), nil
 }
 
 // Leader returns the current leader as the server sees it now, or an

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 )
@@ -54,7 +54,7 @@ type mapAttempts struct {
 }
 
 func (a *mapAttempts) Try(context.Context, int) (leasing.Result, error) {
-	owner := baton.NewOwnerID()
+	owner := engine.NewOwnerID()
 	res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.name, Owner: owner}}
 	a.m.mu.Lock()
 	defer a.m.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Mutex is an exclusive lock. It implements baton.Locker. Locking it
@@ -22,7 +23,7 @@ var _ baton.Locker = (*Mutex)(nil)
 // Mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
 func (e *Engine) Mutex(name string) (*Mutex, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Mutex: %w", e.Pkg, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // RWMutex is a read/write lock. Its API is queue.RWMutex's, so code and
@@ -38,7 +39,7 @@ type rwKey struct {
 // RWMutex returns the read/write lock called name. An invalid name fails
 // with an error wrapping baton.ErrInvalidName.
 func (e *Engine) RWMutex(name string) (*RWMutex, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: RWMutex: %w", e.Pkg, err)
 	}
@@ -72,14 +73,14 @@ func (r readSide) TryLock(ctx context.Context) (*baton.Lease, error) { return r.
 
 func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*baton.Lease, error) {
 	// The writer may read: hand it its own lease with one more hold.
-	if l, err := baton.Reenter(ctx, rwKey{rw, true}); l != nil || err != nil {
+	if l, err := engine.Reenter(ctx, rwKey{rw, true}); l != nil || err != nil {
 		return l, err
 	}
 	return rw.e.Acquire(ctx, rwKey{rw, false}, Request{Name: rw.name, Kind: KindRead, Wait: wait, Bound: rw.read})
 }
 
 func (rw *RWMutex) lock(ctx context.Context, wait bool) (*baton.Lease, error) {
-	if _, ok := baton.Holding(ctx, rwKey{rw, false}); ok {
+	if _, ok := engine.Holding(ctx, rwKey{rw, false}); ok {
 		return nil, fmt.Errorf("%s: %s %q: %w", rw.e.Pkg, KindWrite, rw.name, baton.ErrUpgradeRefused)
 	}
 	return rw.e.Acquire(ctx, rwKey{rw, true}, Request{Name: rw.name, Kind: KindWrite, Wait: wait, Bound: rw.write})

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -43,7 +44,7 @@ var _ baton.Locker = (*Semaphore)(nil)
 // with an error wrapping baton.ErrInvalidOption, an invalid name with one
 // wrapping baton.ErrInvalidName.
 func (e *Engine) Semaphore(name string, n int) (*Semaphore, error) {
-	nm, err := baton.ValidateName(name)
+	nm, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Semaphore: %w", e.Pkg, err)
 	}

@@ -74,7 +74,7 @@ func (k conn) Election(name string) (baton.Elector, error) {
 // holds it; every session there is live, since an expired one's entries
 // are gone with it.
 func (k conn) Inspect(_ context.Context, name string) (baton.Inspection, error) {
-	dir, err := baton.ValidatePath(name)
+	dir, err := engine.ValidatePath(name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -78,12 +79,12 @@ func (h *handle) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queu
 // after the server's mutex is released.
 func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
 	srv := h.srv()
-	attempt := baton.NewOwnerID()
+	attempt := engine.NewOwnerID()
 	var adopted *baton.Event
 	if srv.obs != nil {
 		defer func() { // runs after the Unlock deferred below
 			if adopted != nil {
-				baton.Emit(ctx, srv.obs, *adopted)
+				engine.Emit(ctx, srv.obs, *adopted)
 			}
 		}()
 	}
@@ -142,7 +143,7 @@ func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok
 
 // List reads dir. The token is the directory's counter at this read plus
 // the token floor; a sum past math.MaxUint64 fails the read (see
-// baton.FloorToken) instead of wrapping.
+// engine.FloorToken) instead of wrapping.
 func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
 	srv := h.srv()
 	srv.mu.Lock()
@@ -156,7 +157,7 @@ func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.S
 	}
 	snap := srv.snapshotLocked(d, own)
 	if snap.Own >= 0 {
-		tok, err := baton.FloorToken(snap.Token, srv.floor)
+		tok, err := engine.FloorToken(snap.Token, srv.floor)
 		if err != nil {
 			return queue.Snapshot{}, fmt.Errorf("memlock: lock %q: %w", dir, err)
 		}

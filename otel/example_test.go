@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/engine"
 	batonotel "github.com/baton-go/baton/otel"
 )
 
@@ -28,10 +29,10 @@ func Example() {
 
 	ctx, req := tp.Tracer("app").Start(context.Background(), "handle order")
 	// What an engine does when it grants, with Options.Observer set to o.
-	id := baton.NextAcquireID()
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id})
-	l, ctl := baton.NewLease(ctx, baton.Grant{Name: "orders/42", Engine: "mem", Token: 7, Observer: o, Recipe: "mutex", Acquire: id})
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id, Token: 7, Depth: 1})
+	id := engine.NextAcquireID()
+	engine.Emit(ctx, o, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id})
+	l, ctl := engine.NewLease(ctx, engine.Grant{Name: "orders/42", Engine: "mem", Token: 7, Observer: o, Recipe: "mutex", Acquire: id})
+	engine.Emit(ctx, o, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id, Token: 7, Depth: 1})
 
 	ctl.Suspend() // the engine lost touch with its server
 	ctl.Lose(nil) // and the session expired
@@ -71,7 +72,7 @@ func Example_observers() {
 
 	// What a fence does when it refuses a write, with Observer set to o.
 	ctx, write := tp.Tracer("app").Start(context.Background(), "write order")
-	baton.Emit(ctx, o, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence",
+	engine.Emit(ctx, o, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence",
 		Name: "orders/42", Resource: "orders", Token: 6, StoredToken: 7})
 	write.End()
 	for _, s := range exp.GetSpans() {

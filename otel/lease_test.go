@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
@@ -140,7 +141,7 @@ func TestLockNames(t *testing.T) {
 func TestMaxTracked(t *testing.T) {
 	r := newRig(t, batonotel.Options{MaxTracked: 2})
 	var leases []*baton.Lease
-	ids := []uint64{baton.NextAcquireID(), baton.NextAcquireID(), baton.NextAcquireID()}
+	ids := []uint64{engine.NextAcquireID(), engine.NextAcquireID(), engine.NextAcquireID()}
 	for _, id := range ids {
 		r.o.Observe(context.Background(), baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Acquire: id})
 	}
@@ -148,7 +149,7 @@ func TestMaxTracked(t *testing.T) {
 		t.Errorf("Tracking() = %d with three acquires open, want 2", n)
 	}
 	for _, id := range ids {
-		l, _ := baton.NewLease(context.Background(), baton.Grant{Engine: "mem", Recipe: "mutex", Observer: r.o, Acquire: id})
+		l, _ := engine.NewLease(context.Background(), engine.Grant{Engine: "mem", Recipe: "mutex", Observer: r.o, Acquire: id})
 		r.o.Observe(context.Background(), baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Acquire: id, Depth: 1})
 		leases = append(leases, l)
 	}

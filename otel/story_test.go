@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
 )
@@ -31,7 +32,7 @@ func TestStory(t *testing.T) {
 	}
 
 	// The first holder waits behind a stranger for 250ms.
-	a := baton.NextAcquireID()
+	a := engine.NextAcquireID()
 	retry := ev(baton.EventAcquireRetry, a, 10*time.Millisecond)
 	retry.Attempt, retry.Position = 1, 1
 	g := ev(baton.EventGranted, a, 250*time.Millisecond)
@@ -42,7 +43,7 @@ func TestStory(t *testing.T) {
 	// one by one, and all but the last release after 20ms.
 	herd := make([]uint64, 100)
 	for i := range herd {
-		herd[i] = baton.NextAcquireID()
+		herd[i] = engine.NextAcquireID()
 		r.observe(ctx, ev(baton.EventAcquireStarted, herd[i], time.Second))
 	}
 	r.collect().gauges("during the herd", 100, 1, 0, lock...)
@@ -78,7 +79,7 @@ func TestStory(t *testing.T) {
 	write.End()
 
 	// A TryLock that finds the lock taken.
-	f := baton.NextAcquireID()
+	f := engine.NextAcquireID()
 	fail := ev(baton.EventAcquireFailed, f, 9*time.Second)
 	fail.Err = fmt.Errorf("mem: %w", baton.ErrNotAcquired)
 	r.observe(ctx, ev(baton.EventAcquireStarted, f, 9*time.Second), fail)
@@ -212,7 +213,7 @@ func checkStoryMetrics(t *testing.T, m metrics) {
 func TestLostBeforeGranted(t *testing.T) {
 	r := newRig(t, batonotel.Options{})
 	ctx, req := r.tracer.Start(context.Background(), "job")
-	id := baton.NextAcquireID()
+	id := engine.NextAcquireID()
 	now := time.Now()
 	ev := func(k baton.EventKind) baton.Event {
 		return baton.Event{Kind: k, Time: now, Engine: "zk", Recipe: "write", Name: "jobs", Acquire: id, Token: 3}

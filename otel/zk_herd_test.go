@@ -5,7 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/storytest"
 	batonotel "github.com/baton-go/baton/otel"
 )
@@ -20,7 +20,7 @@ func TestHerdZK(t *testing.T) {
 	lock := []attribute.KeyValue{attribute.String("baton.engine", "zk"), attribute.String("baton.recipe", "mutex")}
 	granted := append(lock[:2:2], attribute.String("baton.result", "granted"))
 	storytest.Herd{
-		Name:     "baton-test/otel-herd/" + baton.NewOwnerID()[:8],
+		Name:     "baton-test/otel-herd/" + engine.NewOwnerID()[:8],
 		N:        herd,
 		Observer: r.o,
 		Waiting:  func() int64 { return r.collect().sum("baton.acquires.waiting", lock...) },

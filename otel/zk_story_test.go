@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/storytest"
 	batonotel "github.com/baton-go/baton/otel"
 )
@@ -122,7 +122,7 @@ func writeDump(path string, spans tracetest.SpanStubs, rm metricdata.ResourceMet
 // ended in error with the child's token and a baton.suspended event, and
 // the job span must carry the stale rejection with the parent's token.
 func TestPausedHolderZK(t *testing.T) {
-	name := "baton-test/otel-paused/" + baton.NewOwnerID()[:8]
+	name := "baton-test/otel-paused/" + engine.NewOwnerID()[:8]
 	r := newRig(t, batonotel.Options{})
 	story := storytest.PausedHolder(t, name, "holder.json", r.o)
 	lb, childToken := story.Lease, story.ChildToken

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/memlock"
 	batonprom "github.com/baton-go/baton/prom"
 )
@@ -50,7 +51,7 @@ func TestEngineErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("an acquire that should fail was granted")
 		}
-		s.observe(baton.Event{Kind: baton.EventAcquireFailed, Engine: "mem", Recipe: "mutex", Acquire: baton.NextAcquireID(), Err: err})
+		s.observe(baton.Event{Kind: baton.EventAcquireFailed, Engine: "mem", Recipe: "mutex", Acquire: engine.NextAcquireID(), Err: err})
 	}
 	f := s.scrape()
 	for _, r := range []string{"not_acquired", "timeout", "cancelled", "closed"} {

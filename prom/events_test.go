@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	batonprom "github.com/baton-go/baton/prom"
 )
@@ -89,17 +90,17 @@ func TestOutOfOrder(t *testing.T) {
 
 	// The watcher suspends and loses the lease before the acquire loop
 	// reports the grant.
-	a := baton.NextAcquireID()
+	a := engine.NextAcquireID()
 	s.observe(ev(baton.EventAcquireStarted, a), ev(baton.EventSuspended, a), lost(a), ev(baton.EventGranted, a))
 	// A Suspended emitted before a concurrent Lost is delivered after it.
-	b := baton.NextAcquireID()
+	b := engine.NextAcquireID()
 	s.observe(ev(baton.EventAcquireStarted, b), ev(baton.EventGranted, b), lost(b), ev(baton.EventSuspended, b), ev(baton.EventResumed, b))
 	// The end of a lease the Collector never saw start.
-	s.observe(ev(baton.EventReleased, baton.NextAcquireID()), lost(baton.NextAcquireID()))
+	s.observe(ev(baton.EventReleased, engine.NextAcquireID()), lost(engine.NextAcquireID()))
 	// Events without an acquire ID count but cannot be tracked.
 	s.observe(ev(baton.EventAcquireStarted, 0), ev(baton.EventGranted, 0))
 	// A re-entrant grant adds a hold to a held lease, not a lease.
-	c := baton.NextAcquireID()
+	c := engine.NextAcquireID()
 	re := ev(baton.EventGranted, c)
 	re.Reentered, re.Depth = true, 2
 	s.observe(ev(baton.EventAcquireStarted, c), re)
@@ -120,7 +121,7 @@ func TestConcurrentLeases(t *testing.T) {
 	const n = 200
 	var wg sync.WaitGroup
 	for i := range n {
-		id := baton.NextAcquireID()
+		id := engine.NextAcquireID()
 		ev := func(k baton.EventKind) baton.Event {
 			return baton.Event{Kind: k, Engine: "etcd", Recipe: "semaphore", Acquire: id, Err: nil}
 		}
@@ -151,7 +152,7 @@ func TestConcurrentLeases(t *testing.T) {
 func TestLockNames(t *testing.T) {
 	s := newScraper(t, batonprom.Options{LockNames: true})
 	o := baton.HashNames([]byte("key"), s.c)
-	id := baton.NextAcquireID()
+	id := engine.NextAcquireID()
 	for _, k := range []baton.EventKind{baton.EventAcquireStarted, baton.EventGranted} {
 		o.Observe(context.Background(), baton.Event{Kind: k, Engine: "mem", Recipe: "mutex", Name: "tenant/acme", Acquire: id})
 	}
@@ -174,7 +175,7 @@ func TestLockNames(t *testing.T) {
 // gauges read low but the counters still count.
 func TestMaxTracked(t *testing.T) {
 	s := newScraper(t, batonprom.Options{MaxTracked: 2})
-	ids := []uint64{baton.NextAcquireID(), baton.NextAcquireID(), baton.NextAcquireID()}
+	ids := []uint64{engine.NextAcquireID(), engine.NextAcquireID(), engine.NextAcquireID()}
 	ev := func(k baton.EventKind, id uint64) baton.Event {
 		return baton.Event{Kind: k, Engine: "mem", Recipe: "mutex", Acquire: id}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batonslog"
+	"github.com/baton-go/baton/engine"
 	batonprom "github.com/baton-go/baton/prom"
 )
 
@@ -25,10 +26,10 @@ func Example() {
 
 	// What an engine does when it grants, with Options.Observer set to c.
 	ctx := context.Background()
-	id := baton.NextAcquireID()
-	baton.Emit(ctx, c, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id})
-	l, _ := baton.NewLease(ctx, baton.Grant{Name: "orders/42", Engine: "mem", Token: 7, Observer: c, Recipe: "mutex", Acquire: id})
-	baton.Emit(ctx, c, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id, Token: 7, Depth: 1})
+	id := engine.NextAcquireID()
+	engine.Emit(ctx, c, baton.Event{Kind: baton.EventAcquireStarted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id})
+	l, _ := engine.NewLease(ctx, engine.Grant{Name: "orders/42", Engine: "mem", Token: 7, Observer: c, Recipe: "mutex", Acquire: id})
+	engine.Emit(ctx, c, baton.Event{Kind: baton.EventGranted, Engine: "mem", Recipe: "mutex", Name: "orders/42", Acquire: id, Token: 7, Depth: 1})
 
 	fmt.Println("held:", gathered(reg, "baton_leases_held"))
 	_ = l.Release(ctx)
@@ -78,7 +79,7 @@ func Example_observers() {
 	o := baton.Observers(batonslog.New(h, batonslog.Options{}), c)
 
 	// What a fence does when it refuses a write, with Observer set to o.
-	baton.Emit(context.Background(), o, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence",
+	engine.Emit(context.Background(), o, baton.Event{Kind: baton.EventStaleRejected, Engine: "fence",
 		Name: "orders/42", Resource: "orders", Token: 6, StoredToken: 7})
 	fmt.Println("stale:", gathered(reg, "baton_stale_rejections_total"))
 	// Output:

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	batonprom "github.com/baton-go/baton/prom"
 )
@@ -24,7 +25,7 @@ func TestStory(t *testing.T) {
 	}
 
 	// A first holder waits behind a stranger, then is granted.
-	a := baton.NextAcquireID()
+	a := engine.NextAcquireID()
 	retry := ev(baton.EventAcquireRetry, a)
 	retry.Attempt, retry.Position = 1, 1
 	granted := ev(baton.EventGranted, a)
@@ -37,7 +38,7 @@ func TestStory(t *testing.T) {
 	// A herd of 100 waiters queues behind it.
 	herd := make([]uint64, 100)
 	for i := range herd {
-		herd[i] = baton.NextAcquireID()
+		herd[i] = engine.NextAcquireID()
 		s.observe(ev(baton.EventAcquireStarted, herd[i]))
 	}
 	s.scrape().gauges(t, "during the herd", lock, 100, 1, 0)
@@ -82,7 +83,7 @@ func TestStory(t *testing.T) {
 		fmt.Errorf("%w: %w", baton.ErrUnavailable, context.DeadlineExceeded),
 		fmt.Errorf("mem: lock: %w", context.Canceled),
 	} {
-		id := baton.NextAcquireID()
+		id := engine.NextAcquireID()
 		fail := ev(baton.EventAcquireFailed, id)
 		fail.Wait, fail.Err = time.Duration(i)*time.Second, err
 		s.observe(ev(baton.EventAcquireStarted, id), fail)

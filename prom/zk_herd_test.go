@@ -3,7 +3,7 @@ package batonprom_test
 import (
 	"testing"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/storytest"
 	batonprom "github.com/baton-go/baton/prom"
 )
@@ -17,7 +17,7 @@ func TestHerdZK(t *testing.T) {
 	const herd = 100
 	s := newScraper(t, batonprom.Options{})
 	storytest.Herd{
-		Name:     "baton-test/prom-herd/" + baton.NewOwnerID()[:8],
+		Name:     "baton-test/prom-herd/" + engine.NewOwnerID()[:8],
 		N:        herd,
 		Observer: s.c,
 		Waiting:  func() int64 { return int64(s.scrape().value(t, "baton_acquires_waiting", zkMutex)) },

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/storytest"
 	"github.com/baton-go/baton/internal/testenv"
 	batonprom "github.com/baton-go/baton/prom"
@@ -96,7 +97,7 @@ func parseText(t *testing.T, r io.Reader) families {
 // so a suspension is counted for certain.
 func TestPausedHolderZK(t *testing.T) {
 	needSessionTimeout(t, storytest.PausedTimeout)
-	name := "baton-test/prom-paused/" + baton.NewOwnerID()[:8]
+	name := "baton-test/prom-paused/" + engine.NewOwnerID()[:8]
 	var mu sync.Mutex
 	var grants []baton.Event
 	c := batonprom.New(batonprom.Options{})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/drillhook"
 )
 
@@ -68,14 +69,14 @@ func (r *recipe) acquire(ctx context.Context, wait bool) (*baton.Lease, error) {
 }
 
 // reenter returns the lease of this lock ctx already holds, with one more
-// hold (see baton.Reenter).
+// hold (see engine.Reenter).
 func (r *recipe) reenter(ctx context.Context) (*baton.Lease, error) {
 	if r.outer != nil {
-		if l, err := baton.Reenter(ctx, r.outer); l != nil || err != nil {
+		if l, err := engine.Reenter(ctx, r.outer); l != nil || err != nil {
 			return l, err
 		}
 	}
-	return baton.Reenter(ctx, r.key)
+	return engine.Reenter(ctx, r.key)
 }
 
 // run is acquire's loop; t is nil when the acquire is not observed.
@@ -202,9 +203,9 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		r.b.Done(s, r.dir)
 		return nil, r.errf("%w", err)
 	}
-	var ctl *baton.Control
+	var ctl engine.Control
 	release := r.releaseFunc(s, snap)
-	g := baton.Grant{
+	g := engine.Grant{
 		Name:   r.name,
 		Engine: r.b.Engine(),
 		Token:  snap.Token,
@@ -229,7 +230,7 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		t.Grant(&g, s.ID())
 	}
 	var l *baton.Lease
-	l, ctl = baton.NewLease(ctx, g)
+	l, ctl = engine.NewLease(ctx, g)
 	follow(s, ctl)
 	return l, nil
 }

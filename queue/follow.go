@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // A held lease mirrors its session's state: Suspended while the session is
@@ -45,14 +46,14 @@ type follower struct {
 	kick chan struct{} // fresh leases wait (buffered 1)
 	stop chan struct{} // closed once the last lease ended
 
-	leases  map[*baton.Control]struct{}
-	fresh   []*baton.Control // registered since the follower last looked, and maybe not Held
+	leases  map[engine.Control]struct{}
+	fresh   []engine.Control // registered since the follower last looked, and maybe not Held
 	applied baton.State      // the session state last read, applied to all leases
 }
 
 // follow registers a new lease of s with s's follower, starting one if s
 // has none.
-func follow(s Session, ctl *baton.Control) {
+func follow(s Session, ctl engine.Control) {
 	st, _ := s.Observe() // read outside followers.mu: the session takes locks of its own
 	followers.mu.Lock()
 	defer followers.mu.Unlock()
@@ -62,7 +63,7 @@ func follow(s Session, ctl *baton.Control) {
 			s:       s,
 			kick:    make(chan struct{}, 1),
 			stop:    make(chan struct{}),
-			leases:  make(map[*baton.Control]struct{}),
+			leases:  make(map[engine.Control]struct{}),
 			applied: baton.Held, // leases are built Held
 		}
 		followers.m[s] = f
@@ -84,7 +85,7 @@ func follow(s Session, ctl *baton.Control) {
 // leave unregisters an ended lease of s, stopping the follower with the
 // last. The lease's follower is the one registered for s: a follower
 // leaves the map only once it has no lease.
-func leave(s Session, ctl *baton.Control) {
+func leave(s Session, ctl engine.Control) {
 	followers.mu.Lock()
 	defer followers.mu.Unlock()
 	f := followers.m[s]
@@ -110,9 +111,9 @@ func (f *follower) run() {
 	for {
 		st, changed := f.s.Observe()
 		followers.mu.Lock()
-		var to []*baton.Control
+		var to []engine.Control
 		if st != f.applied {
-			to = make([]*baton.Control, 0, len(f.leases))
+			to = make([]engine.Control, 0, len(f.leases))
 			for ctl := range f.leases {
 				to = append(to, ctl)
 			}
@@ -132,7 +133,7 @@ func (f *follower) run() {
 }
 
 // apply moves leases to the session state st.
-func (f *follower) apply(st baton.State, leases []*baton.Control) {
+func (f *follower) apply(st baton.State, leases []engine.Control) {
 	if len(leases) == 0 {
 		return
 	}

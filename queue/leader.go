@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Election is leader election on a queue engine (Curator's LeaderLatch
@@ -30,7 +31,7 @@ type Election struct {
 
 // NewElection returns the election called name on b.
 func NewElection(b Backend, name string, opts MutexOptions) (*Election, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func (e *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, er
 	if err != nil {
 		return nil, err
 	}
-	return baton.NewLeader(l, id), nil
+	return engine.NewLeader(l, id), nil
 }
 
 // Leader returns the current leader, or an error wrapping baton.ErrNoLeader.

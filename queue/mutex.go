@@ -5,6 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 )
 
 // Mutex is a reentrant exclusive lock on a queue engine: the first entry of
@@ -31,9 +32,9 @@ type MutexOptions struct {
 }
 
 // NewMutex returns the mutex called name on b. name is validated with
-// baton.ValidateName; dir is the name the backend maps to its directory.
+// engine.ValidateName; dir is the name the backend maps to its directory.
 func NewMutex(b Backend, name string, opts MutexOptions) (*Mutex, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}

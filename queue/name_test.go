@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestNameReservesEntryNames(t *testing.T) {
 	for _, k := range []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLatch, queue.KindLease} {
 		name := "x/" + string(k) + "0000000001"
-		if _, err := baton.ValidateName(name); !errors.Is(err, baton.ErrInvalidName) {
+		if _, err := engine.ValidateName(name); !errors.Is(err, baton.ErrInvalidName) {
 			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", name, err)
 		}
 	}

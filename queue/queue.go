@@ -49,7 +49,7 @@ type Snapshot struct {
 	Own int
 	// Token is the fencing token the reader's entry gets if this read
 	// grants it: the engine's raw counter plus the token floor (see
-	// baton.FloorToken; an engine whose sum would overflow fails the read
+	// engine.FloorToken; an engine whose sum would overflow fails the read
 	// instead). It is set only when Own >= 0.
 	Token uint64
 	// Rev is the engine's position of the read (etcd's header revision),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // RWMutex is a fair read/write lock on a queue engine (Curator's
@@ -40,7 +41,7 @@ type rwKey struct {
 
 // NewRWMutex returns the read/write lock called name on b.
 func NewRWMutex(b Backend, name string, opts MutexOptions) (*RWMutex, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*baton.Lease, error) {
 }
 
 func (rw *RWMutex) lock(ctx context.Context, wait bool) (*baton.Lease, error) {
-	if _, ok := baton.Holding(ctx, rw.read.key); ok {
+	if _, ok := engine.Holding(ctx, rw.read.key); ok {
 		return nil, fmt.Errorf("baton: acquire %q for writing: %w", rw.write.name, baton.ErrUpgradeRefused)
 	}
 	return rw.write.acquire(ctx, wait)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Semaphore hands out up to N permits. On an engine whose session is a
@@ -104,7 +105,7 @@ const GuardReleaseTimeout = 5 * time.Second
 
 // NewSemaphore returns the semaphore called name with n permits on b.
 func NewSemaphore(b Backend, name string, n int, opts MutexOptions) (*Semaphore, error) {
-	nm, err := baton.ValidateName(name)
+	nm, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/tasks"
 
@@ -41,7 +41,7 @@ func forEachDB(t *testing.T, lease time.Duration, fn func(t *testing.T, b backen
 	for _, name := range []string{"sqlite", "postgres", "mariadb"} {
 		t.Run(name, func(t *testing.T) {
 			db := open[name](t)
-			table := "tasks_" + baton.NewOwnerID()[:12]
+			table := "tasks_" + engine.NewOwnerID()[:12]
 			t.Cleanup(func() {
 				if _, err := db.ExecContext(context.Background(), `DROP TABLE IF EXISTS `+table); err != nil {
 					t.Errorf("DROP TABLE %s = %v", table, err)

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // emit tells the Store's Observer of a write to the task key by c
 // (baton.EventTask). Callers test s.obs first.
 func (s *Store) emit(ctx context.Context, outcome, key string, c Claimant, err error) {
-	baton.Emit(ctx, s.obs, baton.Event{
+	engine.Emit(ctx, s.obs, baton.Event{
 		Kind: baton.EventTask, Engine: "tasks", Resource: key, Token: c.Epoch, Owner: c.Owner,
 		Outcome: outcome, Err: err,
 	})
@@ -22,7 +23,7 @@ func (s *Store) emit(ctx context.Context, outcome, key string, c Claimant, err e
 // new owner may have to do again.
 func (s *Store) tookOver(ctx context.Context, seen Task, cl *Claim) {
 	t := cl.Task()
-	baton.Emit(ctx, s.obs, baton.Event{
+	engine.Emit(ctx, s.obs, baton.Event{
 		Kind: baton.EventTask, Engine: "tasks", Resource: seen.Key, Token: cl.c.Epoch, Owner: cl.c.Owner,
 		Outcome: "takeover", StoredToken: seen.Epoch, StoredOwner: seen.Owner, Duration: t.Updated.Sub(seen.Updated),
 	})
@@ -31,7 +32,7 @@ func (s *Store) tookOver(ctx context.Context, seen Task, cl *Claim) {
 // emitStale reports a write refused because the task is now another
 // claimant's or moved on.
 func (s *Store) emitStale(ctx context.Context, key string, c Claimant, now Task) {
-	baton.Emit(ctx, s.obs, baton.Event{
+	engine.Emit(ctx, s.obs, baton.Event{
 		Kind: baton.EventTask, Engine: "tasks", Resource: key, Token: c.Epoch, Owner: c.Owner,
 		Outcome: "stale", StoredToken: now.Epoch, StoredOwner: now.Owner, Err: baton.ErrStaleToken,
 	})

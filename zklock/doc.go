@@ -188,7 +188,7 @@
 //     uses WithEventCallback, whose handler only flips state under a mutex.
 //   - go-zookeeper logs to the standard logger; baton silences it.
 //   - go-zookeeper has no chroot: baton prefixes every path itself, and
-//     every name passes baton.ValidateName, so no path escapes the chroot.
+//     every name passes engine.ValidateName, so no path escapes the chroot.
 //   - ZooKeeper's sequence counter is a signed 32-bit number per directory;
 //     past 2^31 creates in one directory the names turn negative and are not
 //     recognised. Container directories restart the counter when reaped.

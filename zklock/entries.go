@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"github.com/go-zookeeper/zk"
 )
@@ -294,7 +295,7 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 	e := mine[0]
 	e.Owner = s.idString()
 	if o := s.c.opts.Observer; o != nil {
-		baton.Emit(ctx, o, baton.Event{
+		engine.Emit(ctx, o, baton.Event{
 			Kind: baton.EventRecovered, Engine: "zk", Name: dir, Acquire: queue.AcquireID(ctx),
 			Owner: e.Key, Session: e.Owner, Count: len(mine) - 1,
 		})
@@ -419,7 +420,7 @@ func (s *session) readDir(ctx context.Context, dir string) (string, dirRead, err
 // token is the fencing token of a grant by the read st of parent: its
 // Pzxid plus the token floor.
 func (s *session) token(parent string, st *zk.Stat) (uint64, error) {
-	t, err := baton.FloorToken(uint64(st.Pzxid), s.c.opts.TokenFloor)
+	t, err := engine.FloorToken(uint64(st.Pzxid), s.c.opts.TokenFloor)
 	if err != nil {
 		return 0, fmt.Errorf("zklock: lock %s: %w", parent, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"github.com/go-zookeeper/zk"
 )
@@ -292,7 +293,7 @@ func (c *Client) TokenBound(ctx context.Context, name string) (uint64, error) {
 			bound = max(bound, st.Pzxid)
 		}
 	}
-	return baton.FloorToken(uint64(bound), c.opts.TokenFloor)
+	return engine.FloorToken(uint64(bound), c.opts.TokenFloor)
 }
 
 // liveSessions asks the leader (or the standalone server) among the

@@ -16,7 +16,7 @@ const systemTree = "/zookeeper"
 
 // inSystemTree reports whether the absolute path p (with the chroot) is
 // systemTree or below it. Only ZooKeeper reserves that tree, so it is
-// checked here, where the chroot is known, not by baton.ValidateName:
+// checked here, where the chroot is known, not by engine.ValidateName:
 // under a chroot, "zookeeper/quota" is an ordinary name.
 func inSystemTree(p string) bool { return p == systemTree || strings.HasPrefix(p, systemTree+"/") }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"github.com/go-zookeeper/zk"
 )
@@ -113,7 +114,7 @@ func normalizeChroot(c string) (string, error) {
 	if strings.Trim(c, "/") == "" {
 		return "", nil
 	}
-	n, err := baton.ValidatePath(c)
+	n, err := engine.ValidatePath(c)
 	if err != nil {
 		return "", fmt.Errorf("zklock: chroot: %w: %w", baton.ErrInvalidOption, err)
 	}
@@ -466,12 +467,12 @@ func (c *Client) Election(name string) (*queue.Election, error) {
 
 // Dir returns the znode directory of the lock called name. Names and the
 // directories the recipes derive from them ("<name>/locks") are checked
-// with baton.ValidatePath, so a directory never escapes the chroot, and
+// with engine.ValidatePath, so a directory never escapes the chroot, and
 // must not fall in ZooKeeper's own tree (see systemTree).
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
 func (c *Client) dirPath(name string) (string, error) {
-	n, err := baton.ValidatePath(name)
+	n, err := engine.ValidatePath(name)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/fence/redisfence"
 	"github.com/baton-go/baton/internal/testenv"
@@ -23,7 +24,7 @@ import (
 func newFence(t *testing.T) (redisfence.Fence, *redis.Client) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
-	prefix := "baton-test:fence:" + baton.NewOwnerID()[:12] + ":"
+	prefix := "baton-test:fence:" + engine.NewOwnerID()[:12] + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()
 		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
+	"github.com/baton-go/baton/engine"
 )
 
 // Track is one observed acquire: what its events share.
@@ -45,10 +46,10 @@ func ID(ctx context.Context) uint64 {
 // Begin starts tracking an acquire and emits EventAcquireStarted. It
 // returns the acquire's context, which carries the ID for ID. o must not
 // be nil; clk nil means clock.Real.
-func Begin(ctx context.Context, o baton.Observer, clk clock.Clock, engine, name, recipe string) (*Track, context.Context) {
+func Begin(ctx context.Context, o baton.Observer, clk clock.Clock, eng, name, recipe string) (*Track, context.Context) {
 	t := &Track{
-		o: o, clk: clock.Or(clk), engine: engine, name: name,
-		recipe: recipe, id: baton.NextAcquireID(),
+		o: o, clk: clock.Or(clk), engine: eng, name: name,
+		recipe: recipe, id: engine.NextAcquireID(),
 	}
 	t.start = t.clk.Now()
 	ctx = context.WithValue(ctx, ctxKey{}, t) // not t.id: boxing it would allocate
@@ -95,7 +96,7 @@ func (t *Track) End(ctx context.Context, l *baton.Lease, err error) {
 }
 
 // Grant fills the observer's part of a Grant.
-func (t *Track) Grant(g *baton.Grant, session string) {
+func (t *Track) Grant(g *engine.Grant, session string) {
 	if t == nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/obsview"
 	"github.com/baton-go/baton/keeper"
 )
@@ -54,7 +55,7 @@ func TestTrackerOrders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, got := newTracker(0)
-			play(tr, baton.NextAcquireID(), tc.kinds...)
+			play(tr, engine.NextAcquireID(), tc.kinds...)
 			if *got != tc.want {
 				t.Errorf("counts after %v = %v, want %v", tc.kinds, *got, tc.want)
 			}
@@ -68,7 +69,7 @@ func TestTrackerOrders(t *testing.T) {
 func TestTrackerBounds(t *testing.T) {
 	tr, got := newTracker(2)
 	play(tr, 0, baton.EventAcquireStarted, baton.EventGranted)
-	ids := []uint64{baton.NextAcquireID(), baton.NextAcquireID(), baton.NextAcquireID()}
+	ids := []uint64{engine.NextAcquireID(), engine.NextAcquireID(), engine.NextAcquireID()}
 	for _, id := range ids {
 		play(tr, id, baton.EventAcquireStarted, baton.EventGranted)
 	}

@@ -1,4 +1,4 @@
-package baton_test
+package engine_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 func TestValidateName(t *testing.T) {
@@ -19,7 +20,7 @@ func TestValidateName(t *testing.T) {
 		{strings.Repeat("a", baton.MaxNameLen), strings.Repeat("a", baton.MaxNameLen)},
 	}
 	for _, tc := range ok {
-		got, err := baton.ValidateName(tc.in)
+		got, err := engine.ValidateName(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("ValidateName(%q) = %q, %v, want %q, nil", tc.in, got, err, tc.want)
 		}
@@ -41,7 +42,7 @@ func TestValidateName(t *testing.T) {
 		"surrogate half": "\xed\xa0\x80",
 	}
 	for name, in := range bad {
-		if got, err := baton.ValidateName(in); !errors.Is(err, baton.ErrInvalidName) {
+		if got, err := engine.ValidateName(in); !errors.Is(err, baton.ErrInvalidName) {
 			t.Errorf("%s: ValidateName(%q) = %q, %v, want ErrInvalidName", name, in, got, err)
 		}
 	}
@@ -52,7 +53,7 @@ func FuzzValidateName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		n, err := baton.ValidateName(in)
+		n, err := engine.ValidateName(in)
 		if err != nil {
 			if !errors.Is(err, baton.ErrInvalidName) {
 				t.Fatalf("ValidateName(%q) = %v, not ErrInvalidName", in, err)
@@ -64,7 +65,7 @@ func FuzzValidateName(f *testing.F) {
 				t.Fatalf("ValidateName(%q) = %q accepted segment %q", in, n, seg)
 			}
 		}
-		if again, err := baton.ValidateName(n); err != nil || again != n {
+		if again, err := engine.ValidateName(n); err != nil || again != n {
 			t.Fatalf("ValidateName not idempotent: %q → %q → %q, %v", in, n, again, err)
 		}
 	})
@@ -81,7 +82,7 @@ func TestReservedSegments(t *testing.T) {
 		"x/lock-0000000001", "x/foo-lease-00000000012", "x/__READ__0000000003",
 		"x/__WRIT__0000000004", "x/latch-0000000005",
 	} {
-		_, err := baton.ValidateName(in)
+		_, err := engine.ValidateName(in)
 		if !errors.Is(err, baton.ErrInvalidName) {
 			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", in, err)
 			continue
@@ -93,7 +94,7 @@ func TestReservedSegments(t *testing.T) {
 		if !strings.Contains(err.Error(), `segment "`+seg+`" is reserved`) {
 			t.Errorf("ValidateName(%q) = %q, want the reserved segment %q named", in, err, seg)
 		}
-		if n, err := baton.ValidatePath(in); err != nil || n != in {
+		if n, err := engine.ValidatePath(in); err != nil || n != in {
 			t.Errorf("ValidatePath(%q) = %q, %v, want it unchanged", in, n, err)
 		}
 	}
@@ -101,7 +102,7 @@ func TestReservedSegments(t *testing.T) {
 		"x/lockss", "x/lock", "x/locksmith", "x/block-7", "x/lock-123456789",
 		"x/c_lock", "x/__c_", "orders/2024-lease", "x/lease-00000000a1",
 	} {
-		if n, err := baton.ValidateName(in); err != nil || n != in {
+		if n, err := engine.ValidateName(in); err != nil || n != in {
 			t.Errorf("ValidateName(%q) = %q, %v, want it accepted", in, n, err)
 		}
 	}

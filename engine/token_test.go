@@ -1,4 +1,4 @@
-package baton_test
+package engine_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 func TestFloorToken(t *testing.T) {
@@ -23,7 +24,7 @@ func TestFloorToken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := baton.FloorToken(tc.raw, tc.floor)
+			got, err := engine.FloorToken(tc.raw, tc.floor)
 			if tc.wantErr {
 				if !errors.Is(err, baton.ErrInvalidOption) {
 					t.Fatalf("FloorToken(%d, %d) = %d, %v; want an error wrapping %v", tc.raw, tc.floor, got, err, baton.ErrInvalidOption)
