@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/testenv"
 )
 
 // TestExternalTokens is the third SQL scheme (see the package doc): the

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/idem"
-	"github.com/baton-go/baton/internal/testenv"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"

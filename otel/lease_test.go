@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 )
 
 // TestLeaseEvents drives real leases through suspension, recovery, loss

@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/storytest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/testkit/storytest"
 	"github.com/baton-go/baton/zklock"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/obsview"
 )
 
 // counts is what a Tracker's apply calls add up to, by gauge.
