@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/drillhook"
+	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"

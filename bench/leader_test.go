@@ -11,7 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"

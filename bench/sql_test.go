@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"

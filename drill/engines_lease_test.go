@@ -20,8 +20,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/sqllock"
 )
 

@@ -14,11 +14,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/cluster"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/testenv"
 )
 
 // The failover drills' own etcd clusters: clients on base…base+2, peers on

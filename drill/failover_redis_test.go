@@ -10,10 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/cluster"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
 )
 

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/zkensemble"
-	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

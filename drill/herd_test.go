@@ -15,10 +15,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/batontest/zkframes"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
-	"github.com/baton-go/baton/internal/testenv"
-	"github.com/baton-go/baton/internal/zkframes"
 )
 
 // TestRow09Herd: 500 waiters, each with its own session, queue on one

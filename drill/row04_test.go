@@ -10,7 +10,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // TestRow04Partition: the link between the holder of the role (the RW

@@ -11,7 +11,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // TestRow08SlowServer: the server answers the holder of the role late.

@@ -18,9 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill/scenario"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/sqllock"

@@ -14,11 +14,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
-	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/faultproxy"
+	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

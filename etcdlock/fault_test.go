@@ -9,8 +9,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/drillhook"
 	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/queue/drillhook"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/heldtest"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/heldtest"
+	"github.com/baton-go/baton/queue/drillhook"
 )
 
 // TestHeldLeasesFollowSession holds many locks of different names on one

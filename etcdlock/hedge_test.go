@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // open returns a client of baton.Open on url, closed at cleanup.

@@ -10,7 +10,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestExternalTokens is the third SQL scheme (see the package doc): the

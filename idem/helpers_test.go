@@ -8,7 +8,7 @@ import (
 
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/idem"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"

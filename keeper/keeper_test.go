@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/sqllock"
 	_ "github.com/jackc/pgx/v5/stdlib"

@@ -3,8 +3,8 @@ package batonotel_test
 import (
 	"testing"
 
-	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	batonotel "github.com/baton-go/baton/otel"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 )
 
 // BenchmarkLeaseCycle measures the events of one uncontended lease:

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/testkit v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/obsview/obsviewtest"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
 )

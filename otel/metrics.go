@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview"
+	"github.com/baton-go/baton/obsview"
 )
 
 var (

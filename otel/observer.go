@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview"
+	"github.com/baton-go/baton/obsview"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter.

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview"
+	"github.com/baton-go/baton/obsview"
 )
 
 // Span names: waiting and holding are separate spans, so that a trace

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/storytest"
+	"github.com/baton-go/baton/testkit/storytest"
 	batonotel "github.com/baton-go/baton/otel"
 )
 

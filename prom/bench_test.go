@@ -3,8 +3,8 @@ package batonprom_test
 import (
 	"testing"
 
-	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 )
 
 // BenchmarkLeaseCycle measures the events of one uncontended lease:

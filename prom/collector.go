@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview"
+	"github.com/baton-go/baton/obsview"
 )
 
 // DefaultMaxTracked is the default bound on the acquires and leases the

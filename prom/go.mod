@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/testkit v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/obsview/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 )
 
 // TestLeaseEvents drives real leases through suspension, recovery, loss

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/storytest"
+	"github.com/baton-go/baton/testkit/storytest"
 	batonprom "github.com/baton-go/baton/prom"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/storytest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/storytest"
+	"github.com/baton-go/baton/batontest/testenv"
 	batonprom "github.com/baton-go/baton/prom"
 	"github.com/baton-go/baton/zklock"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/drillhook"
+	"github.com/baton-go/baton/queue/drillhook"
 )
 
 // rule decides eligibility from a sorted snapshot: ok when the reader's own

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/drillhook"
+	"github.com/baton-go/baton/queue/drillhook"
 )
 
 // PermitSession is implemented by sessions that run the semaphore without

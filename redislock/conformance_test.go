@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/batontest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestConformance runs baton's conformance suites against the engine on a

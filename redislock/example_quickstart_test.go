@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/fence/redisfence"
 	"github.com/baton-go/baton/internal/leasetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redislock"
 )
 

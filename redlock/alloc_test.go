@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // BenchmarkMutex is an uncontended lock+unlock over every node, for its

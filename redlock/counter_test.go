@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // TestCounterOutOfRange: the nodes mint tokens with Lua numbers (doubles),

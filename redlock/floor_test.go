@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // TestTokenFloor: a client with TokenFloor F hands out the quorum token

@@ -7,10 +7,10 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // entries lists name's entries through admin or stops the test.

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // TestNoLateGrantOutlivesRelease: two of five nodes are slow, each chunk

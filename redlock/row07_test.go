@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // tokenRun builds the interleaving of row 7's control deterministically

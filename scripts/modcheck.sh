@@ -8,7 +8,8 @@
 #     server, toxiproxy, porcupine, the loggers (zap, zerolog, logrus;
 #     zap only outside the etcdlock case: etcd's client needs it, which is
 #     why etcdlock is a module of its own), or baton's cmd/baton, drill,
-#     interop and bench modules;
+#     interop and bench modules, or its test-support module (testkit),
+#     which only the nested modules' tests require;
 #   - (redislock, sqllock) the graph contains etcd's client, or the
 #     modules the scratch module builds (its tidy go.mod) contain another
 #     engine's client. Those engines' clients are requirements of the root
@@ -18,9 +19,12 @@
 #
 # First it checks that every module of go.work is tidy on its own
 # (GOWORK=off; nested modules with temporary replace directives to this
-# checkout, in a copy of their go.mod): in the workspace a package or test
+# checkout, in a copy of their go.mod; the root module without any, as it
+# must require no other baton module): in the workspace a package or test
 # could import another baton module without its go.mod saying so, and the
-# scratch modules, which read those go.mod files, would not see it.
+# scratch modules, which read those go.mod files, would not see it. And it
+# checks that no package or test of a module imports another module's
+# internal/ package (see internalcheck).
 #
 #   MODCHECK_ALLOW=REGEX  exempts matching modules (for a branch whose
 #                         dependencies are known to be in flux).
@@ -33,7 +37,7 @@ tmp=$(mktemp -d -t baton-modcheck.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 loggers='go\.uber\.org/zap|github\.com/rs/zerolog|github\.com/sirupsen/logrus'
-never='go\.etcd\.io/etcd/server/|github\.com/Shopify/toxiproxy|github\.com/anishathalye/porcupine|github\.com/rs/zerolog|github\.com/sirupsen/logrus|github\.com/baton-go/baton/(cmd|drill|interop|bench)(/|$)'
+never='go\.etcd\.io/etcd/server/|github\.com/Shopify/toxiproxy|github\.com/anishathalye/porcupine|github\.com/rs/zerolog|github\.com/sirupsen/logrus|github\.com/baton-go/baton/(cmd|drill|interop|bench|testkit)(/|$)'
 etcdclient='go\.etcd\.io/etcd/client/'
 zk='github\.com/go-zookeeper/zk'
 redis='github\.com/redis/go-redis'
@@ -117,15 +121,52 @@ golinecheck() {
   fi
 }
 
+# internalcheck DIR: no package or test of the module in DIR imports an
+# internal/ package of another module. Go's internal rule goes by import
+# path, so the compiler lets every baton module import the root module's
+# internal/ packages; but each module is released on its own, and the
+# first release of the root module that changes such a package would
+# break the module importing it. go list -deps -test lists the module's
+# packages and their tests' variants with their imports, and every
+# package they reach with its module.
+internalcheck() {
+  local mod=$1 self bad
+  self=$(sed -n 's/^module //p' "$mod/go.mod")
+  if ! (cd "$mod" && go list -deps -test -f '{{if .Module}}{{.Module.Path}}{{end}}	{{.ImportPath}}	{{join .Imports ","}}' ./... >"$tmp/deps" 2>"$tmp/deps.log"); then
+    echo "modcheck internal $mod: go list failed:" >&2
+    cat "$tmp/deps.log" >&2
+    return 1
+  fi
+  bad=$(awk -F'\t' -v self="$self" '
+    function base(p) { sub(/ \[.*/, "", p); return p }
+    { owner[base($2)] = $1; if ($1 == self) own[base($2)] = own[base($2)] "," $3 }
+    END {
+      for (p in own) {
+        n = split(own[p], imps, ",")
+        for (i = 1; i <= n; i++) {
+          imp = base(imps[i])
+          if (imp ~ /(^|\/)internal(\/|$)/ && owner[imp] != "" && owner[imp] != self)
+            print "  " p " imports " imp " (module " owner[imp] ")"
+        }
+      }
+    }' "$tmp/deps" | sort -u)
+  if [ -n "$bad" ]; then
+    echo "modcheck internal $mod: FAIL: module $self imports another module's internal/ packages (make them public, move them into the one module that uses them, or into testkit):" >&2
+    echo "$bad" >&2
+    return 1
+  fi
+}
+
 status=0
 mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p' | sed 's#^\./##')
 for mod in "${modules[@]}"; do
   tidycheck "$mod" || status=1
+  internalcheck "$mod" || status=1
   case "$mod" in
-  . | etcdlock | prom | otel | drill) golinecheck "$mod" || status=1 ;; # the library modules
+  . | etcdlock | prom | otel | drill | testkit) golinecheck "$mod" || status=1 ;; # the library modules and what they require
   esac
 done
-echo "modcheck tidy: ${#modules[@]} modules checked: ${modules[*]}"
+echo "modcheck tidy, internal imports: ${#modules[@]} modules checked: ${modules[*]}"
 check redislock "$root/redislock" "$never|$loggers|$etcdclient" "$zk|$sqldrivers" || status=1
 check sqllock "$root/sqllock" "$never|$loggers|$etcdclient" "$zk|$redis" || status=1
 check etcdlock "$root/etcdlock" "$never" "$zk|$redis|$sqldrivers" || status=1

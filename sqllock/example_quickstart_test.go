@@ -13,9 +13,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/leasetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/sqllock"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
 )

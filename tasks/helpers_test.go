@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/tasks"
 
 	_ "github.com/go-sql-driver/mysql"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/batontest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/zklock"
 )
 

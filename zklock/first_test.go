@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/batontest/zkframes"
 	"github.com/baton-go/baton/internal/leasetest"
-	"github.com/baton-go/baton/internal/testenv"
-	"github.com/baton-go/baton/internal/zkframes"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/drillhook"
-	"github.com/baton-go/baton/internal/heldtest"
+	"github.com/baton-go/baton/batontest/heldtest"
+	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/baton-go/baton/internal/testenv"
-	"github.com/baton-go/baton/internal/zkframes"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/batontest/zkframes"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 )

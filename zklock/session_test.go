@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/zklock"
 )
 

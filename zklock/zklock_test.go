@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/drillhook"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/internal/recorder"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"

@@ -12,14 +12,15 @@ import (
 // shipped binary must contain none of them. baton demo embeds etcd's
 // server through a package of its own that imports no test code. baton
 // drill ships the fault harness — drill/scenario, package drill's history
-// and checkers (porcupine among them) and internal/faultproxy — so those
+// and checkers (porcupine among them) and package faultproxy — so those
 // are not listed; drill/drilltest, which binds the harness to package
-// testing, is. The "testing." symbol check below keeps them honest.
+// testing, is, and so is the testkit module, the test support baton's
+// modules share. The "testing." symbol check below keeps them honest.
 var testOnly = []string{
 	"go.uber.org/goleak",
 	"github.com/Shopify/toxiproxy",
 	"github.com/baton-go/baton/drill/drilltest",
-	"github.com/baton-go/baton/internal/testenv",
+	"github.com/baton-go/baton/testkit",
 	"github.com/baton-go/baton/internal/etcdtest",
 	"github.com/chromedp/",
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestHoldFlagsParse: bad log and hold flags exit 64 with a message that

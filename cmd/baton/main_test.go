@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // engines are the backends the recipe tests run on.

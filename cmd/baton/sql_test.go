@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/go-sql-driver/mysql"
 )
 

@@ -2,7 +2,7 @@ package main_test
 
 import (
 	"fmt"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"

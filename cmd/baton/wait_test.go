@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestShortWaitStillTries: however short --wait is (1ns, 1ms), run and

@@ -3,7 +3,7 @@ package main_test
 import (
 	"testing"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestZKSharedSizeDisagreement: the same warning on ZooKeeper.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestZKSystemTreeName: without a chroot, a lock name in ZooKeeper's own

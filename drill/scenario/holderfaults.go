@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/drill"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // The scenarios of a holder in a child process ("old") and a waiter in

@@ -18,9 +18,10 @@
 // holder in a child process: Target.Holder re-executes the running binary,
 // whose main sees IsHolder and calls HolderMain. The child writes its
 // history to its stdout on CLOCK_MONOTONIC, which the parent shares, and
-// the parent merges it. The transport faults sit in fault proxies (package
-// internal/faultproxy), one per server of Target.Addrs, between the
-// drill's own clients and the servers: the servers are never touched.
+// the parent merges it. The transport faults sit in fault proxies
+// (package github.com/baton-go/baton/faultproxy), one per server of
+// Target.Addrs, between the drill's own clients and the servers: the
+// servers are never touched.
 //
 // # Stale writes
 //

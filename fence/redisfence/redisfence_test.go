@@ -16,7 +16,7 @@ import (
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/fence/redisfence"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // newFence returns a Fence on the shared test Redis with a unique key

@@ -1,7 +1,7 @@
 // Package redlock_test holds redlock's fault-row tests that judge their
 // histories with the drill's checkers. They live in the drill module, which
 // alone may require the checkers' dependencies (porcupine); redlock's own
-// test helpers reach them through internal/redlocktest.
+// test helpers reach them through testkit/redlocktest.
 package redlock_test
 
 import (

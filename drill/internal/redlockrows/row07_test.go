@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
-	"github.com/baton-go/baton/internal/redlocktest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/redlock"
+	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
 // recordGrant records an acquire's ok (or nothing) in rec.

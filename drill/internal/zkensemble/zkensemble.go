@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // Config sets the ensemble's ports and clock.

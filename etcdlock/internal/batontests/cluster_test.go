@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/batontest"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

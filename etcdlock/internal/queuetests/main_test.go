@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/internal/faultproxy"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/internal/obsview"
+	"github.com/baton-go/baton/obsview"
 	"github.com/baton-go/baton/keeper"
 )
 

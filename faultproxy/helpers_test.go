@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 )
 
 // TestMain checks that every goroutine of the proxies (and of the test

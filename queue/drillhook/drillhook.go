@@ -3,8 +3,10 @@
 // (TryLock, Acquire, Campaign), so no option of a user-facing type exists
 // for them and an acquire without hooks pays one context lookup.
 //
-// It is internal: only baton's own drills, tests and benchmarks inject
-// faults at these points. Production code never sets them.
+// Only drills, tests and benchmarks inject faults at these points;
+// production code never sets them. The package is public only because
+// baton's drill, benchmark and engine modules, which are modules of their
+// own, set the hooks that package queue reads: it is no extension point.
 package drillhook
 
 import "context"

@@ -2,7 +2,9 @@
 // against the five test nodes: unique key prefixes cleaned up afterwards,
 // clients with the tests' short lease times, and clients reached through
 // one fault proxy a node. Package redlock's tests and the drill's Redlock
-// fault rows (which live in the drill module for its checkers) share them.
+// fault rows (which live in the drill module for its checkers) share them:
+// so it lives beside package redlock, public, as the root module requires
+// no other baton module that could hold it (docs/design/modules.md).
 package redlocktest
 
 import (
@@ -15,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/faultproxy"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redlock"
 )
 

@@ -4,6 +4,10 @@
 // under CI=true, where a missing server is a broken setup, never a pass.
 //
 // scripts/servers.sh starts the servers and prints the variables.
+//
+// It serves baton's own tests, not a user's. It is public only because the
+// tests of every baton module use it, the root module's own among them,
+// and the root module requires no other baton module (docs/design/modules.md).
 package testenv
 
 import (

@@ -1,9 +1,13 @@
-// Package faultproxy is an embedded TCP fault proxy for baton's drills,
-// written on the standard library alone so that importing it (every
-// engine's tests do, and so will the CLI's drill command) adds nothing to a
-// user's module graph. A test points a client at Proxy.Addr instead of the
-// server and injects faults at the transport: partitions, latency, lost
-// responses, resets and refused connections. The server stays real.
+// Package faultproxy is an embedded TCP fault proxy: baton drill injects
+// its transport faults with it, and every engine's tests do. It is written
+// on the standard library alone, so that importing it adds nothing to a
+// module graph. A client dials Proxy.Addr instead of the server, and the
+// faults go in at the transport: partitions, latency, lost responses,
+// resets and refused connections. The server stays real.
+//
+// It is public because baton drill, a module of its own, ships it, and a
+// user's drills of their own setup may use it too; its API is kept to what
+// those drills need.
 //
 // Each accepted connection is a link: the client's connection, a fresh one
 // to the upstream server, and a pipe per direction. A pipe is two
