@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/etcdlock"
 )
 
 // open returns a client of baton.Open on url, closed at cleanup.

@@ -8,9 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // TestExternalTokens is the third SQL scheme (see the package doc): the

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/batontest/testenv"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/idem"
-	"github.com/baton-go/baton/batontest/testenv"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"

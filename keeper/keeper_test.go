@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/sqllock"
 	_ "github.com/jackc/pgx/v5/stdlib"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/obsview"
 	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/obsview"
 )
 
 // counts is what a Tracker's apply calls add up to, by gauge.

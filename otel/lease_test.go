@@ -12,9 +12,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/testkit/obsviewtest"
 	"github.com/baton-go/baton/keeper"
 	batonotel "github.com/baton-go/baton/otel"
+	"github.com/baton-go/baton/testkit/obsviewtest"
 )
 
 // TestLeaseEvents drives real leases through suspension, recovery, loss

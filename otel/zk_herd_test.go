@@ -6,8 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/testkit/storytest"
 	batonotel "github.com/baton-go/baton/otel"
+	"github.com/baton-go/baton/testkit/storytest"
 )
 
 // TestHerdZK queues 100 waiters behind one holder on a real ZooKeeper,

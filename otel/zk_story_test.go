@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/testkit/storytest"
 	batonotel "github.com/baton-go/baton/otel"
+	"github.com/baton-go/baton/testkit/storytest"
 )
 
 func TestMain(m *testing.M) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/testkit/storytest"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/testkit/storytest"
 )
 
 // TestHerdZK queues 100 waiters behind one holder on a real ZooKeeper,

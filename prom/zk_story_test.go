@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/testkit/storytest"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	batonprom "github.com/baton-go/baton/prom"
+	"github.com/baton-go/baton/testkit/storytest"
 	"github.com/baton-go/baton/zklock"
 )
 

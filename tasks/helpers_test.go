@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/tasks"
 
 	_ "github.com/go-sql-driver/mysql"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/batontest"
-	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/zklock"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"

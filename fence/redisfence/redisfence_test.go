@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/fence/redisfence"
-	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // newFence returns a Fence on the shared test Redis with a unique key
