@@ -35,7 +35,8 @@ func (c *Client) Election(name string) (*Election, error) {
 	return &Election{Election: e, key: c.keysOf(e.Name()).base + sfxElect}, nil
 }
 
-// Key returns the Redis key of the leadership (a hash: owner, token, id).
+// Key returns the Redis key of the leadership (a hash: owner, token, id,
+// proc).
 func (e *Election) Key() string { return e.key }
 
 // Leader reads the leadership of name (Entry: the key, Session: the
