@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 )
@@ -262,9 +263,11 @@ type Inspection struct {
 // Inspect reads, in one round trip, every unexpired entry of name on the
 // server: holders of each recipe with owner, token, time left and holder
 // record, and the waiting intents acquirers recorded, in the order they
-// are served. It changes nothing. A holder's token whose sum with
-// TokenFloor would overflow uint64 fails the inspection with an error
-// wrapping baton.ErrInvalidOption, as such an acquire does.
+// are served. It changes nothing. An error reaching the server wraps
+// baton.ErrAuth when the server refused (credentials, ACL, TLS), else
+// baton.ErrUnavailable. A holder's token whose sum with TokenFloor would
+// overflow uint64 fails the inspection with an error wrapping
+// baton.ErrInvalidOption, as such an acquire does.
 func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -286,7 +289,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		return err
 	})
 	if err != nil {
-		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, err)
+		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, rediseval.Classify(err))
 	}
 	in := Inspection{Name: n}
 	if len(v) != 2 {

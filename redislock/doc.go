@@ -7,6 +7,21 @@
 // every lease engine; this package supplies the scripts, the key layout and
 // the pub/sub wake-ups.
 //
+// # Opening by URL
+//
+// Imported (import _ "github.com/baton-go/baton/redislock"), the package
+// serves baton.Open for redis://[user:pass@]host:port[/db] and rediss://
+// (TLS), the CLI's --backend URLs: credentials from the URL, else from
+// BATON_REDIS_USERNAME and BATON_REDIS_PASSWORD; for TLS the CA file in
+// BATON_REDIS_CACERT (else the system roots) and a client pair in
+// BATON_REDIS_CERT and BATON_REDIS_KEY. The URL takes db= and no other
+// parameter: baton sets the connection's timeouts, retries and name, and
+// refuses skip_verify. Open proves the connection by a PING, retried until
+// the connect timeout; a refusal (credentials, ACL, TLS) fails at once
+// with baton.ErrAuth. The client it returns owns its go-redis client;
+// New takes one of yours (a Sentinel failover client, a Cluster) and
+// Client.Baton gives it the same *baton.Client.
+//
 // # Keys
 //
 // Every key of one lock name carries the escaped name as its hash tag, so
