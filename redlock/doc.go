@@ -171,9 +171,14 @@
 //
 //	baton:redlock:index        the node's index (string)
 //	baton:redlock:counter      the node's token counter (string)
-//	baton:redlock:lock:<name>  hash {owner, token (this node's mint), grant (the quorum token)}, PX TTL
+//	baton:redlock:lock:<name>  hash {owner, token (this node's mint), grant (the quorum token), proc}, PX TTL
+//	baton:redlock:waiters:<name>  zset waiter → arrival ms (wakeone.go)
+//	baton:redlock:intents:<name>  zset waiter → expiry ms
 //
-// Clients with different prefixes are independent deployments on the same
-// servers. Inspect (and `baton inspect` on a redlock:// URL) shows each
-// node's holder, owner, tokens and time left.
+// proc is the grant's holder record (Options.Process: host, pid, program,
+// labels), written with the key by the acquire script, so it lives and
+// dies with the key. Clients with different prefixes are independent
+// deployments on the same servers. Inspect (and `baton inspect` on a
+// redlock:// URL) shows each node's holder, owner, tokens, time left,
+// holder record and waiters.
 package redlock
