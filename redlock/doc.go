@@ -165,6 +165,22 @@
 // (ErrBadCounter); the same procedure repairs it: reset the counter, raise
 // TokenFloor.
 //
+// # Opening by URL
+//
+// Imported (import _ "github.com/baton-go/baton/redlock"), the package
+// serves baton.Open for
+// redlock://[user:pass@]h1:p1,h2:p2,h3:p3[/db][?tls=true&prefix=…], the
+// CLI's --backend URL: at least three distinct nodes, in the same order
+// in every client; credentials from the URL, else from
+// BATON_REDIS_USERNAME and BATON_REDIS_PASSWORD, the same for every node;
+// with tls=true the CA file in BATON_REDIS_CACERT and a client pair in
+// BATON_REDIS_CERT and BATON_REDIS_KEY. Open reads the nodes' indexes
+// until a majority answered, writing nothing (the first acquire sets a
+// missing one), and refuses nodes listed in another order than the
+// deployment's first client listed them (ErrNodeIndex). Its
+// *baton.Client has the mutex only: RWMutex, Semaphore and Election fail
+// with baton.ErrInvalidOption.
+//
 // # Keys
 //
 // With the default Prefix "baton:redlock:", on every node:
