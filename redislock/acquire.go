@@ -33,10 +33,11 @@ type spec struct {
 	queued       bool
 	waiterPrefix string
 	wake         string // the name's channel
-	// zset: the grant is a member "<owner>:<token>" of keys[zsetKey]; else
-	// the owner of the hash keys[0].
+	// zset: the grant is a member "<owner>:<token>" of keys[zsetKey], its
+	// holder record in procs; else the owner of the hash keys[0].
 	zset      bool
 	zsetKey   int
+	procs     string
 	companion string
 	// aux is the Aux of every ref of a hash grant, and of a zset grant's
 	// while its token is unknown (see ref).
@@ -64,7 +65,7 @@ func (c *Client) specFor(req *leasing.Request) *spec {
 	if s.wakes {
 		waiters = s.waiters
 	}
-	s.aux = newAux(key, s.zset, s.companion, s.wake, waiters)
+	s.aux = newAux(key, s.zset, s.procs, s.companion, s.wake, waiters)
 	return s
 }
 
@@ -76,20 +77,20 @@ func (c *Client) rawSpec(req *leasing.Request) *spec {
 	case leasing.KindRead, leasing.KindWrite:
 		s := &spec{
 			script: evAcquireWrite,
-			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter},
+			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter, b + sfxRWProcs},
 			wake:   k.wake, queued: true, waiterPrefix: "w:",
 		}
 		if req.Kind == leasing.KindRead {
-			s.script, s.zset, s.zsetKey, s.waiterPrefix = evAcquireRead, true, 1, "r:"
+			s.script, s.zset, s.zsetKey, s.procs, s.waiterPrefix = evAcquireRead, true, 1, b+sfxRWProcs, "r:"
 		}
 		return s
 	case leasing.KindPermit:
 		return &spec{
 			script:  evAcquirePermit,
-			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter},
+			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter, b + sfxSemProcs},
 			detail:  strconv.Itoa(req.N),
 			waiters: b + sfxSemWaiters, wake: k.wake,
-			zset: true, companion: b + sfxSemN,
+			zset: true, procs: b + sfxSemProcs, companion: b + sfxSemN,
 			onReply: func(v []any) { storedN(req, b+sfxSemN, v) },
 		}
 	case leasing.KindLeader:
@@ -180,9 +181,9 @@ func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, 
 		r   reply
 	)
 	if c.o.ReplicaAcks > 0 {
-		v, r.acks, err = c.evalWait(ctx, s, []any{owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg})
+		v, r.acks, err = c.evalWait(ctx, s, []any{owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg})
 	} else {
-		v, err = c.evalsha(ctx, s.script, s.keys, s.boxed, owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg).Slice()
+		v, err = c.evalsha(ctx, s.script, s.keys, s.boxed, owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg).Slice()
 	}
 	if err != nil {
 		return reply{}, err

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 )
@@ -45,11 +47,14 @@ type Client struct {
 	// itself (ContextTimeoutEnabled), so calls need no goroutine of ours.
 	ctxCut bool
 	ttlArg any // o.TTL in ms, boxed once: every acquire sends it
-	st     *store
-	k      *keeper.Keeper
-	eng    *leasing.Engine // the recipes, on st
-	hub    *hub
-	wo     wakeOne // one waiter woken per release (wakeone.go)
+	// procArg is the holder record (engine.ProcessData of o.Process),
+	// encoded and boxed once: every grant, renewal and release sends it.
+	procArg any
+	st      *store
+	k       *keeper.Keeper
+	eng     *leasing.Engine // the recipes, on st
+	hub     *hub
+	wo      wakeOne // one waiter woken per release (wakeone.go)
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -81,6 +86,7 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c := &Client{rdb: rdb, o: o}
 	c.ctxCut = contextTimeoutEnabled(rdb)
 	c.ttlArg = o.TTL.Milliseconds()
+	c.procArg = engine.ProcessData(o.Process)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.st = &store{c: c}
 	c.st.warm = warmFor(rdb)
@@ -240,6 +246,9 @@ type Entry struct {
 	Token  uint64        // the fencing token, TokenFloor included (0 for waiting entries)
 	ID     string        // a leader's candidate ID
 	TTL    time.Duration // time left on the server's clock
+	// Process is the holder record its grant stored (Options.Process);
+	// zero for waiting entries and for grants of a baton that stored none.
+	Process baton.Process
 }
 
 // Inspection is what Inspect reads about one lock name.
@@ -252,10 +261,13 @@ type Inspection struct {
 }
 
 // Inspect reads, in one round trip, every unexpired entry of name on the
-// server: holders of each recipe with owner, token and time left, and the
-// waiting intents acquirers recorded. It changes nothing. A holder's token
-// whose sum with TokenFloor would overflow uint64 fails the inspection
-// with an error wrapping baton.ErrInvalidOption, as such an acquire does.
+// server: holders of each recipe with owner, token, time left and holder
+// record, and the waiting intents acquirers recorded, in the order they
+// are served. It changes nothing. An error reaching the server wraps
+// baton.ErrAuth when the server refused (credentials, ACL, TLS), else
+// baton.ErrUnavailable. A holder's token whose sum with TokenFloor would
+// overflow uint64 fails the inspection with an error wrapping
+// baton.ErrInvalidOption, as such an acquire does.
 func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -266,7 +278,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		k.base + sfxMutex, k.base + sfxMutexWaiters,
 		k.base + sfxRWWrite, k.base + sfxRWReaders, k.base + sfxRWQueue, k.base + sfxRWOrder,
 		k.base + sfxSemPermits, k.base + sfxSemN, k.base + sfxSemWaiters,
-		k.base + sfxElect, k.base + sfxElectWaiters,
+		k.base + sfxElect, k.base + sfxElectWaiters, k.base + sfxRWProcs, k.base + sfxSemProcs,
 	}
 	var v []any
 	err = c.call(ctx, func(ctx context.Context) error {
@@ -277,7 +289,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		return err
 	})
 	if err != nil {
-		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, err)
+		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, rediseval.Classify(err))
 	}
 	in := Inspection{Name: n}
 	if len(v) != 2 {
@@ -286,10 +298,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	rows, _ := v[0].([]any)
 	for _, r := range rows {
 		f, _ := r.([]any)
-		if len(f) != 6 {
+		if len(f) != 7 {
 			continue
 		}
-		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4])}
+		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4]), Process: engine.ParseProcess(str(f[6]))}
 		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
 			tok, ok := leasing.Token(raw, c.o.TokenFloor)
 			if !ok {

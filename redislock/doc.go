@@ -7,23 +7,40 @@
 // every lease engine; this package supplies the scripts, the key layout and
 // the pub/sub wake-ups.
 //
+// # Opening by URL
+//
+// Imported (import _ "github.com/baton-go/baton/redislock"), the package
+// serves baton.Open for redis://[user:pass@]host:port[/db] and rediss://
+// (TLS), the CLI's --backend URLs: credentials from the URL, else from
+// BATON_REDIS_USERNAME and BATON_REDIS_PASSWORD; for TLS the CA file in
+// BATON_REDIS_CACERT (else the system roots) and a client pair in
+// BATON_REDIS_CERT and BATON_REDIS_KEY. The URL takes db= and no other
+// parameter: baton sets the connection's timeouts, retries and name, and
+// refuses skip_verify. Open proves the connection by a PING, retried until
+// the connect timeout; a refusal (credentials, ACL, TLS) fails at once
+// with baton.ErrAuth. The client it returns owns its go-redis client;
+// New takes one of yours (a Sentinel failover client, a Cluster) and
+// Client.Baton gives it the same *baton.Client.
+//
 // # Keys
 //
 // Every key of one lock name carries the escaped name as its hash tag, so
 // that it lands in one Cluster slot and one script may touch them all
 // (with the default Prefix "baton"):
 //
-//	baton:{orders/42}:mutex            hash owner, token          (PX = lease time)
+//	baton:{orders/42}:mutex            hash owner, token, proc    (PX = lease time)
 //	baton:{orders/42}:mutex:waiters    zset waiter → expiry ms    (waiting intents)
-//	baton:{orders/42}:rw:write         hash owner, token
+//	baton:{orders/42}:rw:write         hash owner, token, proc
 //	baton:{orders/42}:rw:readers       zset "<owner>:<token>" → expiry ms
+//	baton:{orders/42}:rw:procs         zset "<owner>:<token> <proc>" → expiry ms
 //	baton:{orders/42}:rw:queue         zset "r:<waiter>"|"w:<waiter>" → expiry ms
 //	baton:{orders/42}:rw:order         zset the same → arrival number
 //	baton:{orders/42}:rw:seq           the arrival counter
 //	baton:{orders/42}:sem:permits      zset "<owner>:<token>" → expiry ms
 //	baton:{orders/42}:sem:n            the N the holders use
+//	baton:{orders/42}:sem:procs        zset "<owner>:<token> <proc>" → expiry ms
 //	baton:{orders/42}:sem:waiters      zset waiter → expiry ms
-//	baton:{orders/42}:elect            hash owner, token (epoch), id
+//	baton:{orders/42}:elect            hash owner, token (epoch), id, proc
 //	baton:{orders/42}:elect:waiters    zset candidate → expiry ms
 //	baton:{orders/42}:wake             pub/sub channel: releases, election grants
 //	baton:wake:<client id>             pub/sub channel: a release waking one of the client's waiters
@@ -34,6 +51,11 @@
 // "}" → "%7D" (one-to-one, and never empty since a valid name is not).
 // Expiry is always judged by the server (PEXPIRE on hashes, TIME-scored
 // members in sorted sets); client clocks never enter a key.
+//
+// proc is the grant's holder record (Options.Process: host, pid,
+// program, labels, a short URL query), written by the script that grants,
+// renewed and removed with the grant, so that Inspect and baton inspect
+// show who holds a lock at no extra round trip.
 //
 // # Tokens
 //

@@ -35,12 +35,14 @@ func (c *Client) Election(name string) (*Election, error) {
 	return &Election{Election: e, key: c.keysOf(e.Name()).base + sfxElect}, nil
 }
 
-// Key returns the Redis key of the leadership (a hash: owner, token, id).
+// Key returns the Redis key of the leadership (a hash: owner, token, id,
+// proc).
 func (e *Election) Key() string { return e.key }
 
-// Leader reads the leadership of name (Entry: the key, Session: the
-// grant's owner, ID: the candidate ID), or an error wrapping
-// baton.ErrNoLeader.
+// Leader reads the leadership of name (Session: the grant's owner, ID:
+// the candidate ID), or an error wrapping baton.ErrNoLeader. Entry is
+// left empty: the key (Election.Key) is every leader's, so the grant's
+// owner is what names one leadership.
 func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error) {
 	key := s.c.keysOf(name).base + sfxElect
 	var v []any
@@ -58,7 +60,7 @@ func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error
 	if len(v) != 2 || v[0] == nil {
 		return baton.Candidate{}, fmt.Errorf("redislock: election %q: %w", name, baton.ErrNoLeader)
 	}
-	return baton.Candidate{Entry: key, Session: str(v[0]), ID: str(v[1])}, nil
+	return baton.Candidate{Session: str(v[0]), ID: str(v[1])}, nil
 }
 
 // Watch wakes at the next release or grant published on name's channel

@@ -174,7 +174,13 @@ func engine(t *testing.T, addr string, cluster bool) batontest.Engine {
 			if err != nil {
 				t.Fatalf("redislock.New() = %v", err)
 			}
-			return &redisClientT{Client: c, proxy: p}
+			// Kill partitions the client: renewals stop reaching the
+			// server, which expires the keys after their TTL.
+			return batontest.FromClient(c.Baton(), func(t testing.TB) {
+				if err := p.Blackhole(""); err != nil {
+					t.Fatalf("Blackhole() = %v", err)
+				}
+			})
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -202,42 +208,6 @@ func clusterClient(t testing.TB, addr string) *redis.ClusterClient {
 		t.Fatalf("PING cluster %s = %v", addr, err)
 	}
 	return rdb
-}
-
-// redisClientT adapts *redislock.Client to the batontest client
-// interfaces.
-type redisClientT struct {
-	*redislock.Client
-	proxy *faultproxy.Proxy
-}
-
-func (c *redisClientT) Mutex(name string) (baton.Locker, error) {
-	return batontest.As[baton.Locker](c.Client.Mutex(name))
-}
-
-func (c *redisClientT) RWMutex(name string) (batontest.RW, error) {
-	return batontest.As[batontest.RW](c.Client.RWMutex(name))
-}
-
-func (c *redisClientT) Semaphore(name string, n int) (batontest.Sem, error) {
-	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
-}
-
-func (c *redisClientT) Election(name string) (batontest.Elect, error) {
-	e, err := c.Client.Election(name)
-	if err != nil {
-		return nil, err
-	}
-	// A leadership is named by its grant's owner, unique to it.
-	return batontest.ElectorOf(e, func(c baton.Candidate) string { return c.Session }), nil
-}
-
-// Kill partitions the client: renewals stop reaching the server, which
-// expires the keys after their TTL.
-func (c *redisClientT) Kill(t testing.TB) {
-	if err := c.proxy.Blackhole(""); err != nil {
-		t.Fatalf("Blackhole() = %v", err)
-	}
 }
 
 // redisAddr is the shared server of the tests.

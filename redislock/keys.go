@@ -63,17 +63,19 @@ func (c *Client) keysOf(name string) keys {
 
 // Suffixes of the keys of one name, one group per recipe.
 const (
-	sfxMutex        = ":mutex"         // hash owner, token: the holder
+	sfxMutex        = ":mutex"         // hash owner, token, proc: the holder
 	sfxMutexWaiters = ":mutex:waiters" // zset waiter id → expiry (ms, server clock)
-	sfxRWWrite      = ":rw:write"      // hash owner, token: the writer
+	sfxRWWrite      = ":rw:write"      // hash owner, token, proc: the writer
 	sfxRWReaders    = ":rw:readers"    // zset "<owner>:<token>" → expiry
+	sfxRWProcs      = ":rw:procs"      // zset "<owner>:<token> <holder record>" → expiry
 	sfxRWQueue      = ":rw:queue"      // zset "r:<waiter>"/"w:<waiter>" → intent expiry
 	sfxRWOrder      = ":rw:order"      // zset the same members → arrival number
 	sfxRWSeq        = ":rw:seq"        // string: the arrival counter
 	sfxSemPermits   = ":sem:permits"   // zset "<owner>:<token>" → expiry
 	sfxSemN         = ":sem:n"         // string: N as stored by the first holder
+	sfxSemProcs     = ":sem:procs"     // zset "<owner>:<token> <holder record>" → expiry
 	sfxSemWaiters   = ":sem:waiters"   // zset waiter id → expiry
-	sfxElect        = ":elect"         // hash owner, token, id: the leader
+	sfxElect        = ":elect"         // hash owner, token, id, proc: the leader
 	sfxElectWaiters = ":elect:waiters" // zset candidate id → expiry
 )
 

@@ -6,7 +6,8 @@ import (
 )
 
 // Mutex is an exclusive lock: one hash key "<prefix>:{<name>}:mutex"
-// holding the grant's owner and token, with the lease time as its expiry.
+// holding the grant's owner, token and holder record, with the lease time
+// as its expiry.
 // It implements baton.Locker, with the lock operations of package leasing
 // (Lock, TryLock, LockFor, TryLockFor; fixed lease times in whole
 // milliseconds). Locking it again with a context derived from one of its
@@ -28,5 +29,5 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 	return &Mutex{Mutex: m, key: c.keysOf(m.Name()).base + sfxMutex}, nil
 }
 
-// Key returns the Redis key of the lock (a hash: owner, token).
+// Key returns the Redis key of the lock (a hash: owner, token, proc).
 func (m *Mutex) Key() string { return m.key }

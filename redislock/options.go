@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/leasing"
 )
 
@@ -83,6 +84,12 @@ type Options struct {
 	// NoPubSub disables the client's pub/sub connection: waiters then wake
 	// by backoff only (use it where SUBSCRIBE is not allowed).
 	NoPubSub bool
+
+	// Process is the holder record every grant stores beside its owner
+	// and token (a hash field, or a member of the name's records set),
+	// for Inspect and baton inspect. The zero value records this process:
+	// its host name, pid and executable's name.
+	Process baton.Process
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,64}$`)
@@ -98,6 +105,9 @@ func (o Options) validate() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
+	if isZero(o.Process) {
+		o.Process = engine.ThisProcess("", nil)
+	}
 	if o.ReplicaAckTimeout == 0 {
 		o.ReplicaAckTimeout = min(DefaultReplicaAckTimeout, o.TTL/10)
 	}
@@ -112,6 +122,11 @@ func (o Options) validate() (Options, error) {
 		return Options{}, leasing.Invalid("redislock", "ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
 	}
 	return o, nil
+}
+
+// isZero reports whether p is the zero Process.
+func isZero(p baton.Process) bool {
+	return p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0
 }
 
 // common is the part of o every lease engine shares.

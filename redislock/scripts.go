@@ -13,7 +13,16 @@ import "github.com/redis/go-redis/v9"
 //	ARGV[1] owner (random, one per attempt)   ARGV[5] "1": record the waiting intent
 //	ARGV[2] lease time, ms                    ARGV[6] recipe detail (leader ID, N)
 //	ARGV[3] waiter id (one per acquire call)  ARGV[7] channel to PUBLISH a grant on, or ""
-//	ARGV[4] waiting intent lifetime, ms
+//	ARGV[4] waiting intent lifetime, ms       ARGV[8] the holder record (engine.ProcessData)
+//
+// The holder record rides with the grant, in the same script: a hash
+// grant (mutex, writer, leader) keeps it in the hash's field "proc", and
+// a sorted-set grant (reader, permit) in a second sorted set beside the
+// holders' ("<prefix>:{<name>}:rw:procs", ":sem:procs"), as the member
+// "<owner>:<token> <record>" with the same expiry score, renewed and
+// removed with the grant. (A record never holds a space: it is a URL
+// query.) Only commands the scripts already used are used for it, so an
+// ACL that admits baton's commands admits the record too.
 //
 // and answer {1, token} on a grant, {0, hint} otherwise, hint being the ms
 // until the earliest expiry that could free the lock (-1: none known).
@@ -54,6 +63,10 @@ local function mint(ck)
   return redis.error_reply('BATONCOUNTER token counter ' .. ck .. ' holds ' .. c .. ', outside 0..2^53-1')
 end
 local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
+local function record(k, member, exp, ttl)
+  redis.call('ZADD', k, exp, member .. ' ' .. ARGV[8])
+  extend(k, ttl)
+end
 local function intent(k, now)
   if ARGV[5] == '1' then
     redis.call('ZADD', k, tostr(now + tonumber(ARGV[4])), ARGV[3])
@@ -82,7 +95,7 @@ end
 if not cur then
   local tok = mint(KEYS[3])
   if type(tok) == 'table' then return tok end
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6], 'proc', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if ARGV[5] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
   if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], 'granted') end
@@ -101,7 +114,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 // (members "<owner>:<token>" scored by expiry), [3] the queue's intents
 // ("r:<waiter>" or "w:<waiter>" scored by expiry), [4] the queue's order
 // (the same members scored by arrival), [5] the arrival counter, [6] the
-// token counter. Grants follow the queue: a writer is granted when nobody
+// token counter, [7] the readers' holder records. Grants follow the queue: a writer is granted when nobody
 // holds the lock and nobody queued before it; a reader when no writer
 // holds it and no writer queued before it. So a reader never overtakes a
 // queued writer (writers are not starved) and a writer never overtakes a
@@ -110,6 +123,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 const rwPrelude = `
 local function rwtrim(now)
   trim(KEYS[2], now)
+  trim(KEYS[7], now)
   local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', tostr(now))
   for i = 1, #dead, 500 do
     local part = {unpack(dead, i, math.min(i + 499, #dead))}
@@ -156,7 +170,7 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 and #ahead(me) == 0 then
   local tok = mint(KEYS[6])
   if type(tok) == 'table' then return tok end
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok))
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'proc', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   dequeue(me)
   return {1, tok}
@@ -179,8 +193,10 @@ end
 if ok then
   local tok = mint(KEYS[6])
   if type(tok) == 'table' then return tok end
-  redis.call('ZADD', KEYS[2], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
+  local exp, member = tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok)
+  redis.call('ZADD', KEYS[2], exp, member)
   extend(KEYS[2], ARGV[2])
+  record(KEYS[7], member, exp, ARGV[2])
   dequeue(me)
   return {1, tok}
 end
@@ -189,20 +205,24 @@ return {0, hint(now)}
 `)
 
 // acquirePermit: KEYS[1] permits, KEYS[2] stored N, KEYS[3] waiters,
-// KEYS[4] counter; ARGV[6] this client's N. Answers a third element: the
+// KEYS[4] counter, KEYS[5] the permits' holder records; ARGV[6] this
+// client's N. Answers a third element: the
 // N stored on the server (set by the first holder, kept while permits
 // are held), for the disagreement check.
 var acquirePermit = redis.NewScript(prelude + `
 local now = now_ms()
 trim(KEYS[1], now)
 trim(KEYS[3], now)
+trim(KEYS[5], now)
 local stored = redis.call('GET', KEYS[2])
 if redis.call('ZCARD', KEYS[1]) == 0 then stored = false end
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[6]) then
   local tok = mint(KEYS[4])
   if type(tok) == 'table' then return tok end
-  redis.call('ZADD', KEYS[1], tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok))
+  local exp, member = tostr(now + tonumber(ARGV[2])), ARGV[1] .. ':' .. tostr(tok)
+  redis.call('ZADD', KEYS[1], exp, member)
   extend(KEYS[1], ARGV[2])
+  record(KEYS[5], member, exp, ARGV[2])
   if not stored then
     redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[2])
     stored = ARGV[6]
@@ -216,19 +236,27 @@ intent(KEYS[3], now)
 return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[6])}
 `)
 
-// renew: KEYS[1] the lease's key, KEYS[2] (optional) a companion key
-// whose expiry follows it; ARGV[1] owner (hash) or member (zset), ARGV[2]
-// lease time ms, ARGV[3] "h" or "z". It extends only a lease that is
-// still owned and unexpired on the server's clock, and never re-creates
-// one: a missing key, another owner or an expired member answer 0.
+// renew: KEYS[1] the lease's key; for a zset member, KEYS[2] the holder
+// records and KEYS[3] (optional) a companion key whose expiry follows
+// the lease's (a semaphore's N); ARGV[1] owner (hash) or member (zset),
+// ARGV[2] lease time ms, ARGV[3] "h" or "z", ARGV[4] the holder record.
+// It extends only a lease that is still owned and unexpired on the
+// server's clock, and never re-creates one: a missing key, another owner
+// or an expired member answer 0. A hash's record is a field of the hash,
+// so its PEXPIRE keeps it; a member's record gets the member's new score.
 var renew = redis.NewScript(prelude + `
 if ARGV[3] == 'z' then
   local now = now_ms()
   local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
   if (not s) or tonumber(s) <= now then return 0 end
-  redis.call('ZADD', KEYS[1], 'XX', tostr(now + tonumber(ARGV[2])), ARGV[1])
+  local exp = tostr(now + tonumber(ARGV[2]))
+  redis.call('ZADD', KEYS[1], 'XX', exp, ARGV[1])
   extend(KEYS[1], ARGV[2])
-  if KEYS[2] then extend(KEYS[2], ARGV[2]) end
+  if KEYS[2] then
+    redis.call('ZADD', KEYS[2], 'XX', exp, ARGV[1] .. ' ' .. ARGV[4])
+    extend(KEYS[2], ARGV[2])
+  end
+  if KEYS[3] then extend(KEYS[3], ARGV[2]) end
   return 1
 end
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
@@ -238,14 +266,16 @@ end
 return 0
 `)
 
-// release: KEYS[1] the lease's key, KEYS[2] (optional) a companion key
-// deleted with the last member ("z"), or the waiters' set of a mutex or
-// an election ("h"); ARGV[1] owner, ARGV[2] "h" or "z", ARGV[3] the
-// channel to PUBLISH the release on, ARGV[4] the zset member ("" when the
-// grant's token is unknown: then every member of the owner), ARGV[5] the
-// root of the clients' channels, ARGV[6] "1" when PUBLISH's answer counts
-// every subscriber. Only the owner's entry is removed: a stale or repeated
-// release of an older grant never frees a newer one.
+// release: KEYS[1] the lease's key; for a zset member ("z"), KEYS[2] the
+// holder records and KEYS[3] (optional) a companion key, both deleted
+// with the last member; for a hash ("h"), KEYS[2] (optional) the waiters'
+// set of a mutex or an election. ARGV[1] owner, ARGV[2] "h" or "z",
+// ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
+// ("" when the grant's token is unknown: then every member of the owner),
+// ARGV[5] the root of the clients' channels, ARGV[6] "1" when PUBLISH's
+// answer counts every subscriber, ARGV[7] the holder record. Only the
+// owner's entry is removed: a stale or repeated release of an older grant
+// never frees a newer one. A hash's record goes with the hash.
 //
 // A released mutex or leadership also wakes one waiter (see wakeone.go):
 // the oldest live intent of a waiter that can be woken ("<client>.<n>";
@@ -266,17 +296,26 @@ local function wakeone(k)
     end
   end
 end
+local function remove_owned(k)
+  local n, p = 0, ARGV[1] .. ':'
+  for _, m in ipairs(redis.call('ZRANGE', k, 0, -1)) do
+    if string.sub(m, 1, #p) == p then n = n + redis.call('ZREM', k, m) end
+  end
+  return n
+end
 local removed = 0
 if ARGV[2] == 'z' then
   if ARGV[4] ~= '' then
     removed = redis.call('ZREM', KEYS[1], ARGV[4])
+    if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[4] .. ' ' .. ARGV[7]) end
   else
-    local p = ARGV[1] .. ':'
-    for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-      if string.sub(m, 1, #p) == p then removed = removed + redis.call('ZREM', KEYS[1], m) end
-    end
+    removed = remove_owned(KEYS[1])
+    if KEYS[2] then remove_owned(KEYS[2]) end
   end
-  if removed > 0 and KEYS[2] and redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
+  if removed > 0 and KEYS[2] and redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('DEL', KEYS[2])
+    if KEYS[3] then redis.call('DEL', KEYS[3]) end
+  end
 elseif redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   removed = redis.call('DEL', KEYS[1])
   if removed > 0 and KEYS[2] and ARGV[5] and ARGV[5] ~= '' then wakeone(KEYS[2]) end
@@ -288,18 +327,29 @@ return removed
 // inspect reads every entry of one name that has not expired on the
 // server's clock. KEYS: mutex, mutex waiters, rw writer, rw readers, rw
 // queue (intents), rw queue (order), permits, stored N, permit waiters,
-// leader, candidates. Answers {rows, N} where a row is {recipe, role,
-// owner, token, leader id, ms left}.
+// leader, candidates, readers' records, permits' records. Answers
+// {rows, N} where a row is {recipe, role, owner, token, leader id, ms
+// left, holder record}. Waiters come in the order they are served: the
+// read/write lock's by arrival, the others' by their intent's expiry (the
+// oldest first, as a release picks them).
 var inspect = redis.NewScript(prelude + `
 local now = now_ms()
 local out = {}
+local function records(k)
+  local r = {}
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '(' .. tostr(now), '+inf')) do
+    local j = string.find(m, ' ', 1, true)
+    if j then r[string.sub(m, 1, j - 1)] = string.sub(m, j + 1) end
+  end
+  return r
+end
 local function hash(k, recipe)
-  local v = redis.call('HMGET', k, 'owner', 'token', 'id')
+  local v = redis.call('HMGET', k, 'owner', 'token', 'id', 'proc')
   if v[1] then
-    table.insert(out, {recipe, 'holder', v[1], v[2] or '0', v[3] or '', redis.call('PTTL', k)})
+    table.insert(out, {recipe, 'holder', v[1], v[2] or '0', v[3] or '', redis.call('PTTL', k), v[4] or ''})
   end
 end
-local function zset(k, recipe, role)
+local function zset(k, recipe, role, recs)
   local m = redis.call('ZRANGEBYSCORE', k, '(' .. tostr(now), '+inf', 'WITHSCORES')
   for i = 1, #m, 2 do
     local owner, tok = m[i], '0'
@@ -307,20 +357,22 @@ local function zset(k, recipe, role)
       local j = string.find(m[i], ':', 1, true)
       if j then owner, tok = string.sub(m[i], 1, j - 1), string.sub(m[i], j + 1) end
     end
-    table.insert(out, {recipe, role, owner, tok, '', tonumber(m[i + 1]) - now})
+    table.insert(out, {recipe, role, owner, tok, '', tonumber(m[i + 1]) - now, (recs and recs[m[i]]) or ''})
   end
 end
 hash(KEYS[1], 'mutex')
 zset(KEYS[2], 'mutex', 'waiting')
 hash(KEYS[3], 'write')
-zset(KEYS[4], 'read', 'holder')
-local q = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. tostr(now), '+inf', 'WITHSCORES')
-for i = 1, #q, 2 do
-  local recipe = 'read'
-  if string.sub(q[i], 1, 2) == 'w:' then recipe = 'write' end
-  table.insert(out, {recipe, 'waiting', string.sub(q[i], 3), '0', '', tonumber(q[i + 1]) - now})
+zset(KEYS[4], 'read', 'holder', records(KEYS[12]))
+for _, m in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
+  local e = redis.call('ZSCORE', KEYS[5], m)
+  if e and tonumber(e) > now then
+    local recipe = 'read'
+    if string.sub(m, 1, 2) == 'w:' then recipe = 'write' end
+    table.insert(out, {recipe, 'waiting', string.sub(m, 3), '0', '', tonumber(e) - now, ''})
+  end
 end
-zset(KEYS[7], 'permit', 'holder')
+zset(KEYS[7], 'permit', 'holder', records(KEYS[13]))
 zset(KEYS[9], 'permit', 'waiting')
 hash(KEYS[10], 'leader')
 zset(KEYS[11], 'leader', 'waiting')

@@ -86,7 +86,7 @@ func sentinelEngine(t *testing.T, sentinels []string, master string) batontest.E
 			if err != nil {
 				t.Fatalf("redislock.New() = %v", err)
 			}
-			return &sentinelClientT{redisClientT: &redisClientT{Client: c}, cut: cut}
+			return batontest.FromClient(c.Baton(), cut.kill)
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,15 +100,6 @@ func sentinelEngine(t *testing.T, sentinels []string, master string) batontest.E
 		SessionTTL: testTTL + 100*time.Millisecond,
 	}
 }
-
-// sentinelClientT is a conformance client whose Kill cuts every link its
-// failover client has or will open.
-type sentinelClientT struct {
-	*redisClientT
-	cut *cutDialer
-}
-
-func (c *sentinelClientT) Kill(t testing.TB) { c.cut.kill(t) }
 
 // cutDialer dials each address through a fault proxy of its own, started
 // on first use; once killed, every proxy drops every byte, those started

@@ -26,23 +26,30 @@ var _ keeper.Store = (*store)(nil)
 // spec.ref), so it is never changed once built; its keys and channel are
 // boxed once for evalsha.
 type aux struct {
-	zset      bool     // the lease is a member of a sorted set (reader, permit), else a hash's owner
-	member    string   // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
-	companion string   // a key whose expiry follows the lease's (a semaphore's stored N), or ""
-	wake      string   // the name's channel
-	waiters   string   // a mutex's or an election's waiters, for the release to wake one (wakeone.go), or ""
-	keys      []string // the release's and renewal's KEYS: the lease's key, then companion or waiters
-	boxed     []any    // keys, boxed
-	wakeArg   any      // wake, boxed
+	zset      bool   // the lease is a member of a sorted set (reader, permit), else a hash's owner
+	member    string // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
+	procs     string // a member's holder records (see scripts.go), or ""
+	companion string // a key whose expiry follows the lease's (a semaphore's stored N), or ""
+	wake      string // the name's channel
+	waiters   string // a mutex's or an election's waiters, for the release to wake one (wakeone.go), or ""
+	// keys are the release's and renewal's KEYS: the lease's key, then a
+	// member's records and companion, or a hash's waiters.
+	keys    []string
+	boxed   []any // keys, boxed
+	wakeArg any   // wake, boxed
 }
 
-// newAux is the aux of the leases on key.
-func newAux(key string, zset bool, companion, wake, waiters string) *aux {
-	a := &aux{zset: zset, companion: companion, wake: wake, waiters: waiters, keys: []string{key}, wakeArg: wake}
+// newAux is the aux of the leases on key: members of a sorted set with
+// their records in procs when zset, else a hash's owners.
+func newAux(key string, zset bool, procs, companion, wake, waiters string) *aux {
+	a := &aux{zset: zset, procs: procs, companion: companion, wake: wake, waiters: waiters, keys: []string{key}, wakeArg: wake}
 	switch {
-	case companion != "":
-		a.keys = append(a.keys, companion)
-	case waiters != "":
+	case zset && procs != "":
+		a.keys = append(a.keys, procs)
+		if companion != "" {
+			a.keys = append(a.keys, companion)
+		}
+	case !zset && waiters != "":
 		a.keys = append(a.keys, waiters)
 	}
 	a.boxed = rediseval.BoxKeys(a.keys)
@@ -61,7 +68,7 @@ func auxOf(r keeper.Ref) *aux {
 	if a, _ := r.Aux.(*aux); a != nil {
 		return a
 	}
-	return newAux(r.Key, false, "", "", "")
+	return newAux(r.Key, false, "", "", "", "")
 }
 
 func (s *store) BatchSize() int { return s.c.o.BatchSize }
@@ -164,7 +171,7 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 	ms := ttl.Milliseconds()
 	res, err := s.pipelined(ctx, s.warm, evRenew, refs, func(r keeper.Ref, a *aux) []any {
 		if a.zset {
-			return []any{a.member, ms, "z"}
+			return []any{a.member, ms, "z", s.c.procArg}
 		}
 		return []any{r.Owner, ms, "h"}
 	})
@@ -187,7 +194,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 		if a.zset {
 			mode = "z"
 		}
-		return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK}
+		return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg}
 	})
 	if err != nil {
 		return fmt.Errorf("redislock: release: %w", err)

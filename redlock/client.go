@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,9 @@ type Client struct {
 	keyIdx string
 	keyCtr string
 	ttlArg any // o.TTL in ms, boxed once: every acquire sends it
+	// procArg is the holder record (engine.ProcessData of o.Process),
+	// encoded and boxed once: every acquire sends it to every node.
+	procArg any
 
 	verifyMu sync.Mutex
 	verified bool         // every answering node had the right index at least once
@@ -130,13 +134,14 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		o:      o,
-		maj:    len(nodes)/2 + 1,
-		drift:  o.drift(),
-		keyIdx: o.Prefix + "index",
-		keyCtr: o.Prefix + "counter",
-		ttlArg: o.TTL.Milliseconds(),
-		late:   map[string]chan struct{}{},
+		o:       o,
+		maj:     len(nodes)/2 + 1,
+		drift:   o.drift(),
+		keyIdx:  o.Prefix + "index",
+		keyCtr:  o.Prefix + "counter",
+		ttlArg:  o.TTL.Milliseconds(),
+		procArg: engine.ProcessData(o.Process),
+		late:    map[string]chan struct{}{},
 	}
 	for i, rdb := range nodes {
 		if rdb == nil {
@@ -460,7 +465,22 @@ type NodeEntry struct {
 	TTLLeft time.Duration // time left on the node's clock (0 when free)
 	Counter uint64        // the node's token counter
 	Index   string        // the node's stored index ("" when missing)
-	Err     error         // the node did not answer
+	// Process is the holder record the grant stored on this node
+	// (Options.Process); zero when free, or for a baton that stored none.
+	Process baton.Process
+	// Waiters are the waiters this node lists, by arrival: the order in
+	// which its releases wake them.
+	Waiters []Waiter
+	Err     error // the node did not answer
+}
+
+// Waiter is a waiting Lock as a node lists it: its id (see wakeone.go),
+// its arrival on the waiter's clock, the same on every node, and the
+// time its intent has left on the node's clock unless the waiter retries.
+type Waiter struct {
+	ID      string
+	Arrival time.Time
+	Left    time.Duration
 }
 
 // Inspect reads what every node holds for lock name, without taking
@@ -478,7 +498,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 	}
 	key := c.lockKey(n)
 	f := c.fanOut(ctx, nil, c.o.NodeTimeout*4, func(ctx context.Context, nd *node) (any, error) {
-		return inspectScript.Run(ctx, nd.rdb, []string{key, c.keyCtr, c.keyIdx}).Result()
+		return inspectScript.Run(ctx, nd.rdb, []string{key, c.keyCtr, c.keyIdx, c.waitersKey(n), c.intentsKey(n)}).Result()
 	})
 	defer f.cancel()
 	out := make([]NodeEntry, len(c.nodes))
@@ -493,7 +513,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 		e := NodeEntry{Node: r.i, Addr: c.nodes[r.i].addr, Err: r.err}
 		if r.err == nil {
 			vs, _ := r.v.([]any)
-			if len(vs) == 6 {
+			if len(vs) == 8 {
 				e.Owner = str(vs[0])
 				e.Token = num(vs[1])
 				e.Grant = num(vs[2])
@@ -502,6 +522,8 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 				}
 				e.Counter = num(vs[4])
 				e.Index = str(vs[5])
+				e.Process = engine.ParseProcess(str(vs[6]))
+				e.Waiters = waiters(vs[7])
 			}
 		}
 		out[r.i] = e
@@ -533,6 +555,20 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// waiters reads the inspect script's flat list of waiters.
+func waiters(v any) []Waiter {
+	ws, _ := v.([]any)
+	var out []Waiter
+	for i := 0; i+2 < len(ws); i += 3 {
+		out = append(out, Waiter{
+			ID:      str(ws[i]),
+			Arrival: time.UnixMilli(int64(num(ws[i+1]))),
+			Left:    time.Duration(num(ws[i+2])) * time.Millisecond,
+		})
+	}
+	return out
 }
 
 // str turns a script's bulk reply into a string ("" for nil).

@@ -165,15 +165,36 @@
 // (ErrBadCounter); the same procedure repairs it: reset the counter, raise
 // TokenFloor.
 //
+// # Opening by URL
+//
+// Imported (import _ "github.com/baton-go/baton/redlock"), the package
+// serves baton.Open for
+// redlock://[user:pass@]h1:p1,h2:p2,h3:p3[/db][?tls=true&prefix=…], the
+// CLI's --backend URL: at least three distinct nodes, in the same order
+// in every client; credentials from the URL, else from
+// BATON_REDIS_USERNAME and BATON_REDIS_PASSWORD, the same for every node;
+// with tls=true the CA file in BATON_REDIS_CACERT and a client pair in
+// BATON_REDIS_CERT and BATON_REDIS_KEY. Open reads the nodes' indexes
+// until a majority answered, writing nothing (the first acquire sets a
+// missing one), and refuses nodes listed in another order than the
+// deployment's first client listed them (ErrNodeIndex). Its
+// *baton.Client has the mutex only: RWMutex, Semaphore and Election fail
+// with baton.ErrInvalidOption.
+//
 // # Keys
 //
 // With the default Prefix "baton:redlock:", on every node:
 //
 //	baton:redlock:index        the node's index (string)
 //	baton:redlock:counter      the node's token counter (string)
-//	baton:redlock:lock:<name>  hash {owner, token (this node's mint), grant (the quorum token)}, PX TTL
+//	baton:redlock:lock:<name>  hash {owner, token (this node's mint), grant (the quorum token), proc}, PX TTL
+//	baton:redlock:waiters:<name>  zset waiter → arrival ms (wakeone.go)
+//	baton:redlock:intents:<name>  zset waiter → expiry ms
 //
-// Clients with different prefixes are independent deployments on the same
-// servers. Inspect (and `baton inspect` on a redlock:// URL) shows each
-// node's holder, owner, tokens and time left.
+// proc is the grant's holder record (Options.Process: host, pid, program,
+// labels), written with the key by the acquire script, so it lives and
+// dies with the key. Clients with different prefixes are independent
+// deployments on the same servers. Inspect (and `baton inspect` on a
+// redlock:// URL) shows each node's holder, owner, tokens, time left,
+// holder record and waiters.
 package redlock

@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/batontest/testenv"
-	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/redlock/redlocktest"
 )
@@ -62,7 +60,15 @@ func engine(t *testing.T) batontest.Engine {
 			if err != nil {
 				t.Fatalf("redlock.New() = %v", err)
 			}
-			return &suiteClient{Client: c, ps: ps}
+			// Kill blackholes the client's five fault proxies: every
+			// extension fails and the keys expire by the nodes' clocks.
+			return batontest.FromClient(c.Baton(), func(t testing.TB) {
+				for i, p := range ps {
+					if err := p.Blackhole(""); err != nil {
+						t.Fatalf("Blackhole(node %d) = %v", i, err)
+					}
+				}
+			})
 		},
 		Entries: func(t testing.TB, name string) []string { return entries(t, admin, name) },
 		// A key expires TTL after its last extension executed; waiters
@@ -70,29 +76,5 @@ func engine(t *testing.T) batontest.Engine {
 		SessionTTL: conformanceTTL + 100*time.Millisecond,
 		// A node whose delete timed out keeps the key until it expires.
 		CleanupBound: conformanceTTL + 500*time.Millisecond,
-	}
-}
-
-// suiteClient adapts *redlock.Client to batontest.Client.
-type suiteClient struct {
-	*redlock.Client
-	ps []*faultproxy.Proxy
-}
-
-func (c *suiteClient) Mutex(name string) (baton.Locker, error) {
-	m, err := c.Client.Mutex(name)
-	if err != nil {
-		return nil, err // not a typed nil inside the interface
-	}
-	return m, nil
-}
-
-// Kill blackholes the client's five fault proxies: every extension fails
-// and the keys expire by the nodes' clocks.
-func (c *suiteClient) Kill(t testing.TB) {
-	for i, p := range c.ps {
-		if err := p.Blackhole(""); err != nil {
-			t.Fatalf("Blackhole(node %d) = %v", i, err)
-		}
 	}
 }

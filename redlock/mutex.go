@@ -330,7 +330,7 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string, w waiting
 		if !n.known.Load() {
 			init = "1"
 		}
-		return rediseval.Run(ctx, n.rdb, evAcquire, keys, boxed, owned, c.ttlArg, n.i, len(c.nodes), init, waiterArg, recArg, c.ttlArg, arrival).Result()
+		return rediseval.Run(ctx, n.rdb, evAcquire, keys, boxed, owned, c.ttlArg, n.i, len(c.nodes), init, waiterArg, recArg, c.ttlArg, arrival, c.procArg).Result()
 	})
 	t := tally{tokens: make(map[int]uint64, c.maj), failed: len(c.nodes) - len(idx)}
 	for len(t.tokens) < c.maj && len(c.nodes)-t.heldBy-t.failed >= c.maj {

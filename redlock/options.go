@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/leasing"
 )
 
@@ -92,6 +93,12 @@ type Options struct {
 	// renewal batches (see baton.Observer). Nil, the default, costs one
 	// comparison per acquire.
 	Observer baton.Observer
+
+	// Process is the holder record every grant stores in the lock key on
+	// each node, beside owner and token, for Inspect and baton inspect.
+	// The zero value records this process: its host name, pid and
+	// executable's name.
+	Process baton.Process
 }
 
 // validate checks o and fills in the defaults: the settings every lease
@@ -104,6 +111,9 @@ func (o Options) validate() (Options, error) {
 	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
+	}
+	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
+		o.Process = engine.ThisProcess("", nil)
 	}
 	if o.NodeTimeout == 0 {
 		o.NodeTimeout = max(o.TTL/30, 50*time.Millisecond)

@@ -13,7 +13,7 @@ import "github.com/redis/go-redis/v9"
 //
 //	<prefix>index       string: i, set once (SET NX) by the first client
 //	<prefix>counter     string: the node's last minted or raised token, ≡ i (mod N) once raised
-//	<prefix>lock:<name> hash {owner, token, grant}, PX ttl
+//	<prefix>lock:<name> hash {owner, token, grant, proc}, PX ttl
 //	<prefix>waiters:<name> zset: waiters "<client>.<n>" scored by arrival (ms, the waiter's clock)
 //	<prefix>intents:<name> zset: the same waiters scored by expiry (ms, the node's clock)
 
@@ -28,11 +28,14 @@ const (
 
 // acquireScript: KEYS lock, counter, index, waiters, intents; ARGV owner,
 // ttl ms, i, N, init, waiter id, record, intent lifetime ms, waiter's
-// arrival. It checks the node's index (setting it when init is "1" and it
-// is missing: this client's first use of the node), then takes the lock
-// key if absent and mints the node's next token: the smallest value above
-// the counter that is ≡ i (mod N), refusing a counter that is not a
-// number in 0…2^53-N. Returns {code, token or stored index or counter}.
+// arrival, holder record. It checks the node's index (setting it when
+// init is "1" and it is missing: this client's first use of the node),
+// then takes the lock key if absent and mints the node's next token: the
+// smallest value above the counter that is ≡ i (mod N), refusing a
+// counter that is not a number in 0…2^53-N. The key holds the holder
+// record (engine.ProcessData) beside owner and token, so the extensions
+// keep it and the release deletes it with the key. Returns {code, token
+// or stored index or counter}.
 //
 // With record "1" (a waiting acquire past its first attempt) a held lock
 // also records the waiter: in the waiters set scored by its arrival (the
@@ -62,7 +65,7 @@ if not v or v < 0 or v + n > 9007199254740992 then return {-3, c} end
 v = v + 1
 v = v + ((i - v) % n)
 redis.call('SET', KEYS[2], string.format('%d', v))
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v))
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v), 'proc', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if ARGV[7] == '1' then
   redis.call('ZREM', KEYS[4], ARGV[6])
@@ -213,9 +216,24 @@ redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return redis.call('GET', KEYS[1])
 `)
 
-// inspectScript: KEYS lock, counter, index. Returns {owner, token, grant,
-// pttl, counter, index} (false for what is missing).
+// inspectScript: KEYS lock, counter, index, waiters, intents. Returns
+// {owner, token, grant, pttl, counter, index, holder record, waiters}
+// (false for what is missing), waiters being the live ones by arrival,
+// flat: {id, arrival ms, ms left, …}. It writes nothing: expired waiters
+// are skipped, not trimmed.
 var inspectScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'token', 'grant')
-return {h[1], h[2], h[3], redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local h = redis.call('HMGET', KEYS[1], 'owner', 'token', 'grant', 'proc')
+local ws = {}
+local all = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
+for i = 1, #all, 2 do
+  local e = redis.call('ZSCORE', KEYS[5], all[i])
+  if e and tonumber(e) > now then
+    table.insert(ws, all[i])
+    table.insert(ws, all[i + 1])
+    table.insert(ws, string.format('%d', tonumber(e) - now))
+  end
+end
+return {h[1], h[2], h[3], redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3]), h[4], ws}
 `)

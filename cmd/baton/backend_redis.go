@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net/url"
-	"os"
-	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/leasing"
 	"github.com/baton-go/baton/redislock"
 )
@@ -32,11 +27,8 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 func init() {
 	redis.SetLogger(quietRedis{})
 	register(&engine{
-		schemes: []string{"redis", "rediss"},
-		parse: func(u engineURL) error {
-			_, err := parseRedis(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
-			return err
-		},
+		schemes:   []string{"redis", "rediss"},
+		parse:     func(u engineURL) error { return baton.CheckURL(u.orig) },
 		open:      openRedis,
 		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return checkRedisTTL(cmd, "Redis", cfg.ttl) },
 		noClean: func(engineURL) error {
@@ -44,38 +36,6 @@ func init() {
 				"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
 		},
 	})
-}
-
-// parseRedis checks a redis:// or rediss:// URL offline and returns the
-// go-redis options: redis://[user:pass@]host:port[/db][?db=N].
-// Credentials missing from the URL come from BATON_REDIS_USERNAME /
-// BATON_REDIS_PASSWORD; rediss:// uses TLS with BATON_REDIS_CACERT (else
-// the system roots) and the optional client pair BATON_REDIS_CERT/_KEY.
-func parseRedis(u engineURL, cfg *runConfig) (*redis.Options, error) {
-	if err := redisParams(u); err != nil {
-		return nil, err
-	}
-	o, err := redis.ParseURL(u.orig)
-	if err != nil {
-		return nil, usagef("backend %s: %v", u.redacted, u.scrub(err))
-	}
-	if !u.hasUser {
-		o.Username, o.Password = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
-	}
-	if o.TLSConfig != nil {
-		if err := redisTLS(o.TLSConfig, u.tlsName); err != nil {
-			return nil, err
-		}
-	}
-	o.DialTimeout = cfg.connectTimeout
-	// baton retries acquires itself and bounds every call by its own
-	// deadlines; a resent script could take a second permit.
-	o.MaxRetries = -1
-	o.ContextTimeoutEnabled = true // deadlines cut blocked reads: no goroutine per call
-	o.ReadTimeout = max(cfg.ttl/3, 100*time.Millisecond)
-	o.WriteTimeout = o.ReadTimeout
-	o.ClientName = "baton"
-	return o, nil
 }
 
 // checkRedisTTL refuses a --ttl the Redis and Redlock engines cannot
@@ -93,102 +53,40 @@ func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
 	return nil
 }
 
-// redisParams refuses every URL parameter but db=, as parseRedlockParams
-// and mysqlParams refuse theirs: go-redis reads many more, and baton sets
-// the timeouts, retries and client name itself (a parameter would be
-// silently overridden), while skip_verify=true would turn certificate
-// verification off and hand the password to whoever answers, quietly.
-// Trust a private CA with BATON_REDIS_CACERT instead.
-func redisParams(u engineURL) error {
-	_, query, _ := strings.Cut(u.raw, "?")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return usagef("backend %s: %v", u.redacted, err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		switch k {
-		case "db":
-		case "skip_verify":
-			return usagef("backend %s: skip_verify turns off the verification of the server's certificate: refused "+
-				"(give its CA in BATON_REDIS_CACERT)", u.redacted)
-		default:
-			return usagef("backend %s: unknown parameter %q: only db= is understood "+
-				"(baton sets timeouts, retries and the client name itself)", u.redacted, k)
-		}
-	}
-	return nil
-}
-
-// redisTLS completes go-redis' TLS config from the environment:
-// BATON_REDIS_CACERT and the client pair BATON_REDIS_CERT/_KEY; serverName
-// as tlsFromEnv's.
-func redisTLS(tc *tls.Config, serverName string) error {
-	env, err := tlsFromEnv("BATON_REDIS", serverName)
-	if err != nil {
-		return err
-	}
-	tc.MinVersion, tc.RootCAs, tc.Certificates = env.MinVersion, env.RootCAs, env.Certificates
-	if env.ServerName != "" {
-		tc.ServerName = env.ServerName
-	}
-	return nil
-}
-
-// redisErr marks authentication, ACL and TLS failures with baton.ErrAuth
-// (exit 77) and everything else with baton.ErrUnavailable (exit 69).
-func redisErr(err error) error {
-	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
-		return err
-	}
-	if redisRefused(err.Error()) {
-		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-	}
-	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-}
-
-// redisRefused reports whether a Redis error's text is a refusal: bad or
-// missing credentials, an ACL that denies a key, channel or command, or
-// TLS (the server's certificate, or ours refused by the server).
-func redisRefused(msg string) bool {
-	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
-		"x509:", "tls: ", "first record does not look like a TLS handshake"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
-}
+// redisErr marks a Redis or Redlock failure for its exit code: a
+// refusal of the credentials, an ACL or TLS with baton.ErrAuth (exit 77),
+// anything else with baton.ErrUnavailable (69); a bad option (64) stays.
+func redisErr(err error) error { return rediseval.Classify(err) }
 
 // markRedisRefusal marks an acquire's Redis refusal with baton.ErrAuth: a
 // user whose ACL lacks the lock's keys connects fine and is refused only
 // by the acquire script.
-func markRedisRefusal(err error) error { return markRefusal(err, redisRefused) }
+func markRedisRefusal(err error) error { return markRefusal(err, rediseval.Refused) }
 
-// openRedis connects to a Redis primary: the connection (and AUTH) is
-// proved by a PING, retried until --connect-timeout.
+// redisOptions are baton.Open's options for a redis://, rediss:// or
+// redlock:// backend: the command line's TTL, connect timeout, observer
+// and TLS server name. The engines parse the URL and take credentials and
+// TLS files from the environment themselves.
+func redisOptions(cfg *runConfig, u engineURL) []baton.Option {
+	return []baton.Option{baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
+		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
+}
+
+// openRedis connects to a Redis primary through package redislock, which
+// proves the connection (and AUTH) by a PING, retried until
+// --connect-timeout. A plain-text connection that failed is checked for
+// a server that speaks TLS, so that the message names the cure.
 func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
-	o, err := parseRedis(u, cfg)
+	bc, err := baton.Open(ctx, u.orig, redisOptions(cfg, u)...)
 	if err != nil {
-		return nil, err
-	}
-	rdb := redis.NewClient(o)
-	c, err := redislock.New(rdb, redislock.Options{TTL: cfg.ttl, Observer: cfg.observer})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, err
-	}
-	closeAll := func() { _ = c.Close(); _ = rdb.Close() }
-	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-	defer cancel()
-	if err := pingRedis(cctx, rdb); err != nil {
-		closeAll()
-		if o.TLSConfig == nil && !errors.Is(err, baton.ErrAuth) {
-			if tlsErr := plainToTLS(ctx, []string{o.Addr}, "rediss"); tlsErr != nil {
+		if u.scheme == "redis" && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrInvalidOption) {
+			if tlsErr := plainToTLS(ctx, urlHosts(u), "rediss"); tlsErr != nil {
 				err = fmt.Errorf("%w (%w)", tlsErr, err)
 			}
 		}
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
+		return nil, u.scrub(err)
 	}
+	c, _ := baton.As[*redislock.Client](bc)
 	return refusing(&backend{
 		engine: "redis",
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
@@ -197,40 +95,8 @@ func openRedis(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*bac
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedis(a, w, c.Inspect) },
 		view:     redisView(c.Inspect),
-		close:    closeAll,
+		close:    func() { _ = bc.Close() },
 	}, markRedisRefusal), nil
-}
-
-// pingRedis pings until it works, the server refuses the credentials, or
-// ctx ends. The PING runs in its own goroutine bounded by ctx: go-redis
-// does not cut a blocked read at a context deadline.
-func pingRedis(ctx context.Context, rdb *redis.Client) error {
-	delay := 50 * time.Millisecond
-	for {
-		done := make(chan error, 1)
-		go func() { done <- rdb.Ping(ctx).Err() }() // ends at the client's read timeout at worst
-		var err error
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err == nil {
-			return nil
-		}
-		err = redisErr(err)
-		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
-	}
 }
 
 // inspectRedis is inspect on the Redis engine: every unexpired entry of

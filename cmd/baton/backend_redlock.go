@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"net/url"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/redlock"
@@ -25,11 +18,8 @@ import (
 func init() {
 	register(&engine{
 		schemes: []string{"redlock"},
-		parse: func(u engineURL) error {
-			_, err := parseRedlock(u, &runConfig{ttl: defaultTTL, connectTimeout: defaultConnectTimeout})
-			return err
-		},
-		open: openRedlock,
+		parse:   func(u engineURL) error { return baton.CheckURL(u.orig) },
+		open:    openRedlock,
 		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error {
 			if err := redlockOnlyMutex(cmd, cfg.mode); err != nil {
 				return err
@@ -64,163 +54,17 @@ func redlockNoClean() error {
 		"(a dead holder's within --ttl); run baton inspect to see each node's holder, tokens and time left")
 }
 
-// redlockTarget is a parsed redlock:// URL: one go-redis options per node,
-// in the URL's order (which must be the same in every client of a
-// deployment: node i stores index i), and the key prefix.
-type redlockTarget struct {
-	nodes  []*redis.Options
-	prefix string
-}
+// redlockErr classifies a Redlock failure as redisErr does a Redis one:
+// the nodes are Redis servers, and a refusal by any of them, among the
+// others' errors, is the cause to report (exit 77).
+func redlockErr(err error) error { return redisErr(err) }
 
-// parseRedlock checks a redlock:// URL offline:
-// redlock://[user:pass@]h1:p1,h2:p2,h3:p3[/db][?tls=true&prefix=…], at
-// least three distinct nodes. Credentials missing from the URL come from
-// BATON_REDIS_USERNAME / BATON_REDIS_PASSWORD (the same for every node);
-// tls=true uses BATON_REDIS_CACERT and BATON_REDIS_CERT/_KEY as rediss://
-// does.
-func parseRedlock(u engineURL, cfg *runConfig) (*redlockTarget, error) {
-	_, rest, _ := strings.Cut(u.raw, "://")
-	rest, rawQuery, _ := strings.Cut(rest, "?")
-	hosts, path, _ := strings.Cut(rest, "/")
-	p, err := parseRedlockParams(u, path, rawQuery)
-	if err != nil {
-		return nil, err
-	}
-	t := &redlockTarget{prefix: p.prefix}
-	seen := map[string]bool{}
-	for _, h := range strings.Split(hosts, ",") {
-		o, err := redlockNode(u, h, p, cfg)
-		if err != nil {
-			return nil, err
-		}
-		addr := strings.ToLower(o.Addr)
-		if seen[addr] {
-			// One server listed twice would cast two votes.
-			return nil, badRedlockURL(u, "node %s listed twice: Redlock's nodes must be distinct servers", h)
-		}
-		seen[addr] = true
-		t.nodes = append(t.nodes, o)
-	}
-	if len(t.nodes) < redlock.MinNodes {
-		return nil, badRedlockURL(u, "%d node(s): Redlock needs at least %d independent servers (odd: 3, 5, 7)", len(t.nodes), redlock.MinNodes)
-	}
-	return t, nil
-}
-
-// badRedlockURL is the usage error of a redlock:// URL that does not parse.
-func badRedlockURL(u engineURL, format string, args ...any) error {
-	return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
-}
-
-// redlockParams is what a redlock:// URL says of every node alike.
-type redlockParams struct {
-	db         int
-	useTLS     bool
-	prefix     string
-	user, pass string
-}
-
-// parseRedlockParams reads the database number (path), tls= and prefix=
-// (query), and the credentials: the URL's, else BATON_REDIS_USERNAME and
-// BATON_REDIS_PASSWORD.
-func parseRedlockParams(u engineURL, path, rawQuery string) (redlockParams, error) {
-	var p redlockParams
-	if path != "" {
-		n, err := strconv.Atoi(path)
-		if err != nil || n < 0 {
-			return p, badRedlockURL(u, "database %q: want a number (the same on every node)", path)
-		}
-		p.db = n
-	}
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return p, badRedlockURL(u, "%v", err)
-	}
-	for k, vs := range q {
-		v := vs[len(vs)-1]
-		switch k {
-		case "tls":
-			if p.useTLS, err = strconv.ParseBool(v); err != nil {
-				return p, badRedlockURL(u, "tls=%q: want true or false", v)
-			}
-		case "prefix":
-			if v == "" {
-				return p, badRedlockURL(u, "empty prefix")
-			}
-			p.prefix = v
-		default:
-			return p, badRedlockURL(u, "unknown parameter %q (tls, prefix)", k)
-		}
-	}
-	p.user, p.pass = os.Getenv("BATON_REDIS_USERNAME"), os.Getenv("BATON_REDIS_PASSWORD")
-	if u.hasUser {
-		p.user, p.pass = u.user, u.password // splitURL decoded them
-	}
-	return p, nil
-}
-
-// redlockNode returns the go-redis options of node h ("host:port").
-func redlockNode(u engineURL, h string, p redlockParams, cfg *runConfig) (*redis.Options, error) {
-	host, port, err := net.SplitHostPort(h)
-	if err != nil || host == "" {
-		return nil, badRedlockURL(u, "node %q: want host:port", h)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return nil, badRedlockURL(u, "node %q: bad port", h)
-	}
-	o := &redis.Options{
-		Addr:     net.JoinHostPort(host, port),
-		Username: p.user,
-		Password: p.pass,
-		DB:       p.db,
-		// baton retries acquires itself; a resent acquire script could
-		// take the node a second time under a new owner.
-		MaxRetries: -1,
-		// These clients are baton's own: let every context deadline cut a
-		// blocked read, so a dead node costs no more than the engine's
-		// NodeTimeout, and Close does not wait for it.
-		ContextTimeoutEnabled: true,
-		DialTimeout:           cfg.connectTimeout,
-		ReadTimeout:           max(cfg.ttl/3, 100*time.Millisecond),
-		ClientName:            "baton",
-	}
-	o.WriteTimeout = o.ReadTimeout
-	if p.useTLS {
-		o.TLSConfig = &tls.Config{ServerName: host}
-		if err := redisTLS(o.TLSConfig, u.tlsName); err != nil {
-			return nil, err
-		}
-	}
-	return o, nil
-}
-
-// redlockErr classifies a Redlock failure: ErrInvalidOption (exit 64)
-// stays, authentication and TLS refusals on a node become baton.ErrAuth
-// (77), everything else baton.ErrUnavailable (69).
-func redlockErr(err error) error {
-	if errors.Is(err, baton.ErrInvalidOption) || errors.Is(err, baton.ErrAuth) {
-		return err
-	}
-	// The engine joins the nodes' errors under ErrUnavailable: look at the
-	// text for a node that refused the credentials.
-	if errors.Is(redisErr(errors.New(err.Error())), baton.ErrAuth) {
-		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-	}
-	if errors.Is(err, baton.ErrUnavailable) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-}
-
-// openRedlock connects to a Redlock deployment: the nodes' indexes are
-// verified (and set on first use) by a majority, retried until
-// --connect-timeout. inspect (read-only) writes nothing: it only reads.
+// openRedlock connects to a Redlock deployment through package redlock,
+// which reads the nodes' indexes until a majority answered, retried until
+// --connect-timeout: a connect check that writes nothing, so inspect and
+// the exporter stay read-only (the first acquire sets missing indexes).
 func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
 	if err := redlockOnlyMutex("run", cfg.mode); err != nil {
-		return nil, err
-	}
-	t, err := parseRedlock(u, cfg)
-	if err != nil {
 		return nil, err
 	}
 	// Scrub the password whether it came from the URL or the environment.
@@ -228,29 +72,11 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 	if !u.hasUser {
 		su.password = os.Getenv("BATON_REDIS_PASSWORD")
 	}
-	nodes := make([]redis.UniversalClient, len(t.nodes))
-	for i, o := range t.nodes {
-		nodes[i] = redis.NewClient(o)
-	}
-	closeNodes := func() {
-		for _, n := range nodes {
-			_ = n.Close()
-		}
-	}
-	c, err := redlock.New(nodes, redlock.Options{TTL: cfg.ttl, Prefix: t.prefix, Observer: cfg.observer})
+	bc, err := baton.Open(ctx, u.orig, redisOptions(cfg, u)...)
 	if err != nil {
-		closeNodes()
-		return nil, err
+		return nil, su.scrub(err)
 	}
-	closeAll := func() { _ = c.Close(); closeNodes() }
-	if !cfg.readOnly {
-		cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
-		defer cancel()
-		if err := verifyRedlock(cctx, c); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("connect %s: %w", u.redacted, su.scrub(err))
-		}
-	}
+	c, _ := baton.As[*redlock.Client](bc)
 	read := func(ctx context.Context, name string) ([]redlock.NodeEntry, error) {
 		es, err := c.Inspect(ctx, name)
 		if err != nil {
@@ -272,32 +98,8 @@ func openRedlock(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*b
 		election: func(string) (baton.Elector, error) { return nil, redlockOnlyMutex("elect", modeMutex) },
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectRedlock(a, w, read) },
 		view:     redlockView(read),
-		close:    closeAll,
+		close:    func() { _ = bc.Close() },
 	}, nil
-}
-
-// verifyRedlock runs the client's index verification until it succeeds,
-// a node refuses the credentials, the indexes mismatch, or ctx ends.
-func verifyRedlock(ctx context.Context, c *redlock.Client) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := c.Verify(ctx)
-		if err == nil {
-			return nil
-		}
-		err = redlockErr(err)
-		if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrInvalidOption) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
-	}
 }
 
 // redlockEntryJSON is one node in `inspect --json` on Redlock.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	batonengine "github.com/baton-go/baton/engine"
 )
 
 // redactCases are passwords as typed in a URL's userinfo, unescaped
@@ -77,12 +79,12 @@ func driverPassword(t *testing.T, u engineURL) string {
 			t.Fatalf("redis.ParseURL: %v", err)
 		}
 		return o.Password
-	case "redlock":
-		p, err := parseRedlockParams(u, "", "")
+	case "redlock": // what package redlock reads, through baton.Open
+		eu, err := batonengine.ParseURL(u.orig)
 		if err != nil {
-			t.Fatalf("parseRedlockParams: %v", err)
+			t.Fatalf("batonengine.ParseURL: %v", err)
 		}
-		return p.pass
+		return eu.Password
 	case "postgres":
 		cc, err := pgx.ParseConfig(u.orig)
 		if err != nil {

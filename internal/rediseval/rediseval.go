@@ -2,13 +2,21 @@
 // boxed once. redislock and redlock run a script per acquire, renewal and
 // release (Redlock on every node): go-redis' Script.Run builds each call's
 // argument slice anew, boxing the digest and every key into an interface
-// of its own, which made these calls most of a lock's allocations.
+// of its own, which made these calls most of a lock's allocations. It
+// also tells, for both engines and the CLI, a server's refusal from its
+// absence (Classify).
 package rediseval
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton"
 )
 
 // Script is a Lua script with its digest boxed once.
@@ -58,4 +66,61 @@ func Run(ctx context.Context, rdb Client, sc Script, keys []string, boxed []any,
 		return sc.Eval(ctx, rdb, keys, words[3+len(boxed):]...)
 	}
 	return cmd
+}
+
+// Refused reports whether a Redis error's text is a refusal: bad or
+// missing credentials, an ACL that denies a key, channel or command, or
+// TLS (the server's certificate, or ours refused by the server). Retrying
+// does not cure these: they are baton.ErrAuth, not baton.ErrUnavailable.
+func Refused(msg string) bool {
+	for _, p := range refusals {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var refusals = []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH",
+	"x509:", "tls: ", "first record does not look like a TLS handshake"}
+
+// Classify marks a failure to reach or use a Redis server (or several:
+// Redlock joins its nodes' errors) with baton.ErrAuth when its text shows
+// a refusal (Refused), else with baton.ErrUnavailable. An error already
+// marked with baton.ErrAuth or baton.ErrInvalidOption is returned as it
+// is, and so is one marked with baton.ErrUnavailable that shows no
+// refusal.
+func Classify(err error) error {
+	switch {
+	case err == nil, errors.Is(err, baton.ErrAuth), errors.Is(err, baton.ErrInvalidOption):
+		return err
+	case Refused(err.Error()):
+		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
+	case errors.Is(err, baton.ErrUnavailable):
+		return err
+	}
+	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+}
+
+// Retry runs f until it succeeds, fails with an error retrying cannot
+// fix (baton.ErrAuth, baton.ErrInvalidOption), or ctx ends, and returns
+// f's last error: an engine's connect check, which must wait out a server
+// that is starting but give up at once on a refusal. The pauses between
+// tries double from 50ms up to 1s.
+func Retry(ctx context.Context, f func() error) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrInvalidOption) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
 }

@@ -1,0 +1,81 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+)
+
+// Baton returns c as the *baton.Client every engine gives, so that code
+// written against *baton.Client runs on Redis. Its Close closes c, not
+// the redis client c was made on, which stays the caller's. baton.As
+// hands c back, for Stats, Inspect and the lock objects' own methods
+// (LockFor, OnDisagreement).
+func (c *Client) Baton() *baton.Client { return engine.NewClient(batonConn{c: c}) }
+
+// batonConn is a Client as package engine drives it.
+type batonConn struct {
+	c *Client
+	// closeRDB closes the redis client that Open made for c; nil when the
+	// caller owns it.
+	closeRDB func() error
+}
+
+func (k batonConn) Engine() string { return "redis" }
+func (k batonConn) Raw() any       { return k.c }
+
+// Close closes the client, then the redis client Open made for it.
+func (k batonConn) Close() error {
+	err := k.c.Close()
+	if k.closeRDB == nil || errors.Is(err, baton.ErrClosed) {
+		return err
+	}
+	return errors.Join(err, k.closeRDB())
+}
+
+func (k batonConn) Mutex(name string) (baton.Locker, error) {
+	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+}
+
+func (k batonConn) RWMutex(name string) (engine.RWLocker, error) {
+	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
+}
+
+func (k batonConn) Semaphore(name string, n int) (engine.SemLocker, error) {
+	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
+}
+
+func (k batonConn) Election(name string) (baton.Elector, error) {
+	return engine.Recipe[baton.Elector](k.c.Election(name))
+}
+
+// waitingNote explains a waiter's entry: an intent the waiter refreshes at
+// every attempt, not a place it keeps by itself.
+const waitingNote = "waiting intent: expires unless the waiter retries"
+
+// Inspect reads the name's entries (Client.Inspect) as baton.Inspection:
+// holders with their token, owner, holder record and time left; waiters
+// with the time their intent has left.
+func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
+	in, err := k.c.Inspect(ctx, name)
+	if err != nil {
+		return baton.Inspection{}, err
+	}
+	out := baton.Inspection{Name: name, Engine: "redis", Permits: in.Permits}
+	for _, e := range in.Entries {
+		be := baton.Entry{Mode: e.Recipe, Owner: e.Owner, Process: e.Process, Left: e.TTL}
+		if e.Role != "holder" {
+			be.Note = waitingNote
+			out.Waiters = append(out.Waiters, be)
+			continue
+		}
+		be.Token = e.Token
+		if e.ID != "" {
+			be.Note = "candidate " + e.ID
+		}
+		out.Holders = append(out.Holders, be)
+	}
+	return out, nil
+}
