@@ -83,8 +83,8 @@ var engineImports = map[string]string{
 // finds a driver: the engine registers its schemes when its package is
 // imported (import _ "github.com/baton-go/baton/redislock"). The URLs
 // are the CLI's --backend URLs: zk://h1:2181,h2:2181/chroot, zk+tls://,
-// etcd://h:2379, etcds://, redis://h:6379/0, rediss:// (a Sentinel
-// set as the CLI documents it), redlock://h1,h2,h3, postgres://…,
+// etcd://h:2379, etcds://, redis://h:6379/0, rediss://,
+// redlock://h1,h2,h3, postgres://…,
 // mysql://…, sqlite:///path/file.db, and mem://name (an in-process
 // memlock server, for tests). Credentials come from the URL or, when it
 // has none, from the engine's environment variables. Errors never show

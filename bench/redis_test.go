@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/redislock"
 	bsmlock "github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
@@ -241,7 +242,7 @@ func mintPair(rdb *redis.Client, prefix string) *pair {
 	var owner string
 	return &pair{impl: "mint", what: "script SET NX PX + INCR; script GET + DEL",
 		lock: func(ctx context.Context) error {
-			owner = baton.NewOwnerID()
+			owner = engine.NewOwnerID()
 			tok, err := mintAcquire.Run(ctx, rdb, keys, owner, ttl).Int64()
 			if err == nil && tok < 1 {
 				err = fmt.Errorf("mint floor: not granted (%d)", tok)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
@@ -285,7 +286,7 @@ func sqlTakeFreePair(tb testing.TB, b sqlBackend, db *sql.DB, tbl, seq string) *
 	}
 	return &pair{impl: impl, what: what,
 		lock: func(ctx context.Context) error {
-			owner = baton.NewOwnerID()
+			owner = engine.NewOwnerID()
 			if seq != "" {
 				var tok int64
 				if err := db.QueryRowContext(ctx, take, owner, floorName, ttl).Scan(&tok); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
 )
@@ -307,7 +308,7 @@ func (s *store) Begin(req *leasing.Request) leasing.Attempts {
 	if sp.one && req.Wait {
 		a.waiter, a.num = s.c.wo.Next()
 	} else {
-		a.waiter = baton.NewOwnerID()
+		a.waiter = engine.NewOwnerID()
 	}
 	return a
 }
@@ -329,7 +330,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	if a.req.Fixed > 0 {
 		ttl = a.req.Fixed
 	}
-	owner := baton.NewOwnerID()
+	owner := engine.NewOwnerID()
 	res := leasing.Result{Sent: time.Now(), Ref: a.s.ref(owner, 0, false)}
 	r, done, err := a.c.attempt(ctx, a.s, owner, a.waiter, ttl, a.req.Wait && n > 0)
 	a.lastDone, a.tried = done, true

@@ -269,7 +269,7 @@ type Inspection struct {
 // overflow uint64 fails the inspection with an error wrapping
 // baton.ErrInvalidOption, as such an acquire does.
 func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return Inspection{}, err
 	}

@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			st.run(t, engine(t, redisAddr(t), false))
+			st.run(t, suiteEngine(t, redisAddr(t), false))
 		})
 	}
 }
@@ -33,5 +33,5 @@ func TestConformance(t *testing.T) {
 // slot, or the server refuses it.
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	batontest.TestMutex(t, engine(t, testenv.RedisCluster(t), true))
+	batontest.TestMutex(t, suiteEngine(t, testenv.RedisCluster(t), true))
 }

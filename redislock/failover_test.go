@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/fence/redisfence"
 	"github.com/baton-go/baton/redislock"
@@ -68,7 +69,7 @@ func cutReplication(t *testing.T, link *faultproxy.Proxy, primary, replica *redi
 	ctx := context.Background()
 	var probes []string
 	for i := range 50 {
-		probe := "probe:" + baton.NewOwnerID()
+		probe := "probe:" + engine.NewOwnerID()
 		if err := primary.Set(ctx, probe, i, time.Minute).Err(); err != nil {
 			t.Fatalf("SET %s = %v", probe, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redislock"
 )
@@ -23,7 +24,7 @@ const testTTL = 1500 * time.Millisecond
 // is deleted when the test ends (counters included).
 func testPrefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
-	p := "batontest-" + baton.NewOwnerID()[:12]
+	p := "batontest-" + engine.NewOwnerID()[:12]
 	t.Cleanup(func() { deleteKeys(t, rdb, p) })
 	return p
 }
@@ -130,9 +131,9 @@ func lock(t testing.TB, c *redislock.Client, name string) *baton.Lease {
 	return l
 }
 
-// engine describes the Redis engine on the server at addr to the
+// suiteEngine describes the Redis engine on the server at addr to the
 // conformance suite; cluster makes every client a one-seed ClusterClient.
-func engine(t *testing.T, addr string, cluster bool) batontest.Engine {
+func suiteEngine(t *testing.T, addr string, cluster bool) batontest.Engine {
 	var admin redis.UniversalClient
 	if cluster {
 		admin = clusterClient(t, addr)

@@ -14,11 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/redislock"
 )
 
-func uniqueName(test string) string { return "redistest/" + test + "/" + baton.NewOwnerID()[:12] }
+func uniqueName(test string) string { return "redistest/" + test + "/" + engine.NewOwnerID()[:12] }
 
 // TestKeyLayout checks that every key of a name shares one hash slot with
 // its token counter, for names with braces and the escape character.

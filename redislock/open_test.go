@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	_ "github.com/baton-go/baton/redislock"
 )
 
@@ -70,7 +71,7 @@ func TestOpen(t *testing.T) {
 	if c.Engine() != "redis" {
 		t.Errorf("Engine() = %q, want redis", c.Engine())
 	}
-	name := "open/" + baton.NewOwnerID()[:12]
+	name := "open/" + engine.NewOwnerID()[:12]
 	m, err := c.Mutex(name)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestOpenTLS(t *testing.T) {
 	}
 	getenv := func(k string) string { return env[k] }
 	c := openURL(t, "rediss://"+addr, baton.WithGetenv(getenv))
-	name := "open-tls/" + baton.NewOwnerID()[:12]
+	name := "open-tls/" + engine.NewOwnerID()[:12]
 	m, err := c.Mutex(name)
 	if err != nil {
 		t.Fatal(err)

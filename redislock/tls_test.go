@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/redislock"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,7 +53,7 @@ func tlsOptions(t *testing.T, cert, user string) *redis.Options {
 // other keys connects, and is refused by the acquire itself: the error
 // carries the server's NOPERM.
 func TestTLSACL(t *testing.T) {
-	name := "tls/" + baton.NewOwnerID()[:12]
+	name := "tls/" + engine.NewOwnerID()[:12]
 	a := newClient(t, redisClientWith(t, tlsOptions(t, "client", "baton")), redislock.Options{})
 	b := newClient(t, redisClientWith(t, tlsOptions(t, "client", "baton")), redislock.Options{})
 	l := lock(t, a, name)

@@ -3,7 +3,7 @@ package redislock
 import (
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/leasing"
 	"github.com/redis/go-redis/v9"
 )
@@ -76,7 +76,7 @@ func (w *wakeOne) init(rdb redis.UniversalClient, o Options) {
 		return // its releases still wake other clients' waiters
 	}
 	w.on = true
-	w.ID = baton.NewOwnerID()
+	w.ID = engine.NewOwnerID()
 	w.channel = root + w.ID
 }
 

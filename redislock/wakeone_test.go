@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/cmdcount"
 	"github.com/baton-go/baton/redislock"
 )
@@ -122,7 +123,7 @@ func TestWakeOneSkipsGoneClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Older than the live waiter's intent (which expires in 20s).
-	gone := baton.NewOwnerID() + ".1"
+	gone := engine.NewOwnerID() + ".1"
 	if err := rdb.ZAdd(ctx, r.waiters, redis.Z{Score: float64(now.UnixMilli() + 10_000), Member: gone}).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -489,7 +489,7 @@ type Waiter struct {
 // token gets no write-back (its counter is the token already): its Grant
 // is its Token when another node of the same owner records that grant.
 func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("redlock: Inspect: %w", err)
 	}

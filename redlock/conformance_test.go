@@ -8,4 +8,4 @@ import (
 
 // TestConformance runs baton's mutex conformance suite against Redlock on
 // five independent redis-servers.
-func TestConformance(t *testing.T) { batontest.TestMutex(t, engine(t)) }
+func TestConformance(t *testing.T) { batontest.TestMutex(t, suiteEngine(t)) }

@@ -46,9 +46,9 @@ const (
 	conformanceNodeTimeout = 1 * time.Second
 )
 
-// engine describes the Redlock engine on the five test nodes to the
+// suiteEngine describes the Redlock engine on the five test nodes to the
 // conformance suite.
-func engine(t *testing.T) batontest.Engine {
+func suiteEngine(t *testing.T) batontest.Engine {
 	addrs := testenv.Redlock(t)
 	prefix := redlocktest.Prefix(t, addrs)
 	admin := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
@@ -155,7 +156,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	}
 	a.w.record = a.wait && n > 0 && a.refused
 	a.tried = a.tried || a.w.record
-	owner := baton.NewOwnerID()
+	owner := engine.NewOwnerID()
 	if a.tried {
 		// This attempt or an earlier one may have recorded the waiter:
 		// the release of its grant removes the waiter wherever a node

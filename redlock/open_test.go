@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/redlock/redlocktest"
 )
@@ -60,7 +61,7 @@ func TestOpen(t *testing.T) {
 	if c.Engine() != "redlock" {
 		t.Errorf("Engine() = %q, want redlock", c.Engine())
 	}
-	name := "open/" + baton.NewOwnerID()[:12]
+	name := "open/" + engine.NewOwnerID()[:12]
 	m, err := c.Mutex(name)
 	if err != nil {
 		t.Fatal(err)

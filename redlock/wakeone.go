@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/leasing"
 )
 
@@ -73,7 +73,7 @@ func (w *wakeOne) init(o Options, nodes int) {
 	root := o.Prefix + "wake:"
 	w.rootArg = root
 	w.listen = rand.IntN(nodes)
-	w.ID = baton.NewOwnerID() + "-" + strconv.Itoa(w.listen)
+	w.ID = engine.NewOwnerID() + "-" + strconv.Itoa(w.listen)
 	w.channel = root + w.ID
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/internal/cmdcount"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/redlock/redlocktest"
@@ -190,7 +191,7 @@ func TestWakeOneFlat(t *testing.T) {
 // release tries one.
 func TestWakeOneBeforePoll(t *testing.T) {
 	r := newWakeRig(t, redlock.Options{TTL: 20 * time.Second, Backoff: baton.Backoff{Base: 5 * time.Second, Max: 5 * time.Second}})
-	gone := baton.NewOwnerID()
+	gone := engine.NewOwnerID()
 	member := func(i int) string { return fmt.Sprintf("%s-%d.1", gone, i) }
 	for i, d := range r.direct {
 		ctx := redlocktest.OpCtx(t, 5*time.Second)
@@ -227,7 +228,7 @@ func TestWakeOneBeforePoll(t *testing.T) {
 // like the others.
 func TestWakeOneKeyMissing(t *testing.T) {
 	r := newWakeRig(t, redlock.Options{TTL: 20 * time.Second, Backoff: baton.Backoff{Base: 5 * time.Second, Max: 5 * time.Second}})
-	gone := baton.NewOwnerID() + "-0.1" // a second waiter: polls ≥ 2.5s apart
+	gone := engine.NewOwnerID() + "-0.1" // a second waiter: polls ≥ 2.5s apart
 	for i, d := range r.direct {
 		ctx := redlocktest.OpCtx(t, 5*time.Second)
 		now, err := d.Time(ctx).Result()
