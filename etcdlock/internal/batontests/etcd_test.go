@@ -11,17 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// TestEtcd runs the conformance suite against etcdlock on the test run's
-// etcd server, each client partitioned by its own fault proxy.
-func TestEtcd(t *testing.T) { batontest.TestMutex(t, etcdTestEngine(t)) }
-
-// TestEtcdRWMutex, TestEtcdSemaphore and TestEtcdElection run the recipe
-// suites against etcdlock.
-func TestEtcdRWMutex(t *testing.T)   { batontest.TestRWMutex(t, etcdTestEngine(t)) }
-func TestEtcdSemaphore(t *testing.T) { batontest.TestSemaphore(t, etcdTestEngine(t)) }
-func TestEtcdElection(t *testing.T)  { batontest.TestElection(t, etcdTestEngine(t)) }
-
-// etcdTestEngine is etcdEngine with an admin client closed at the end of t.
+// etcdTestEngine is etcdEngine with an admin client closed at the end of
+// t, for the negative controls. The suites' own run on the server is
+// testkit/conformance's etcd row, through baton.Open.
 func etcdTestEngine(t *testing.T) batontest.Engine {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{etcdServer.Endpoint},

@@ -76,7 +76,7 @@ func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 //		batontest.TestMutex(t, etcdEngine(endpoint, admin))
 //	}
 //
-// TestEtcd in this package does exactly that on a real etcd server.
+// TestEtcdCluster in this package does so on a real etcd cluster.
 func Example() {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {

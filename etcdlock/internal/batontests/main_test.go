@@ -1,8 +1,10 @@
-// The batontest package's conformance suite run against etcdlock, with its
-// runnable example and the negative tests that prove the suite catches
-// violations. They live in the etcdlock module because they need etcd's
-// client: the root module, which holds package batontest, must not require
-// it (its users would get etcd's client and zap in their module graphs).
+// The batontest package's conformance suites run against etcdlock on an
+// etcd cluster, with their runnable example and the negative tests that
+// prove the suites catch violations. They live in the etcdlock module
+// because they need etcd's client: the root module, which holds package
+// batontest, must not require it (its users would get etcd's client and zap
+// in their module graphs). The suites' run on the single test server is
+// testkit/conformance's etcd row.
 package batontest_test
 
 import (
