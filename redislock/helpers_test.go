@@ -131,45 +131,31 @@ func lock(t testing.TB, c *redislock.Client, name string) *baton.Lease {
 	return l
 }
 
-// suiteEngine describes the Redis engine on the server at addr to the
-// conformance suite; cluster makes every client a one-seed ClusterClient.
-func suiteEngine(t *testing.T, addr string, cluster bool) batontest.Engine {
-	var admin redis.UniversalClient
-	if cluster {
-		admin = clusterClient(t, addr)
-	} else {
-		admin = redisClient(t, addr)
-	}
+// clusterEngine describes the Redis engine on the one-node Cluster at addr
+// to the conformance suite: every client a one-seed ClusterClient.
+func clusterEngine(t *testing.T, addr string) batontest.Engine {
+	admin := clusterClient(t, addr)
 	prefix := testPrefix(t, admin)
 	adminC := newClient(t, admin, redislock.Options{Prefix: prefix})
-	name := "redis"
-	if cluster {
-		name = "redis-cluster"
-	}
 	return batontest.Engine{
-		Name: name,
+		Name: "redis-cluster",
 		NewClient: func(t testing.TB) batontest.Client {
 			p, err := faultproxy.Start(addr)
 			if err != nil {
 				t.Fatalf("faultproxy.Start(%q) = %v", addr, err)
 			}
 			t.Cleanup(p.Close)
-			var rdb redis.UniversalClient
-			if cluster {
-				// The node announces its own address in CLUSTER SLOTS: map
-				// it back to the proxy so that every connection is cut.
-				rdb = redis.NewClusterClient(&redis.ClusterOptions{
-					Addrs:        []string{p.Addr},
-					MaxRetries:   -1,
-					ReadTimeout:  cutTimeout,
-					WriteTimeout: cutTimeout,
-					ClusterSlots: func(ctx context.Context) ([]redis.ClusterSlot, error) {
-						return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: p.Addr}}}}, nil
-					},
-				})
-			} else {
-				rdb = redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1, ReadTimeout: cutTimeout, WriteTimeout: cutTimeout})
-			}
+			// The node announces its own address in CLUSTER SLOTS: map it
+			// back to the proxy so that every connection is cut.
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs:        []string{p.Addr},
+				MaxRetries:   -1,
+				ReadTimeout:  cutTimeout,
+				WriteTimeout: cutTimeout,
+				ClusterSlots: func(ctx context.Context) ([]redis.ClusterSlot, error) {
+					return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: p.Addr}}}}, nil
+				},
+			})
 			t.Cleanup(func() { _ = rdb.Close() })
 			c, err := redislock.New(rdb, redislock.Options{TTL: testTTL, Prefix: prefix})
 			if err != nil {
