@@ -15,13 +15,10 @@ import (
 // session exactly on time, so a short TTL suffices.
 const conformanceTTL = 500 * time.Millisecond
 
-// TestConformance runs baton's conformance suite against memlock: the same
-// recipes and the same contract as the ZooKeeper and etcd engines.
-func TestConformance(t *testing.T) { conformance(t, nil) }
-
-// TestConformanceObserved runs the suite with an Observer on every acquire
-// and lease: observation must not change the contract, and the events of
-// the whole run must pair up (see checkPairs).
+// TestConformanceObserved runs the suites with an Observer on every
+// acquire and lease: observation must not change the contract, and the
+// events of the whole run must pair up (see checkPairs). The suites' run
+// without one is testkit/conformance's mem row, through baton.Open.
 func TestConformanceObserved(t *testing.T) {
 	rec := recorder.New()
 	t.Run("suite", func(t *testing.T) { conformance(t, rec) })
