@@ -31,7 +31,8 @@ type Client struct {
 	hubp   atomic.Pointer[tableHub] // set at the first use, once the server is identified
 
 	schemaMu sync.Mutex
-	schemaOK bool
+	migrated bool // the schema is known to exist: Migrate ran, or the first use's check
+	schemaOK bool // the first use's preparation is done
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -106,17 +107,15 @@ func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 func (c *Client) Table() string { return c.q.locks }
 
 // Migrate creates the schema (see the package doc) if it does not exist.
-// It is idempotent and safe to run from several processes at once.
+// It is idempotent and safe to run from several processes at once. The
+// first use then neither creates nor checks the schema again.
 func (c *Client) Migrate(ctx context.Context) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	if err := migrate(ctx, c.db, c.q); err != nil {
 		return err
 	}
-	if err := c.findTokenSource(ctx); err != nil {
-		return err
-	}
-	c.schemaOK = true
+	c.migrated = true
 	return nil
 }
 
@@ -212,7 +211,9 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	if c.schemaOK {
 		return nil
 	}
-	if c.o.NoMigrate {
+	switch {
+	case c.migrated: // by Migrate: nothing to create or check
+	case c.o.NoMigrate:
 		// No DDL: only check that the table is there with every column
 		// this version uses, and say what to do when it is not.
 		rows, err := c.db.QueryContext(ctx, c.q.probe())
@@ -221,9 +222,12 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 				"(Options.NoMigrate is set: run sqllock.Migrate with DDL rights first): %w", c.q.locks, err)
 		}
 		_ = rows.Close()
-	} else if err := migrate(ctx, c.db, c.q); err != nil {
-		return err
+	default:
+		if err := migrate(ctx, c.db, c.q); err != nil {
+			return err
+		}
 	}
+	c.migrated = true
 	if err := c.identify(ctx); err != nil {
 		return err
 	}
