@@ -39,8 +39,10 @@
 //	    expires_at timestamptz NOT NULL,
 //	    renewal    bigint      NOT NULL DEFAULT 0,
 //	    data       text        NOT NULL DEFAULT '',
+//	    holder     varchar(256),
 //	    PRIMARY KEY (name, slot));
-//	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '';
+//	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '',
+//	    ADD COLUMN IF NOT EXISTS holder varchar(256);
 //	CREATE SEQUENCE IF NOT EXISTS baton_token_seq;
 //
 // MySQL/MariaDB (InnoDB; names are compared byte for byte, as on the other
@@ -55,6 +57,7 @@
 //	    expires_at DATETIME(6)     NOT NULL,
 //	    renewal    BIGINT          NOT NULL DEFAULT 0,
 //	    data       VARCHAR(1024)   NOT NULL DEFAULT '',
+//	    holder     VARCHAR(256)    NULL,
 //	    PRIMARY KEY (name, slot)) ENGINE=InnoDB;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB;
@@ -70,16 +73,27 @@
 //	    kind TEXT NOT NULL DEFAULT 'mutex', owner TEXT NOT NULL DEFAULT '',
 //	    token INTEGER NOT NULL DEFAULT 0, expires_at INTEGER NOT NULL,
 //	    renewal INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '',
-//	    PRIMARY KEY (name, slot)) WITHOUT ROWID;
+//	    holder TEXT, PRIMARY KEY (name, slot)) WITHOUT ROWID;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL);
 //	INSERT OR IGNORE INTO baton_tokens (id, v) VALUES (1, 0);
 //
 // The data column (candidate IDs, semaphore sizes) came with the
-// read/write lock, semaphore and election: on a table created before it,
-// Migrate adds it (PostgreSQL with ADD COLUMN IF NOT EXISTS; MySQL and
-// SQLite, which lack that clause, after looking the column up in
-// information_schema.columns or pragma_table_info).
+// read/write lock, semaphore and election, the holder column with the
+// holder record: on a table created before them, Migrate (or a client's
+// first use, without Options.NoMigrate) adds them (PostgreSQL with ADD
+// COLUMN IF NOT EXISTS; MySQL and SQLite, which lack that clause, after
+// looking the columns up in information_schema.columns or
+// pragma_table_info). Inspect reads a table without them, read-only.
+//
+// The holder column is the holder record (baton.Process: host, pid,
+// program, labels, as engine.ProcessData encodes them, at most
+// baton.MaxProcessLen bytes) of the grant or waiter that owns the row,
+// for Inspect and baton inspect. The statement that grants (or writes a
+// waiter's intent) writes it, so it costs no request; a release clears
+// it. An older version's grant leaves it as it was: while versions are
+// mixed, a row an older client took over after it expired may show its
+// previous holder's record.
 //
 // A row is free when its expires_at is not in the future on the database
 // clock; owner is ” after a release. A mutex is slot 0 of its name.
