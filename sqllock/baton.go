@@ -11,7 +11,7 @@ import (
 
 // Baton returns c as the *baton.Client every engine gives, so that code
 // written against *baton.Client runs on this client. baton.As hands c
-// back, for Migrate, Prune and the typed Inspect. Closing the
+// back, for Migrate, Prune, DB and the typed Inspect. Closing the
 // *baton.Client closes c.
 func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
 

@@ -3,6 +3,7 @@ package sqllock
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type Client struct {
 	// (engine.ProcessData of Options.Process), encoded and boxed once:
 	// an argument built per statement would cost an allocation per grant.
 	holder any
+	// ownDB is set when the client opened db itself (Open): Close then
+	// closes it too.
+	ownDB bool
 
 	schemaMu sync.Mutex
 	migrated bool // the schema is known to exist: Migrate ran, or the first use's check
@@ -120,6 +124,10 @@ func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 // Table returns the name of the locks table.
 func (c *Client) Table() string { return c.q.locks }
 
+// DB returns the *sql.DB the client runs on: the caller's (New), or the
+// one Open made, which fenced writes to the same database can share.
+func (c *Client) DB() *sql.DB { return c.db }
+
 // Migrate creates the schema (see the package doc) if it does not exist,
 // and upgrades a table an older version made. It is idempotent and safe
 // to run from several processes at once. The first use then neither
@@ -128,10 +136,19 @@ func (c *Client) Migrate(ctx context.Context) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	if err := migrate(ctx, c.db, c.q); err != nil {
-		return err
+		return Classify(err)
 	}
 	c.migrated = true
 	return nil
+}
+
+// SetNoMigrate makes the client run no DDL, as Options.NoMigrate does,
+// for a client that Open made (its Options are Open's). It takes effect
+// at the first use: call it before.
+func (c *Client) SetNoMigrate() {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	c.o.NoMigrate = true
 }
 
 // Migrate creates the schema for o (dialect, table prefix) on db without a
@@ -146,7 +163,7 @@ func Migrate(ctx context.Context, db *sql.DB, o Options) error {
 			return fmt.Errorf("sqllock: %w", err)
 		}
 	}
-	return migrate(ctx, db, newStatements(o.Dialect, o.TablePrefix))
+	return Classify(migrate(ctx, db, newStatements(o.Dialect, o.TablePrefix)))
 }
 
 func migrate(ctx context.Context, db *sql.DB, q *statements) error {
@@ -374,6 +391,9 @@ func (c *Client) Close() error {
 	c.schemaMu.Unlock()
 	err := c.k.Close()
 	c.st.unpin()
+	if c.ownDB {
+		err = errors.Join(err, c.db.Close())
+	}
 	return err
 }
 

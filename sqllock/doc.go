@@ -8,8 +8,9 @@
 // PostgreSQL through github.com/jackc/pgx/v5/stdlib (driver "pgx"; lib/pq
 // works too, without LISTEN/NOTIFY wake-ups), MySQL and MariaDB through
 // github.com/go-sql-driver/mysql (driver "mysql"), SQLite through
-// modernc.org/sqlite (driver "sqlite", pure Go). This package imports none
-// of the MySQL or SQLite drivers: the program opening the *sql.DB does.
+// modernc.org/sqlite (driver "sqlite", pure Go). The program opening the
+// *sql.DB imports its driver; this package imports pgx and, for Open's
+// mysql:// URLs, go-sql-driver/mysql, but no SQLite driver.
 //
 // For SQLite open the database with writers waiting instead of failing and
 // immediate transactions:
@@ -18,6 +19,42 @@
 //
 // For MySQL, interpolateParams=true saves a prepare round trip per
 // statement; clientFoundRows may be either.
+//
+// # Open
+//
+// baton.Open serves the SQL URLs of baton's CLI, once this package is
+// imported:
+//
+//	postgres://user:pass@host:5432/db?sslmode=verify-full   (postgresql:// too)
+//	mysql://user:pass@host:3306/db?tls=true
+//	sqlite:///absolute/path/locks.db
+//
+// PostgreSQL URLs are pgx's (several hosts, sslmode, sslrootcert, sslcert,
+// target_session_attrs…); pgx reads the PG* variables, ~/.pgpass and the
+// service file from the process itself. A MySQL URL takes only tls= (true,
+// false, skip-verify, preferred); with tls=true, BATON_SQL_CACERT names
+// the CAs that verify the server (else the system roots) and
+// BATON_SQL_CERT / BATON_SQL_KEY a client certificate. A SQLite URL is an
+// absolute file and nothing else: Open sets the busy timeout, WAL and
+// immediate transactions above, and the program imports a driver
+// registered as "sqlite" (modernc.org/sqlite). Credentials missing from
+// the URL come from BATON_SQL_USER and BATON_SQL_PASSWORD, then from the
+// driver's own (PGPASSWORD, ~/.pgpass; MYSQL_PWD); baton.WithGetenv
+// replaces the environment for all of them but pgx's PG* variables.
+// Hosts reads, offline, the hosts a URL dials, for a warning about a
+// plain-text link before Open (a PostgreSQL URL is parsed once for
+// baton.CheckURL, Hosts and Open).
+//
+// Open proves the connection with a ping, retried until the connect
+// timeout (a database that is restarting is not down yet) unless the
+// server refuses the login (baton.ErrAuth). The client owns the *sql.DB
+// it opened (DB returns it; Close closes it) and creates the schema at its
+// first use, as New's do. baton.As hands back the *Client: Migrate
+// creates the schema at once (so that a missing privilege shows at
+// start-up), and SetNoMigrate, before the first use, makes the client run
+// no DDL at all, as Options.NoMigrate does: a read-only tool (baton
+// inspect, the exporter) reads with Inspect, which never creates the
+// schema anyway.
 //
 // # Schema
 //
@@ -79,8 +116,8 @@
 //	INSERT OR IGNORE INTO baton_tokens (id, v) VALUES (1, 0);
 //
 // The data column (candidate IDs, semaphore sizes) came with the
-// read/write lock, semaphore and election, the holder column with the
-// holder record: on a table created before them, Migrate (or a client's
+// read/write lock, semaphore and election, the holder column with
+// baton.Open: on a table created before them, Migrate (or a client's
 // first use, without Options.NoMigrate) adds them (PostgreSQL with ADD
 // COLUMN IF NOT EXISTS; MySQL and SQLite, which lack that clause, after
 // looking the columns up in information_schema.columns or

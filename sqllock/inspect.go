@@ -76,7 +76,8 @@ func (r Row) Recipe() string {
 // not exist yet (nothing was ever locked there) it returns no rows, and on
 // a table that predates the holder record its rows have no Process. It is
 // for operators (`baton inspect`); a program deciding whether to act must
-// not trust a read that is stale once returned.
+// not trust a read that is stale once returned. Its errors, but for an
+// invalid name, wrap baton.ErrUnavailable or baton.ErrAuth (Classify).
 func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
 	n, err := baton.ValidateName(name)
 	if err != nil {
@@ -84,7 +85,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
 	}
 	out, err := c.inspect(ctx, n)
 	if err != nil {
-		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+		return nil, Classify(fmt.Errorf("sqllock: inspect %q: %w", n, err))
 	}
 	return out, nil
 }
