@@ -205,7 +205,7 @@ func (w *waitIntent) refresh(ctx context.Context) {
 	w.written = time.Now()
 	actx, cancel := context.WithTimeout(ctx, w.c.o.TTL/3)
 	stop := context.AfterFunc(w.c.ctx, cancel)
-	_, err := w.c.db.ExecContext(actx, w.c.q.intentUpsert(), w.name, w.slot, kindMutexWait, w.owner, w.c.o.TTL.Microseconds())
+	_, err := w.c.db.ExecContext(actx, w.c.q.intentUpsert(), w.name, w.slot, kindMutexWait, w.owner, w.c.o.TTL.Microseconds(), w.c.holder)
 	stop()
 	cancel()
 	if err != nil {

@@ -337,9 +337,9 @@ func (s *store) writeRow(ctx context.Context, tx *sql.Tx, r *recipe, exists bool
 	ttl := s.c.o.TTL.Microseconds()
 	var err error
 	if exists {
-		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
+		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, s.c.holder, r.name, slot)
 	} else {
-		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
+		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl, s.c.holder)
 	}
 	return err
 }
