@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/go-sql-driver/mysql"
 )
