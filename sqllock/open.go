@@ -337,7 +337,7 @@ func parseSQLite(cfg engine.Config) (*target, error) {
 	case u.HasUser:
 		return nil, u.Badf("SQLite has no users")
 	case !slices.Contains(sql.Drivers(), "sqlite"):
-		return nil, u.Badf(`no SQLite driver is registered as "sqlite": import _ "modernc.org/sqlite"`)
+		return nil, u.Badf(`no SQLite driver is registered as "sqlite": import _ "github.com/baton-go/baton/sqllock/sqlite"`)
 	}
 	// A SQLite URI: ?, # and % in the path must be escaped.
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
