@@ -402,7 +402,7 @@ func (c *Client) Close() error {
 // holder's row whose lease expired but was not taken yet is listed; an
 // expired intent row is not (its waiter is gone).
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (r Row) Recipe() string {
 // not trust a read that is stale once returned. Its errors, but for an
 // invalid name, wrap baton.ErrUnavailable or baton.ErrAuth (Classify).
 func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/sqllock"
 )
 
@@ -74,7 +74,7 @@ func TestMigrateAddsHolder(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			db, _ := b.open(t, false)
-			prefix := "baton_oldholder_" + baton.NewOwnerID()[:8] + "_"
+			prefix := "baton_oldholder_" + batonengine.NewOwnerID()[:8] + "_"
 			dropTables(t, db, b.name, prefix)
 			ctx := opCtx(t, 30*time.Second)
 			old := uniqueName("old")
