@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -268,7 +269,7 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 		if _, err := c.Entries(ctx, "drill/warm"); err != nil {
 			t.Fatalf("%s: Entries = %v", kind, err)
 		}
-		wm, err := c.Mutex("drill/warm/" + baton.NewOwnerID()[:12])
+		wm, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +313,7 @@ func cutLastByte(t *testing.T, lc *lockClient, counter *byteCounter) error {
 	defer cancel()
 	var n int64
 	for i := range 2 {
-		m, err := lc.mutex(fmt.Sprintf("drill/calibrate/%s/%d", baton.NewOwnerID()[:12], i))
+		m, err := lc.mutex(fmt.Sprintf("drill/calibrate/%s/%d", batonengine.NewOwnerID()[:12], i))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
@@ -157,7 +158,7 @@ func closeOK(f func() error) func() error {
 // redisEngine is package redislock on BATON_TEST_REDIS.
 func redisEngine(t *testing.T) *engine {
 	addr := testenv.Redis(t)
-	prefix := "batondrill-" + baton.NewOwnerID()[:12]
+	prefix := "batondrill-" + batonengine.NewOwnerID()[:12]
 	admin := newRedis(addr, 0)
 	// Registered first, so it runs last: after every client is closed.
 	t.Cleanup(func() { dropKeys(t, admin, prefix+":*"); admin.Close() })
@@ -226,7 +227,7 @@ func warmRedis(c *redislock.Client) error {
 	if _, err := c.Entries(ctx, "drill/warm"); err != nil {
 		return fmt.Errorf("Entries = %w", err)
 	}
-	m, err := c.Mutex("drill/warm/" + baton.NewOwnerID()[:12])
+	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func redisScan(c *redislock.Client, rdb *redis.Client) func(context.Context, str
 // a fault applies to all of them (faultGroup).
 func redlockEngine(t *testing.T) *engine {
 	addrs := testenv.Redlock(t)
-	prefix := "batondrill:redlock:" + baton.NewOwnerID()[:12] + ":"
+	prefix := "batondrill:redlock:" + batonengine.NewOwnerID()[:12] + ":"
 	admins := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
 		admins[i] = newRedis(a, 0)
@@ -371,7 +372,7 @@ func warmRedlock(c *redlock.Client) error {
 	if _, err := c.Entries(ctx, "drill/warm"); err != nil {
 		return fmt.Errorf("Entries = %w", err)
 	}
-	m, err := c.Mutex("drill/warm/" + baton.NewOwnerID()[:12])
+	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/queue"
@@ -319,7 +320,7 @@ type holder struct {
 
 func newHolder(t *testing.T, run *drilltest.Run, e *engine, id, name string, o clientOpts) *holder {
 	t.Helper()
-	n, err := baton.ValidateName(name)
+	n, err := batonengine.ValidateName(name)
 	if err != nil {
 		t.Fatalf("ValidateName(%q) = %v", name, err)
 	}

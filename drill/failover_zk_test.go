@@ -17,6 +17,7 @@ import (
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/zkensemble"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
@@ -159,7 +160,7 @@ func (c *zkCluster) open(t *testing.T, id string, members []*zkensemble.Member, 
 // holder is newHolder on the ensemble: id's client reaches members.
 func (c *zkCluster) holder(t *testing.T, run *drilltest.Run, id, name string, members []*zkensemble.Member) *holder {
 	t.Helper()
-	n, err := baton.ValidateName(name)
+	n, err := batonengine.ValidateName(name)
 	if err != nil {
 		t.Fatalf("ValidateName(%q) = %v", name, err)
 	}

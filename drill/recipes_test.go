@@ -23,6 +23,7 @@ import (
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/etcdtest"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/queue"
 )
@@ -180,7 +181,7 @@ type actor struct {
 
 func newActor(t *testing.T, run *drilltest.Run, e *engine, rc recipe, id, name string, o clientOpts) *actor {
 	t.Helper()
-	n, err := baton.ValidateName(name)
+	n, err := batonengine.ValidateName(name)
 	if err != nil {
 		t.Fatalf("ValidateName(%q) = %v", name, err)
 	}

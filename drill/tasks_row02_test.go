@@ -14,6 +14,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/tasks"
 )
 
@@ -153,7 +154,7 @@ func pausedTaskOwner(t *testing.T, e *engine, seed uint64) {
 	name := lockName("row02tasks", e, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id := baton.NewOwnerID()[:12]
+	id := batonengine.NewOwnerID()[:12]
 	table, effects := "drill_tasks_"+id, "drill_fx_"+id
 	db, s, err := taskStore(e.name, e.endpoint, table)
 	if err != nil {

@@ -3,6 +3,7 @@ package sqllock
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
@@ -29,9 +31,17 @@ type Client struct {
 	eng    *leasing.Engine // the recipes, on st
 	engine string
 	hubp   atomic.Pointer[tableHub] // set at the first use, once the server is identified
+	// holder is the holder record every grant and intent row stores
+	// (engine.ProcessData of Options.Process), encoded and boxed once:
+	// an argument built per statement would cost an allocation per grant.
+	holder any
+	// ownDB is set when the client opened db itself (Open): Close then
+	// closes it too.
+	ownDB bool
 
 	schemaMu sync.Mutex
-	schemaOK bool
+	migrated bool // the schema is known to exist: Migrate ran, or the first use's check
+	schemaOK bool // the first use's preparation is done
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -70,6 +80,7 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		o:      o,
 		q:      newStatements(o.Dialect, o.TablePrefix),
 		engine: o.Dialect.String(),
+		holder: engine.ProcessData(processOr(o.Process)),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
 		// Each leaves at least two connections of the pool to acquires.
@@ -85,6 +96,14 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),
 	}
 	return c, nil
+}
+
+// processOr returns p, or this process's record when p is the zero value.
+func processOr(p baton.Process) baton.Process {
+	if p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
+		return engine.ThisProcess("", nil)
+	}
+	return p
 }
 
 // Engine returns "postgres", "mysql" or "sqlite".
@@ -105,19 +124,31 @@ func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 // Table returns the name of the locks table.
 func (c *Client) Table() string { return c.q.locks }
 
-// Migrate creates the schema (see the package doc) if it does not exist.
-// It is idempotent and safe to run from several processes at once.
+// DB returns the *sql.DB the client runs on: the caller's (New), or the
+// one Open made, which fenced writes to the same database can share.
+func (c *Client) DB() *sql.DB { return c.db }
+
+// Migrate creates the schema (see the package doc) if it does not exist,
+// and upgrades a table an older version made. It is idempotent and safe
+// to run from several processes at once. The first use then neither
+// creates nor checks the schema again.
 func (c *Client) Migrate(ctx context.Context) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	if err := migrate(ctx, c.db, c.q); err != nil {
-		return err
+		return Classify(err)
 	}
-	if err := c.findTokenSource(ctx); err != nil {
-		return err
-	}
-	c.schemaOK = true
+	c.migrated = true
 	return nil
+}
+
+// SetNoMigrate makes the client run no DDL, as Options.NoMigrate does,
+// for a client that Open made (its Options are Open's). It takes effect
+// at the first use: call it before.
+func (c *Client) SetNoMigrate() {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	c.o.NoMigrate = true
 }
 
 // Migrate creates the schema for o (dialect, table prefix) on db without a
@@ -132,7 +163,7 @@ func Migrate(ctx context.Context, db *sql.DB, o Options) error {
 			return fmt.Errorf("sqllock: %w", err)
 		}
 	}
-	return migrate(ctx, db, newStatements(o.Dialect, o.TablePrefix))
+	return Classify(migrate(ctx, db, newStatements(o.Dialect, o.TablePrefix)))
 }
 
 func migrate(ctx context.Context, db *sql.DB, q *statements) error {
@@ -147,7 +178,7 @@ func migrate(ctx context.Context, db *sql.DB, q *statements) error {
 		if err := migrateSequence(ctx, db, q); err != nil {
 			return fmt.Errorf("sqllock: migrate: token sequence: %w", err)
 		}
-		return addDataColumn(ctx, db, q)
+		return addColumns(ctx, db, q)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -170,39 +201,72 @@ func migrate(ctx context.Context, db *sql.DB, q *statements) error {
 		return fmt.Errorf("sqllock: migrate: %w", err)
 	}
 	if q.d == fence.SQLite {
-		return addDataColumn(ctx, db, q)
+		return addColumns(ctx, db, q)
 	}
 	return nil
 }
 
-// addDataColumn adds the data column (candidate IDs, semaphore sizes) to a
-// locks table created before it existed. PostgreSQL does it in the schema
-// (ADD COLUMN IF NOT EXISTS); MySQL and SQLite lack that clause, so the
-// column is looked up first, and a concurrent migration that added it
-// in between ("duplicate column") counts as success.
-func addDataColumn(ctx context.Context, db *sql.DB, q *statements) error {
-	var look, add string
+// addedColumns are the columns of the locks table that came after its
+// first version, in the order they came, with their MySQL and SQLite
+// types: data (candidate IDs, semaphore sizes) with the read/write lock,
+// semaphore and election; holder (the holder record) with baton.Open.
+var addedColumns = []struct{ name, mysql, sqlite string }{
+	{"data", `VARCHAR(1024) NOT NULL DEFAULT ''`, `TEXT NOT NULL DEFAULT ''`},
+	{"holder", `VARCHAR(256) NULL`, `TEXT`},
+}
+
+// addColumns adds the columns of addedColumns that a locks table created
+// before them lacks. PostgreSQL does it in the schema (ADD COLUMN IF NOT
+// EXISTS); MySQL and SQLite lack that clause, so the columns are looked
+// up first, and a concurrent migration that added one in between
+// ("duplicate column") counts as success.
+func addColumns(ctx context.Context, db *sql.DB, q *statements) error {
+	var look string
 	switch q.d {
 	case fence.MySQL:
-		look = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'data'`
-		add = `ALTER TABLE ` + q.locks + ` ADD COLUMN data VARCHAR(1024) NOT NULL DEFAULT ''`
+		look = `SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ?`
 	case fence.SQLite:
-		look = `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = 'data'`
-		add = `ALTER TABLE ` + q.locks + ` ADD COLUMN data TEXT NOT NULL DEFAULT ''`
+		look = `SELECT name FROM pragma_table_info(?)`
 	default:
 		return nil
 	}
-	var n int
-	if err := db.QueryRowContext(ctx, look, q.locks).Scan(&n); err != nil {
+	have, err := columnsOf(ctx, db, look, q.locks)
+	if err != nil {
 		return fmt.Errorf("sqllock: migrate: %w", err)
 	}
-	if n > 0 {
-		return nil
-	}
-	if _, err := db.ExecContext(ctx, add); err != nil && !strings.Contains(strings.ToLower(err.Error()), "duplicate column") {
-		return fmt.Errorf("sqllock: migrate: %w", err)
+	for _, col := range addedColumns {
+		if have[col.name] {
+			continue
+		}
+		typ := col.sqlite
+		if q.d == fence.MySQL {
+			typ = col.mysql
+		}
+		_, err := db.ExecContext(ctx, `ALTER TABLE `+q.locks+` ADD COLUMN `+col.name+` `+typ)
+		if err != nil && !strings.Contains(strings.ToLower(err.Error()), "duplicate column") {
+			return fmt.Errorf("sqllock: migrate: %w", err)
+		}
 	}
 	return nil
+}
+
+// columnsOf runs look (the column names of the table given as its
+// parameter) and returns the names, lower case.
+func columnsOf(ctx context.Context, db *sql.DB, look, table string) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, look, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		have[strings.ToLower(name)] = true
+	}
+	return have, rows.Err()
 }
 
 // ensureSchema migrates once per client, at the first use.
@@ -212,7 +276,9 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	if c.schemaOK {
 		return nil
 	}
-	if c.o.NoMigrate {
+	switch {
+	case c.migrated:
+	case c.o.NoMigrate:
 		// No DDL: only check that the table is there with every column
 		// this version uses, and say what to do when it is not.
 		rows, err := c.db.QueryContext(ctx, c.q.probe())
@@ -221,9 +287,12 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 				"(Options.NoMigrate is set: run sqllock.Migrate with DDL rights first): %w", c.q.locks, err)
 		}
 		_ = rows.Close()
-	} else if err := migrate(ctx, c.db, c.q); err != nil {
-		return err
+	default:
+		if err := migrate(ctx, c.db, c.q); err != nil {
+			return err
+		}
 	}
+	c.migrated = true
 	if err := c.identify(ctx); err != nil {
 		return err
 	}
@@ -322,6 +391,9 @@ func (c *Client) Close() error {
 	c.schemaMu.Unlock()
 	err := c.k.Close()
 	c.st.unpin()
+	if c.ownDB {
+		err = errors.Join(err, c.db.Close())
+	}
 	return err
 }
 
@@ -330,7 +402,7 @@ func (c *Client) Close() error {
 // holder's row whose lease expired but was not taken yet is listed; an
 // expired intent row is not (its waiter is gone).
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,9 @@
 // PostgreSQL through github.com/jackc/pgx/v5/stdlib (driver "pgx"; lib/pq
 // works too, without LISTEN/NOTIFY wake-ups), MySQL and MariaDB through
 // github.com/go-sql-driver/mysql (driver "mysql"), SQLite through
-// modernc.org/sqlite (driver "sqlite", pure Go). This package imports none
-// of the MySQL or SQLite drivers: the program opening the *sql.DB does.
+// modernc.org/sqlite (driver "sqlite", pure Go). The program opening the
+// *sql.DB imports its driver; this package imports pgx and, for Open's
+// mysql:// URLs, go-sql-driver/mysql, but no SQLite driver.
 //
 // For SQLite open the database with writers waiting instead of failing and
 // immediate transactions:
@@ -18,6 +19,42 @@
 //
 // For MySQL, interpolateParams=true saves a prepare round trip per
 // statement; clientFoundRows may be either.
+//
+// # Open
+//
+// baton.Open serves the SQL URLs of baton's CLI, once this package is
+// imported:
+//
+//	postgres://user:pass@host:5432/db?sslmode=verify-full   (postgresql:// too)
+//	mysql://user:pass@host:3306/db?tls=true
+//	sqlite:///absolute/path/locks.db
+//
+// PostgreSQL URLs are pgx's (several hosts, sslmode, sslrootcert, sslcert,
+// target_session_attrs…); pgx reads the PG* variables, ~/.pgpass and the
+// service file from the process itself. A MySQL URL takes only tls= (true,
+// false, skip-verify, preferred); with tls=true, BATON_SQL_CACERT names
+// the CAs that verify the server (else the system roots) and
+// BATON_SQL_CERT / BATON_SQL_KEY a client certificate. A SQLite URL is an
+// absolute file and nothing else: Open sets the busy timeout, WAL and
+// immediate transactions above, and the program imports a driver
+// registered as "sqlite" (modernc.org/sqlite). Credentials missing from
+// the URL come from BATON_SQL_USER and BATON_SQL_PASSWORD, then from the
+// driver's own (PGPASSWORD, ~/.pgpass; MYSQL_PWD); baton.WithGetenv
+// replaces the environment for all of them but pgx's PG* variables.
+// Hosts reads, offline, the hosts a URL dials, for a warning about a
+// plain-text link before Open (a PostgreSQL URL is parsed once for
+// baton.CheckURL, Hosts and Open).
+//
+// Open proves the connection with a ping, retried until the connect
+// timeout (a database that is restarting is not down yet) unless the
+// server refuses the login (baton.ErrAuth). The client owns the *sql.DB
+// it opened (DB returns it; Close closes it) and creates the schema at its
+// first use, as New's do. baton.As hands back the *Client: Migrate
+// creates the schema at once (so that a missing privilege shows at
+// start-up), and SetNoMigrate, before the first use, makes the client run
+// no DDL at all, as Options.NoMigrate does: a read-only tool (baton
+// inspect, the exporter) reads with Inspect, which never creates the
+// schema anyway.
 //
 // # Schema
 //
@@ -39,8 +76,10 @@
 //	    expires_at timestamptz NOT NULL,
 //	    renewal    bigint      NOT NULL DEFAULT 0,
 //	    data       text        NOT NULL DEFAULT '',
+//	    holder     varchar(256),
 //	    PRIMARY KEY (name, slot));
-//	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '';
+//	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '',
+//	    ADD COLUMN IF NOT EXISTS holder varchar(256);
 //	CREATE SEQUENCE IF NOT EXISTS baton_token_seq;
 //
 // MySQL/MariaDB (InnoDB; names are compared byte for byte, as on the other
@@ -55,6 +94,7 @@
 //	    expires_at DATETIME(6)     NOT NULL,
 //	    renewal    BIGINT          NOT NULL DEFAULT 0,
 //	    data       VARCHAR(1024)   NOT NULL DEFAULT '',
+//	    holder     VARCHAR(256)    NULL,
 //	    PRIMARY KEY (name, slot)) ENGINE=InnoDB;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB;
@@ -70,16 +110,27 @@
 //	    kind TEXT NOT NULL DEFAULT 'mutex', owner TEXT NOT NULL DEFAULT '',
 //	    token INTEGER NOT NULL DEFAULT 0, expires_at INTEGER NOT NULL,
 //	    renewal INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '',
-//	    PRIMARY KEY (name, slot)) WITHOUT ROWID;
+//	    holder TEXT, PRIMARY KEY (name, slot)) WITHOUT ROWID;
 //	CREATE TABLE IF NOT EXISTS baton_tokens (
 //	    id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL);
 //	INSERT OR IGNORE INTO baton_tokens (id, v) VALUES (1, 0);
 //
 // The data column (candidate IDs, semaphore sizes) came with the
-// read/write lock, semaphore and election: on a table created before it,
-// Migrate adds it (PostgreSQL with ADD COLUMN IF NOT EXISTS; MySQL and
-// SQLite, which lack that clause, after looking the column up in
-// information_schema.columns or pragma_table_info).
+// read/write lock, semaphore and election, the holder column with
+// baton.Open: on a table created before them, Migrate (or a client's
+// first use, without Options.NoMigrate) adds them (PostgreSQL with ADD
+// COLUMN IF NOT EXISTS; MySQL and SQLite, which lack that clause, after
+// looking the columns up in information_schema.columns or
+// pragma_table_info). Inspect reads a table without them, read-only.
+//
+// The holder column is the holder record (baton.Process: host, pid,
+// program, labels, as engine.ProcessData encodes them, at most
+// baton.MaxProcessLen bytes) of the grant or waiter that owns the row,
+// for Inspect and baton inspect. The statement that grants (or writes a
+// waiter's intent) writes it, so it costs no request; a release clears
+// it. An older version's grant leaves it as it was: while versions are
+// mixed, a row an older client took over after it expired may show its
+// previous holder's record.
 //
 // A row is free when its expires_at is not in the future on the database
 // clock; owner is ” after a release. A mutex is slot 0 of its name.

@@ -60,9 +60,9 @@ func (e *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, er
 	return e.Election.CampaignAs(ctx, id)
 }
 
-// Leader reads the leader row of name: Entry is "<name>/<slot>", Session
-// the leadership's owner value (unique to the leadership), ID the
-// candidate's ID.
+// Leader reads the leader row of name: Entry is "<name>/<slot>/<owner>"
+// (a slot is reused by later leaderships, the owner value is unique to
+// this one), Session the owner value, ID the candidate's ID.
 func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error) {
 	rows, err := s.readRecipeRows(ctx, s.db, name)
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error
 	}
 	for _, r := range rows {
 		if r.live && r.kind == kindLeader {
-			return baton.Candidate{Entry: name + "/" + strconv.FormatInt(r.slot, 10), Session: r.owner, ID: r.data}, nil
+			return baton.Candidate{Entry: name + "/" + strconv.FormatInt(r.slot, 10) + "/" + r.owner, Session: r.owner, ID: r.data}, nil
 		}
 	}
 	return baton.Candidate{}, fmt.Errorf("sqllock: election %q: %w", name, baton.ErrNoLeader)

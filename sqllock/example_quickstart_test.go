@@ -12,8 +12,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/sqllock"
@@ -113,7 +113,7 @@ func TestQuickstart(t *testing.T) {
 func quickstartSchema(t *testing.T, dsn string) *sql.DB {
 	t.Helper()
 	admin := openDB(t, "pgx", dsn)
-	schema := "quickstart_" + strings.ToLower(baton.NewOwnerID()[:12])
+	schema := "quickstart_" + strings.ToLower(batonengine.NewOwnerID()[:12])
 	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
 		t.Fatalf("CREATE SCHEMA %s = %v", schema, err)
 	}

@@ -181,7 +181,7 @@ func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.En
 				sqllock.CounterOnly(c)
 			}
 			warm(t, c)
-			return &sqlClient{Client: c, db: db, proxy: p}
+			return batontest.FromClient(c.Baton(), func(t testing.TB) { cutOff(t, db, p) })
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -211,44 +211,16 @@ func warm(t testing.TB, c *sqllock.Client) {
 	}
 }
 
-// sqlClient adapts *sqllock.Client to batontest.Client.
-type sqlClient struct {
-	*sqllock.Client
-	db    *sql.DB
-	proxy *faultproxy.Proxy
-}
-
-func (c *sqlClient) Mutex(name string) (baton.Locker, error) {
-	return batontest.As[baton.Locker](c.Client.Mutex(name))
-}
-
-// Kill cuts the client off the database without telling it: the fault
+// cutOff cuts a client off the database without telling it: the fault
 // proxy blackholes its connections (PostgreSQL, MySQL), or its *sql.DB is
 // closed under it (SQLite, which has no network), so every renewal fails
 // and the row expires by the database clock.
-func (c *sqlClient) Kill(t testing.TB) {
-	if c.proxy != nil {
-		if err := c.proxy.Blackhole(""); err != nil {
+func cutOff(t testing.TB, db *sql.DB, p *faultproxy.Proxy) {
+	if p != nil {
+		if err := p.Blackhole(""); err != nil {
 			t.Fatalf("Blackhole() = %v", err)
 		}
 		return
 	}
-	_ = c.db.Close()
-}
-
-func (c *sqlClient) RWMutex(name string) (batontest.RW, error) {
-	return batontest.As[batontest.RW](c.Client.RWMutex(name))
-}
-
-func (c *sqlClient) Semaphore(name string, n int) (batontest.Sem, error) {
-	return batontest.As[batontest.Sem](c.Client.Semaphore(name, n))
-}
-
-func (c *sqlClient) Election(name string) (batontest.Elect, error) {
-	e, err := c.Client.Election(name)
-	if err != nil {
-		return nil, err
-	}
-	// A leadership is named by its grant's owner value, unique to it.
-	return batontest.ElectorOf(e, func(c baton.Candidate) string { return c.Session }), nil
+	_ = db.Close()
 }

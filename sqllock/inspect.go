@@ -3,12 +3,14 @@ package sqllock
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -34,6 +36,12 @@ type Row struct {
 	// read; ≤ 0 means expired: the row is free to the next acquire (an
 	// intent's waiter is gone).
 	Left time.Duration
+	// Process is the holder record the grant (or the waiter) stored: zero
+	// for a row an older version wrote, or a table that predates the
+	// record (until Migrate adds its column).
+	Process baton.Process
+
+	data string // the data column: a semaphore's N, a candidate's ID
 }
 
 // Waiting reports whether r is a waiter's intent rather than a holder's
@@ -65,42 +73,55 @@ func (r Row) Recipe() string {
 // PostgreSQL and MySQL only: SQLite's mutex waiters are not listed.
 //
 // Inspect runs no DDL, whatever Options.NoMigrate says: when the table does
-// not exist yet (nothing was ever locked there) it returns no rows. It is
+// not exist yet (nothing was ever locked there) it returns no rows, and on
+// a table that predates the holder record its rows have no Process. It is
 // for operators (`baton inspect`); a program deciding whether to act must
-// not trust a read that is stale once returned.
+// not trust a read that is stale once returned. Its errors, but for an
+// invalid name, wrap baton.ErrUnavailable or baton.ErrAuth (Classify).
 func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
-	n, err := baton.ValidateName(name)
+	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
 	}
+	out, err := c.inspect(ctx, n)
+	if err != nil {
+		return nil, Classify(fmt.Errorf("sqllock: inspect %q: %w", n, err))
+	}
+	return out, nil
+}
+
+// inspect is Inspect of the valid name n.
+func (c *Client) inspect(ctx context.Context, n string) ([]Row, error) {
 	d := c.o.Dialect
 	t := c.Table() // validated at New: a plain identifier
-	var exists int
-	if err := c.db.QueryRowContext(ctx, tableExistsSQL(d), t).Scan(&exists); err != nil {
-		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+	var shape int
+	if err := c.db.QueryRowContext(ctx, tableShapeSQL(d), t, t).Scan(&shape); err != nil {
+		return nil, err
 	}
-	if exists == 0 {
+	if shape&tableExists == 0 {
 		return nil, nil
 	}
-	rows, err := c.db.QueryContext(ctx, inspectSQL(d, t), n)
+	rows, err := c.db.QueryContext(ctx, inspectSQL(d, t, shape), n)
 	if err != nil {
-		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []Row
 	for rows.Next() {
 		var (
 			r          Row
+			holder     sql.NullString
 			exp, leftU int64 // µs
 		)
-		if err := rows.Scan(&r.Slot, &r.Kind, &r.Owner, &r.Token, &exp, &leftU); err != nil {
-			return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+		if err := rows.Scan(&r.Slot, &r.Kind, &r.Owner, &r.Token, &r.data, &holder, &exp, &leftU); err != nil {
+			return nil, err
 		}
 		r.ExpiresAt, r.Left = time.UnixMicro(exp).UTC(), time.Duration(leftU)*time.Microsecond
+		r.Process = engine.ParseProcess(holder.String)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqllock: inspect %q: %w", n, err)
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b Row) int {
 		switch wa, wb := a.Waiting(), b.Waiting(); {
@@ -116,36 +137,61 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
 	return out, nil
 }
 
-// tableExistsSQL counts the tables named by its parameter (0 or 1) where
-// the client's statements find them (the search path, the connection's
-// database, the main SQLite file).
-func tableExistsSQL(d fence.Dialect) string {
+// The bits of tableShapeSQL's answer: whether the locks table exists, and
+// which of the columns that came after its first version it has.
+const (
+	tableExists = 1 << iota
+	hasHolder
+	hasData
+)
+
+// tableShapeSQL reads, as tableExists | hasHolder | hasData, whether the
+// table named by its two parameters (the same name twice) exists where the
+// client's statements find it (the search path, the connection's
+// database, the main SQLite file) and which of its later columns it has.
+func tableShapeSQL(d fence.Dialect) string {
+	cols := `COALESCE(SUM(CASE %s WHEN 'holder' THEN 2 WHEN 'data' THEN 4 ELSE 0 END), 0)`
 	switch d {
 	case fence.Postgres:
-		return `SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END`
+		return `SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 + (SELECT ` + fmt.Sprintf(cols, "attname::text") + `
+	FROM pg_attribute WHERE attrelid = to_regclass($2) AND NOT attisdropped) END`
 	case fence.MySQL:
-		return `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`
+		return `SELECT (SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?) +
+	(SELECT ` + fmt.Sprintf(cols, "LOWER(column_name)") + ` FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ?)`
 	}
-	return `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+	return `SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?) +
+	(SELECT ` + fmt.Sprintf(cols, "name") + ` FROM pragma_table_info(?))`
 }
 
-// inspectSQL reads name's owned rows with expires_at and its distance
-// from the database clock's now, both in µs.
-func inspectSQL(d fence.Dialect, table string) string {
+// inspectSQL reads name's owned rows with their data and holder record
+// (empty and NULL where shape says the table lacks the column), and
+// expires_at and its distance from the database clock's now, both in µs.
+func inspectSQL(d fence.Dialect, table string, shape int) string {
+	cols := `slot, kind, owner, token, `
+	if shape&hasData != 0 {
+		cols += `data, `
+	} else {
+		cols += `'', `
+	}
+	if shape&hasHolder != 0 {
+		cols += `holder, `
+	} else {
+		cols += `NULL, `
+	}
 	switch d {
 	case fence.Postgres:
-		return `SELECT slot, kind, owner, token,
+		return `SELECT ` + cols + `
 	(extract(epoch FROM expires_at) * 1000000)::bigint,
 	(extract(epoch FROM (expires_at - clock_timestamp())) * 1000000)::bigint
 FROM ` + table + ` WHERE name = $1 AND owner <> '' ORDER BY slot`
 	case fence.MySQL:
-		return `SELECT slot, kind, owner, token,
+		return `SELECT ` + cols + `
 	TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at),
 	TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
 FROM ` + table + ` WHERE name = ? AND owner <> '' ORDER BY slot`
 	}
 	// SQLite stores expires_at as µs since the epoch.
-	return `SELECT slot, kind, owner, token, expires_at,
+	return `SELECT ` + cols + ` expires_at,
 	expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)
 FROM ` + table + ` WHERE name = ? AND owner <> '' ORDER BY slot`
 }

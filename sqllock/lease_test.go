@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -26,7 +27,7 @@ func remainingSQL(backend string) string {
 	return `SELECT expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) FROM baton_locks WHERE name = ? AND slot = 0 AND owner = ?`
 }
 
-func uniqueName(test string) string { return "sqltest/" + test + "/" + baton.NewOwnerID()[:12] }
+func uniqueName(test string) string { return "sqltest/" + test + "/" + batonengine.NewOwnerID()[:12] }
 
 // TestLostBeforeExpiry cuts a holder off the database and checks that it
 // goes Suspended and then Lost while its row is still unexpired on the
@@ -233,7 +234,7 @@ func TestNoMigrate(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			db, _ := b.open(t, false)
-			prefix := "baton_nomig_" + baton.NewOwnerID()[:8] + "_"
+			prefix := "baton_nomig_" + batonengine.NewOwnerID()[:8] + "_"
 			t.Cleanup(func() {
 				for _, obj := range []string{"TABLE " + prefix + "locks", "TABLE " + prefix + "tokens", "SEQUENCE " + prefix + "token_seq"} {
 					if b.name == "sqlite" && strings.HasPrefix(obj, "SEQUENCE") {
@@ -278,7 +279,7 @@ func TestMigrateAddsData(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			db, _ := b.open(t, false)
-			prefix := "baton_olddata_" + baton.NewOwnerID()[:8] + "_"
+			prefix := "baton_olddata_" + batonengine.NewOwnerID()[:8] + "_"
 			t.Cleanup(func() {
 				_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "locks")
 				_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "tokens")

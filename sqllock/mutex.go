@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
@@ -53,7 +54,7 @@ type mutexAttempts struct {
 }
 
 func (c *Client) mutexAttempts(req *leasing.Request) *mutexAttempts {
-	wi := &waitIntent{c: c, name: req.Name, owner: baton.NewOwnerID(), slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
+	wi := &waitIntent{c: c, name: req.Name, owner: engine.NewOwnerID(), slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
 	return &mutexAttempts{c: c, req: req, wi: wi}
 }
 
@@ -74,7 +75,7 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) 
 	if a.req.Fixed > 0 {
 		ttl = a.req.Fixed
 	}
-	owner := baton.NewOwnerID()
+	owner := engine.NewOwnerID()
 	res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner, Aux: int64(0)}}
 	var (
 		stmt   func(context.Context) attempt
@@ -205,12 +206,12 @@ func (w *waitIntent) refresh(ctx context.Context) {
 	w.written = time.Now()
 	actx, cancel := context.WithTimeout(ctx, w.c.o.TTL/3)
 	stop := context.AfterFunc(w.c.ctx, cancel)
-	_, err := w.c.db.ExecContext(actx, w.c.q.intentUpsert(), w.name, w.slot, kindMutexWait, w.owner, w.c.o.TTL.Microseconds())
+	_, err := w.c.db.ExecContext(actx, w.c.q.intentUpsert(), w.name, w.slot, kindMutexWait, w.owner, w.c.o.TTL.Microseconds(), w.c.holder)
 	stop()
 	cancel()
 	if err != nil {
 		w.drop()
-		w.owner = baton.NewOwnerID()
+		w.owner = engine.NewOwnerID()
 	}
 }
 

@@ -71,6 +71,12 @@ type Options struct {
 	// NoListen disables the PostgreSQL LISTEN connection; waiters then
 	// wake by backoff only.
 	NoListen bool
+
+	// Process is the holder record stored with every grant and waiter's
+	// row (its holder column), which Inspect and baton inspect show; the
+	// zero value records this process (its host name, pid and executable).
+	// It is encoded once, by New.
+	Process baton.Process
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)

@@ -18,22 +18,23 @@ import (
 // waiter's first refusal even so: an uncontended acquire would then pay
 // for the larger statement, and most waits of a busy lock are short.
 
-// pgAcquireWait is pgAcquire with the waiter's intent row (slot $6 of
-// name, owner $7): a refused attempt writes it when $9 is true (kind
-// "mwait", lease $8 µs), owner-checked as intentUpsert; a grant deletes
-// it. Data-modifying WITH clauses run on one snapshot and see each other
-// only through RETURNING, which is what w and d read of t.
-// Parameters: name, slot, kind, owner, ttl µs, intent slot, intent
-// owner, intent ttl µs, write the intent.
+// pgAcquireWait is pgAcquire with the waiter's intent row (slot $7 of
+// name, owner $8): a refused attempt writes it when $10 is true (kind
+// "mwait", lease $9 µs, the holder record $6), owner-checked as
+// intentUpsert; a grant deletes it. Data-modifying WITH clauses run on one
+// snapshot and see each other only through RETURNING, which is what w and
+// d read of t.
+// Parameters: name, slot, kind, owner, ttl µs, holder record, intent
+// slot, intent owner, intent ttl µs, write the intent.
 func (s *statements) pgAcquireWait() string {
 	return `WITH t AS (` + s.pgAcquire() + `), w AS (
-	INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at)
-	SELECT $1, $6, '` + kindMutexWait + `', $7, 0, ` + s.later(8) + `
-	WHERE $9::boolean AND NOT EXISTS (SELECT 1 FROM t)
+	INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at, holder)
+	SELECT $1, $7, '` + kindMutexWait + `', $8, 0, ` + s.later(9) + `, $6
+	WHERE $10::boolean AND NOT EXISTS (SELECT 1 FROM t)
 	ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at WHERE l.owner = excluded.owner
 ), d AS (
 	DELETE FROM ` + s.locks + `
-	WHERE name = $1 AND slot = $6 AND owner = $7 AND EXISTS (SELECT 1 FROM t)
+	WHERE name = $1 AND slot = $7 AND owner = $8 AND EXISTS (SELECT 1 FROM t)
 )
 SELECT token FROM t`
 }
@@ -45,7 +46,7 @@ SELECT token FROM t`
 func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func(context.Context) attempt {
 	c, name, slot, iowner := w.c, w.name, w.slot, w.owner
 	return func(ctx context.Context) attempt {
-		tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(),
+		tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(), c.holder,
 			slot, iowner, c.o.TTL.Microseconds(), write)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

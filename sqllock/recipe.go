@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/leasing"
@@ -132,7 +132,7 @@ type recipeAttempts struct {
 }
 
 func (c *Client) recipeAttempts(req *leasing.Request) *recipeAttempts {
-	return &recipeAttempts{c: c, req: req, r: recipeFor(req), owner: baton.NewOwnerID(), mine: intent{slot: -1}}
+	return &recipeAttempts{c: c, req: req, r: recipeFor(req), owner: engine.NewOwnerID(), mine: intent{slot: -1}}
 }
 
 func (a *recipeAttempts) Watch(int) (<-chan struct{}, func()) { return a.c.hub().watch(a.req.Name) }
@@ -164,7 +164,7 @@ func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error)
 // intent row, and makes the next attempt under a new owner.
 func (a *recipeAttempts) Forget(res leasing.Result) {
 	a.drop(res.Ref.Aux.(int64))
-	a.owner = baton.NewOwnerID()
+	a.owner = engine.NewOwnerID()
 }
 
 func (a *recipeAttempts) End(_ context.Context, granted bool) {
@@ -337,9 +337,9 @@ func (s *store) writeRow(ctx context.Context, tx *sql.Tx, r *recipe, exists bool
 	ttl := s.c.o.TTL.Microseconds()
 	var err error
 	if exists {
-		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, r.name, slot)
+		_, err = tx.ExecContext(ctx, s.q.putRow(), kind, owner, int64(tok), r.data, ttl, s.c.holder, r.name, slot)
 	} else {
-		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl)
+		_, err = tx.ExecContext(ctx, s.q.newRow(), r.name, slot, kind, owner, int64(tok), r.data, ttl, s.c.holder)
 	}
 	return err
 }

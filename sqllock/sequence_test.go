@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/sqllock"
 )
 
@@ -132,7 +132,7 @@ func writeLockAbove(t *testing.T, c *sqllock.Client, name string, last uint64, w
 // migrationPrefix is a table prefix of the test's own, whose tables and
 // sequence are dropped at its end.
 func migrationPrefix(t *testing.T, db *sql.DB, tag string) string {
-	prefix := "baton_" + tag + "_" + baton.NewOwnerID()[:8] + "_"
+	prefix := "baton_" + tag + "_" + batonengine.NewOwnerID()[:8] + "_"
 	t.Cleanup(func() {
 		_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "locks")
 		_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + "tokens")

@@ -47,8 +47,10 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	expires_at timestamptz NOT NULL,
 	renewal    bigint      NOT NULL DEFAULT 0,
 	data       text        NOT NULL DEFAULT '',
+	holder     varchar(256),
 	PRIMARY KEY (name, slot))`,
-			`ALTER TABLE ` + s.locks + ` ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT ''`,
+			`ALTER TABLE ` + s.locks + ` ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '',
+	ADD COLUMN IF NOT EXISTS holder varchar(256)`,
 			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq,
 		}
 	case fence.MySQL:
@@ -63,6 +65,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	expires_at DATETIME(6)     NOT NULL,
 	renewal    BIGINT          NOT NULL DEFAULT 0,
 	data       VARCHAR(1024)   NOT NULL DEFAULT '',
+	holder     VARCHAR(256)    NULL,
 	PRIMARY KEY (name, slot)) ENGINE=InnoDB`,
 			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
 	id TINYINT NOT NULL PRIMARY KEY, v BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
@@ -82,6 +85,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	expires_at INTEGER NOT NULL,
 	renewal    INTEGER NOT NULL DEFAULT 0,
 	data       TEXT    NOT NULL DEFAULT '',
+	holder     TEXT,
 	PRIMARY KEY (name, slot)) WITHOUT ROWID`,
 			`CREATE TABLE IF NOT EXISTS ` + s.tokens + ` (
 	id INTEGER PRIMARY KEY CHECK (id = 1), v INTEGER NOT NULL)`,
@@ -131,12 +135,13 @@ func (s *statements) later(n int) string {
 // about 10 µs more server time per lock+unlock (37–39 against 27–29 µs
 // for take and free, a server-side loop of 20,000, four runs) and 2–5 µs
 // more per refused attempt, although a refused upsert locks the held row
-// for its instant. Parameters: name, slot, kind, owner, ttl µs.
+// for its instant. Parameters: name, slot, kind, owner, ttl µs, holder
+// record.
 func (s *statements) pgAcquire() string {
-	return `INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at)
-VALUES ($1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `)
+	return `INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at, holder)
+VALUES ($1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `, $6)
 ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner,
-	token = nextval('` + s.seq + `'), expires_at = excluded.expires_at
+	token = nextval('` + s.seq + `'), expires_at = excluded.expires_at, holder = excluded.holder
 WHERE l.expires_at <= clock_timestamp()
 RETURNING token`
 }
@@ -146,11 +151,12 @@ RETURNING token`
 // next value as its token, returning the token; no row when the row is
 // held. The counter is advanced (liteBump) in the same transaction, whose
 // write lock is the database's: nobody takes a token in between.
-// Parameters: name, slot, kind, owner, ttl µs.
+// Parameters: name, slot, kind, owner, ttl µs, holder record.
 func (s *statements) liteTake() string {
-	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at)
-VALUES (?, ?, ?, ?, (SELECT v + 1 FROM ` + s.tokens + ` WHERE id = 1), ` + s.later(5) + `)
-ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at, holder)
+VALUES (?, ?, ?, ?, (SELECT v + 1 FROM ` + s.tokens + ` WHERE id = 1), ` + s.later(5) + `, ?)
+ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner, token = excluded.token,
+	expires_at = excluded.expires_at, holder = excluded.holder
 WHERE ` + s.locks + `.expires_at <= ` + s.now + `
 RETURNING token`
 }
@@ -170,15 +176,18 @@ func (s *statements) liteBump() string { return `UPDATE ` + s.tokens + ` SET v =
 // Assignments run left to right: token and expires_at see the new owner.
 // The token is tok: "?" for the counter's value, taken before, or the
 // sequence's NEXTVAL (MariaDB; see sequence.go), taken in the statement.
-// Parameters: name, slot, kind, owner, the token if tok is "?", ttl µs.
+// Parameters: name, slot, kind, owner, the token if tok is "?", ttl µs,
+// holder record.
 func (s *statements) myTake(tok string) string {
 	free := `expires_at <= UTC_TIMESTAMP(6) AND token < VALUES(token)`
-	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (?, ?, ?, ?, LAST_INSERT_ID(` + tok + `), ` + s.later(6) + `)
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at, holder)
+VALUES (?, ?, ?, ?, LAST_INSERT_ID(` + tok + `), ` + s.later(6) + `, ?)
 ON DUPLICATE KEY UPDATE
 	kind = IF(` + free + `, VALUES(kind), kind),
 	owner = IF(` + free + `, VALUES(owner), owner),
 	token = IF(owner = VALUES(owner), VALUES(token), token + LAST_INSERT_ID(0)),
-	expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`
+	expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at),
+	holder = IF(owner = VALUES(owner), VALUES(holder), holder)`
 }
 
 // txBump advances the shared counter by one; MySQL returns the new value
@@ -248,7 +257,7 @@ WHERE ` + s.refList(n, 3) + ` AND expires_at > ` + s.now + ` RETURNING name, slo
 // ($4) with each freed name.
 func (s *statements) pgRelease() string {
 	return `WITH r AS (
-	UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp()
+	UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp(), holder = NULL
 	FROM unnest($1::text[], $2::bigint[], $3::text[]) AS x(name, slot, owner)
 	WHERE l.name = x.name AND l.slot = x.slot AND l.owner = x.owner
 	RETURNING l.name
@@ -261,12 +270,13 @@ func (s *statements) renewedMarked(n int) string {
 	return `SELECT name, slot, owner FROM ` + s.locks + ` WHERE renewal = ? AND ` + s.refList(n, 2)
 }
 
-// release frees n rows still owned by the given owners: owner cleared,
-// expires_at set to now (so it records when the row became free), token
-// kept. On PostgreSQL it also notifies the table's channel with each
-// freed name. Parameters: the refs (then the channel on PostgreSQL).
+// release frees n rows still owned by the given owners: owner and holder
+// record cleared, expires_at set to now (so it records when the row
+// became free), token kept. On PostgreSQL it also notifies the table's
+// channel with each freed name. Parameters: the refs (then the channel on
+// PostgreSQL).
 func (s *statements) release(n int) string {
-	upd := `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + ` WHERE ` + s.refList(n, 1)
+	upd := `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + `, holder = NULL WHERE ` + s.refList(n, 1)
 	if s.d == fence.Postgres {
 		return `WITH r AS (` + upd + ` RETURNING name) SELECT pg_notify(` + s.p(3*n+1) + `, name) FROM r`
 	}
@@ -332,30 +342,30 @@ FROM ` + s.locks + ` WHERE name = ` + s.p(1) + ` AND slot >= 0 AND slot < ` + st
 func (s *statements) nextToken() string { return `SELECT nextval('` + s.seq + `')` }
 
 // putRow overwrites the row at a slot the transaction found free or owns.
-// Parameters: kind, owner, token, data, ttl µs, name, slot.
+// Parameters: kind, owner, token, data, ttl µs, holder record, name, slot.
 func (s *statements) putRow() string {
 	return `UPDATE ` + s.locks + ` SET kind = ` + s.p(1) + `, owner = ` + s.p(2) + `, token = ` + s.p(3) + `, data = ` + s.p(4) +
-		`, expires_at = ` + s.later(5) + ` WHERE name = ` + s.p(6) + ` AND slot = ` + s.p(7)
+		`, expires_at = ` + s.later(5) + `, holder = ` + s.p(6) + ` WHERE name = ` + s.p(7) + ` AND slot = ` + s.p(8)
 }
 
 // newRow inserts a row at a slot the name does not have yet.
-// Parameters: name, slot, kind, owner, token, data, ttl µs.
+// Parameters: name, slot, kind, owner, token, data, ttl µs, holder record.
 func (s *statements) newRow() string {
-	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, data, expires_at) VALUES (` +
-		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, ` + s.p(5) + `, ` + s.p(6) + `, ` + s.later(7) + `)`
+	return `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, data, expires_at, holder) VALUES (` +
+		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, ` + s.p(5) + `, ` + s.p(6) + `, ` + s.later(7) + `, ` + s.p(8) + `)`
 }
 
 // reap frees a row whose lease expired, owner-checked, so that a dead
 // holder's row neither blocks nor stays listed. Parameters: name, slot,
 // owner.
 func (s *statements) reap() string {
-	return `UPDATE ` + s.locks + ` SET owner = '' WHERE name = ` + s.p(1) + ` AND slot = ` + s.p(2) + ` AND owner = ` + s.p(3)
+	return `UPDATE ` + s.locks + ` SET owner = '', holder = NULL WHERE name = ` + s.p(1) + ` AND slot = ` + s.p(2) + ` AND owner = ` + s.p(3)
 }
 
 // probe reads nothing from the table but fails if it or one of the
 // columns this version needs is missing (Options.NoMigrate).
 func (s *statements) probe() string {
-	return `SELECT name, slot, kind, owner, token, expires_at, renewal, data FROM ` + s.locks + ` WHERE 1 = 0`
+	return `SELECT name, slot, kind, owner, token, expires_at, renewal, data, holder FROM ` + s.locks + ` WHERE 1 = 0`
 }
 
 // intentSlotBase starts the slots of mutex waiters' intent rows, one at a
@@ -367,10 +377,11 @@ const intentSlotBase = 1 << 30
 
 // intentUpsert writes or refreshes an intent row at its own slot, in one
 // statement; a row of another owner at that slot (a collision, or a
-// leftover) is left alone. Parameters: name, slot, kind, owner, ttl µs.
+// leftover) is left alone. Parameters: name, slot, kind, owner, ttl µs,
+// holder record.
 func (s *statements) intentUpsert() string {
-	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at) VALUES (` +
-		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, 0, ` + s.later(5) + `)`
+	ins := `INSERT INTO ` + s.locks + ` (name, slot, kind, owner, token, expires_at, holder) VALUES (` +
+		s.p(1) + `, ` + s.p(2) + `, ` + s.p(3) + `, ` + s.p(4) + `, 0, ` + s.later(5) + `, ` + s.p(6) + `)`
 	if s.d == fence.MySQL {
 		return ins + ` ON DUPLICATE KEY UPDATE expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`
 	}

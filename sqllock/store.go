@@ -240,7 +240,7 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 // owner to keeper.Abandon.
 func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.Postgres {
-		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds())
+		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds(), s.c.holder)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return 0, false, nil
@@ -276,7 +276,7 @@ func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, 
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
 	var tok int64
-	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kind, owner, ttl.Microseconds()).Scan(&tok); {
+	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kind, owner, ttl.Microseconds(), s.c.holder).Scan(&tok); {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, false, nil // held by another owner
 	case err != nil:
@@ -329,7 +329,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if s.seq.Load() {
 		// One statement: the token is the sequence's next value, and the
 		// result's LastInsertId is 0 when the row was not taken.
-		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kind, owner, ttl.Microseconds())
+		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kind, owner, ttl.Microseconds(), s.c.holder)
 		if err != nil {
 			return 0, false, err
 		}
@@ -350,7 +350,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if err != nil {
 		return 0, false, err
 	}
-	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kind, owner, tok, ttl.Microseconds())
+	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kind, owner, tok, ttl.Microseconds(), s.c.holder)
 	if err != nil {
 		return 0, false, err
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/sqllock"
 )
 
@@ -39,7 +39,7 @@ func killableClient(t *testing.T, o sqllock.Options) (*sqllock.Client, func() in
 		t.Fatalf("url.Parse(BATON_TEST_POSTGRES) = %v", err)
 	}
 	admin := openDB(t, "pgx", u.String())
-	app := "baton-kill-" + baton.NewOwnerID()[:12]
+	app := "baton-kill-" + batonengine.NewOwnerID()[:12]
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,28 +15,17 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/sqllock"
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // pure Go: baton stays a static binary
+	_ "modernc.org/sqlite" // pure Go: baton stays a static binary; sqllock opens sqlite:// with it
 )
-
-// sqliteParams are the connection settings of every SQLite database baton
-// opens (sqllock's and fence's package docs): writers wait up to 5s for
-// the file's write lock instead of failing with SQLITE_BUSY; BEGIN takes
-// the write lock at once, so a transaction that read first never fails
-// when it writes; WAL lets inspect read while a run writes.
-const sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_pragma=synchronous(normal)&_txlock=immediate"
 
 func init() {
 	register(&engine{
 		schemes: []string{"postgres", "postgresql", "mysql", "sqlite"},
-		parse: func(u engineURL) error {
-			_, err := parseSQL(u, defaultConnectTimeout)
-			return err
-		},
-		open: openSQL,
+		// sqllock parses and checks the URL, credentials and TLS files
+		// (baton.CheckURL, then baton.Open); a PostgreSQL URL is parsed
+		// once for the check, the warning and the connect.
+		parse: func(u engineURL) error { return baton.CheckURL(u.orig, baton.WithTLSServerName(u.tlsName)) },
+		open:  openSQL,
 		checkHold: func(cmd string, u engineURL, cfg *runConfig) error {
 			if cfg.ttl < minSQLTTL {
 				return usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, sqlEngine(u.scheme), minSQLTTL)
@@ -61,15 +47,6 @@ func sqlEngine(scheme string) string {
 		return "sqlite"
 	}
 	return ""
-}
-
-// schemeOf returns the lower-cased scheme of a backend URL ("" if none).
-func schemeOf(raw string) string {
-	s, _, ok := strings.Cut(raw, "://")
-	if !ok {
-		return ""
-	}
-	return strings.ToLower(s)
 }
 
 // stateDir is the user's state directory for baton: $XDG_STATE_HOME/baton
@@ -97,19 +74,6 @@ func embeddedBackend() (string, error) {
 	return "sqlite://" + filepath.Join(dir, "locks.db"), nil
 }
 
-// sqlTarget is a parsed SQL backend URL: what to open, without opening it.
-type sqlTarget struct {
-	engine string
-	// connect returns a *sql.DB that has not connected yet.
-	connect func() (*sql.DB, error)
-	// file is the SQLite database file.
-	file string
-	// warning, if set, is the one line openSQL prints before connecting:
-	// the connection to a host off this machine is not encrypted or does
-	// not verify the server. It names hosts and settings, never a secret.
-	warning string
-}
-
 // isLoopback reports whether host is this machine: a loopback name or
 // address, or a Unix socket directory (PostgreSQL's host=/path). Names are
 // not resolved: the check is made offline, before connecting.
@@ -132,14 +96,34 @@ func remoteHost(hosts ...string) string {
 	return ""
 }
 
+// sqlWarning is the one line openSQL prints before connecting when the
+// connection to a host off this machine is not encrypted or does not
+// verify the server. It names hosts and settings, never a secret. The
+// hosts are the driver's reading of the URL (sqllock.Hosts).
+func sqlWarning(u engineURL) string {
+	hosts, err := sqllock.Hosts(u.orig)
+	if err != nil {
+		return "" // the URL's own error says more, and baton.Open returns it
+	}
+	switch sqlEngine(u.scheme) {
+	case "postgres":
+		return postgresWarning(u.orig, hosts)
+	case "mysql":
+		mode := ""
+		if pu, err := url.Parse(u.orig); err == nil {
+			if vs := pu.Query()["tls"]; len(vs) > 0 {
+				mode = vs[len(vs)-1] // the driver's reading: the last one
+			}
+		}
+		return mysqlWarning(hosts[0], mode)
+	}
+	return ""
+}
+
 // postgresWarning is the transport warning of a PostgreSQL target:
 // sslmode below verify-full towards a host off this machine. Absent, it
 // is PGSSLMODE, else pgx's default, prefer (TLS if offered, else plain).
-func postgresWarning(orig string, cc *pgx.ConnConfig) string {
-	hosts := []string{cc.Host}
-	for _, f := range cc.Fallbacks {
-		hosts = append(hosts, f.Host)
-	}
+func postgresWarning(orig string, hosts []string) string {
 	host := remoteHost(hosts...)
 	if host == "" {
 		return ""
@@ -202,237 +186,93 @@ func (u engineURL) scrub(err error) error {
 	return scrubbedError{msg: msg, err: err} // keeps the chain: sqlErr classifies it
 }
 
-// parseSQL checks a postgres://, mysql:// or sqlite:// URL offline and
-// returns how to open it. Credentials missing from the URL come from
-// BATON_SQL_USER / BATON_SQL_PASSWORD, then the driver's own environment
-// (PGUSER, PGPASSWORD, ~/.pgpass for PostgreSQL; MYSQL_PWD for MySQL).
-func parseSQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
-	switch sqlEngine(u.scheme) {
-	case "postgres":
-		return parsePostgres(u, connectTimeout)
-	case "mysql":
-		return parseMySQL(u, connectTimeout)
-	case "sqlite":
-		return parseSQLite(u)
-	}
-	return sqlTarget{}, badSQLURL(u, "not a SQL URL")
+// sqliteFile is the file of a sqlite:// URL (baton.CheckURL checked it).
+func sqliteFile(u engineURL) string {
+	path, _, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
+	return path
 }
 
-// badSQLURL is the usage error of a SQL URL that does not parse.
-func badSQLURL(u engineURL, format string, args ...any) error {
-	return usagef("backend %s: "+format, append([]any{u.redacted}, args...)...)
-}
-
-// parsePostgres lets pgx parse the URL itself (multiple hosts, sslmode,
-// sslrootcert, target_session_attrs…); TLS follows sslmode.
-func parsePostgres(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
-	cc, err := pgx.ParseConfig(u.orig)
-	if err != nil {
-		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
-	}
-	if u.tlsName != "" {
-		for _, tc := range append([]*tls.Config{cc.TLSConfig}, fallbackTLS(cc)...) {
-			if tc != nil && !tc.InsecureSkipVerify {
-				tc.ServerName = u.tlsName
-			}
-		}
-	}
-	if !u.hasUser {
-		if v := os.Getenv("BATON_SQL_USER"); v != "" {
-			cc.User = v
-		}
-	}
-	if u.password == "" && !strings.Contains(strings.ToLower(u.orig), "password=") {
-		if v := os.Getenv("BATON_SQL_PASSWORD"); v != "" {
-			cc.Password = v
-		}
-	}
-	cc.ConnectTimeout = connectTimeout
-	if _, ok := cc.RuntimeParams["application_name"]; !ok {
-		cc.RuntimeParams["application_name"] = "baton"
-	}
-	return sqlTarget{engine: "postgres", connect: func() (*sql.DB, error) { return stdlib.OpenDB(*cc), nil },
-		warning: postgresWarning(u.orig, cc)}, nil
-}
-
-// parseMySQL turns mysql://user:pass@host:3306/db?tls=… into the driver's
-// configuration, credentials from the environment where the URL has none.
-func parseMySQL(u engineURL, connectTimeout time.Duration) (sqlTarget, error) {
-	pu, err := url.Parse(u.orig)
-	if err != nil {
-		return sqlTarget{}, badSQLURL(u, "not a URL (mysql://user:pass@host:3306/db?tls=true)")
-	}
-	if pu.Host == "" || pu.Hostname() == "" {
-		return sqlTarget{}, badSQLURL(u, "no host (mysql://user:pass@host:3306/db)")
-	}
-	mc := mysql.NewConfig()
-	mc.Net = "tcp"
-	port := pu.Port()
-	if port == "" {
-		port = "3306"
-	}
-	mc.Addr = net.JoinHostPort(pu.Hostname(), port)
-	mc.DBName = strings.TrimPrefix(pu.Path, "/")
-	if strings.Contains(mc.DBName, "/") {
-		return sqlTarget{}, badSQLURL(u, "database %q: want one name after the host", mc.DBName)
-	}
-	mc.User, mc.Passwd = pu.User.Username(), ""
-	if p, ok := pu.User.Password(); ok {
-		mc.Passwd = p
-	}
-	if pu.User == nil || mc.User == "" {
-		mc.User = os.Getenv("BATON_SQL_USER")
-	}
-	if mc.Passwd == "" {
-		mc.Passwd = os.Getenv("BATON_SQL_PASSWORD")
-	}
-	if mc.Passwd == "" {
-		mc.Passwd = os.Getenv("MYSQL_PWD")
-	}
-	// sqllock's doc: interpolateParams saves a prepare round trip per
-	// statement; DATETIME columns scan as time.Time in UTC.
-	mc.InterpolateParams, mc.ParseTime, mc.Loc = true, true, time.UTC
-	mc.Timeout = connectTimeout
-	if err := mysqlParams(u, pu.Query(), mc); err != nil {
-		return sqlTarget{}, err
-	}
-	warning := mysqlWarning(pu.Hostname(), mc.TLSConfig) // before the driver normalises it
-	if err := mysqlTLSFiles(mc, pu.Hostname(), u.tlsName); err != nil {
-		return sqlTarget{}, err
-	}
-	conn, err := mysql.NewConnector(mc)
-	if err != nil {
-		return sqlTarget{}, badSQLURL(u, "%v", u.scrub(err))
-	}
-	return sqlTarget{engine: "mysql", connect: func() (*sql.DB, error) { return sql.OpenDB(conn), nil },
-		warning: warning}, nil
-}
-
-// mysqlTLSFiles gives tls=true a private CA and a client certificate from
-// BATON_SQL_CACERT, BATON_SQL_CERT and BATON_SQL_KEY (as the other engines'
-// BATON_*_CACERT…): the driver's tls=true knows only the system roots.
-// Without those variables (and without serverName, engineURL.tlsName) it
-// changes nothing.
-func mysqlTLSFiles(mc *mysql.Config, host, serverName string) error {
-	set := false
-	for _, v := range []string{"BATON_SQL_CACERT", "BATON_SQL_CERT", "BATON_SQL_KEY"} {
-		set = set || os.Getenv(v) != ""
-	}
-	if !set && (serverName == "" || mc.TLSConfig != "true") {
-		return nil
-	}
-	if mc.TLSConfig != "true" {
-		return usagef("BATON_SQL_CACERT, BATON_SQL_CERT or BATON_SQL_KEY is set: MySQL URLs need tls=true for them")
-	}
-	tc, err := tlsFromEnv("BATON_SQL", serverName)
-	if err != nil {
-		return err
-	}
-	if tc.ServerName == "" {
-		tc.ServerName = host
-	}
-	mc.TLS = tc
-	return nil
-}
-
-// mysqlParams applies a MySQL URL's parameters: only tls=, with the
-// driver's values true, false, skip-verify or preferred.
-func mysqlParams(u engineURL, q url.Values, mc *mysql.Config) error {
-	for k, vs := range q {
-		if k != "tls" {
-			return badSQLURL(u, "parameter %q: only tls= is understood (parseTime and interpolateParams are always on)", k)
-		}
-		switch v := vs[len(vs)-1]; v {
-		case "true", "false", "skip-verify", "preferred":
-			mc.TLSConfig = v
-		default:
-			return badSQLURL(u, "tls=%q: want true, false, skip-verify or preferred", v)
-		}
-	}
-	return nil
-}
-
-// parseSQLite takes sqlite:///path/to/locks.db: a file and nothing else.
-func parseSQLite(u engineURL) (sqlTarget, error) {
-	path, query, _ := strings.Cut(strings.SplitN(u.orig, "://", 2)[1], "?")
-	switch {
-	case query != "":
-		return sqlTarget{}, badSQLURL(u, "SQLite URLs take no parameters (baton sets busy_timeout, WAL and immediate transactions)")
-	case path == "":
-		return sqlTarget{}, badSQLURL(u, "no file (sqlite:///path/to/locks.db)")
-	case !filepath.IsAbs(path):
-		// Relative to whatever directory each job starts in: two jobs
-		// would lock in two files and never exclude each other.
-		return sqlTarget{}, badSQLURL(u, "the file must be an absolute path (sqlite:///path/to/locks.db, three slashes)")
-	case u.hasUser:
-		return sqlTarget{}, badSQLURL(u, "SQLite has no users")
-	}
-	// A SQLite URI: ?, # and % in the path must be escaped.
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
-	return sqlTarget{engine: "sqlite", file: path, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
-}
-
-// openSQL connects to a SQL backend: the connection is proved by a ping,
-// retried until --connect-timeout (a database that is restarting is not
-// down yet); then the schema is created unless cfg.readOnly.
+// openSQL connects to a SQL backend through sqllock (baton.Open: the
+// connection is proved by a ping, retried until --connect-timeout, a
+// database that is restarting not being down yet); then the schema is
+// created, unless cfg.readOnly: inspect and the exporter run no DDL.
 func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
-	t, err := parseSQL(u, cfg.connectTimeout)
-	if err != nil {
-		return nil, err
-	}
-	if t.warning != "" {
-		note("%s", t.warning)
+	if w := sqlWarning(u); w != "" {
+		note("%s", w)
 	}
 	switch {
 	case cfg.embedded:
 		// Private: lock names tell what the user runs, and whoever can
 		// write the file can take or release any of the locks.
-		if err := secureEmbedded(t.file); err != nil {
+		if err := secureEmbedded(sqliteFile(u)); err != nil {
 			return nil, fmt.Errorf("%w: embedded backend: %w", baton.ErrUnavailable, err)
 		}
-	case t.engine == "sqlite":
+	case sqlEngine(u.scheme) == "sqlite":
 		// The embedded default's rules that a shared file does not break
 		// (sqlite_file.go). SQLite creates the file but not its
 		// directory; a missing one will not appear by retrying until
 		// --connect-timeout.
-		if err := secureSQLiteFile(t.file); err != nil {
+		if err := secureSQLiteFile(sqliteFile(u)); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", baton.ErrUnavailable, u.redacted, err)
 		}
 	}
-	db, err := t.connect()
-	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %w", baton.ErrUnavailable, u.redacted, u.scrub(err))
-	}
+	// One --connect-timeout for the connect and the schema.
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
-	if err := pingSQL(cctx, db); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("connect %s: %w", u.redacted, u.scrub(err))
-	}
-	// The schema is created below (not by a read-only command): the
-	// client itself only checks it, at its first use.
-	c, err := sqllock.New(db, sqllock.Options{TTL: cfg.ttl, NoMigrate: true, Observer: cfg.observer})
+	bc, c, err := dialSQL(cctx, cfg, u)
 	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	closeAll := func() { _ = c.Close(); _ = db.Close() }
-	if !cfg.readOnly {
-		if err := c.Migrate(cctx); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("create the schema on %s: %w", u.redacted, sqlErr(u.scrub(err)))
-		}
+	if cfg.readOnly {
+		c.SetNoMigrate()
+	} else if err := c.Migrate(cctx); err != nil {
+		_ = bc.Close()
+		return nil, fmt.Errorf("create the schema on %s: %w", u.redacted, u.scrub(err))
 	}
 	return &backend{
-		engine: t.engine,
+		engine: bc.Engine(),
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
 		inspect:  func(a *adminSession, w io.Writer) int { return inspectSQL(a, w, c) },
 		view:     sqlView(c),
-		close:    closeAll,
+		close:    func() { _ = bc.Close() },
 	}, nil
+}
+
+// dialSQL opens u with baton.Open and returns the client with its
+// sqllock.Client. The holder record of every grant names COMMAND, where
+// there is one.
+func dialSQL(ctx context.Context, cfg *runConfig, u engineURL) (*baton.Client, *sqllock.Client, error) {
+	opts := []baton.Option{baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
+		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
+	if len(cfg.command) > 0 {
+		opts = append(opts, baton.WithProgram(filepath.Base(cfg.command[0])))
+	}
+	bc, err := baton.Open(ctx, u.orig, opts...)
+	if err != nil {
+		return nil, nil, u.scrub(err)
+	}
+	c, ok := baton.As[*sqllock.Client](bc)
+	if !ok {
+		_ = bc.Close()
+		return nil, nil, fmt.Errorf("%s: the %s engine gave no *sqllock.Client", u.redacted, bc.Engine())
+	}
+	return bc, c, nil
+}
+
+// sqlDB opens the database of a SQL URL for a statement of the CLI's own
+// (drill's cleanup), with the engine's name ("postgres", "mysql",
+// "sqlite"); done releases it.
+func sqlDB(ctx context.Context, connectTimeout time.Duration, u engineURL) (db *sql.DB, eng string, done func(), err error) {
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	bc, c, err := dialSQL(cctx, &runConfig{connectTimeout: connectTimeout}, u)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return c.DB(), bc.Engine(), func() { _ = bc.Close() }, nil
 }
 
 // sqlUnsupported is the usage error for a command that does not apply to
@@ -443,71 +283,10 @@ func sqlUnsupported(cmd string, engine string) error {
 		"run baton inspect to see the holders, the waiters and their deadlines", cmd, engine)
 }
 
-// pingSQL pings until it works, the database refuses the credentials, or
-// ctx ends.
-func pingSQL(ctx context.Context, db *sql.DB) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := db.PingContext(ctx)
-		if err == nil {
-			return nil
-		}
-		err = sqlErr(err)
-		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
-	}
-}
-
 // sqlErr marks authentication, authorization and TLS failures with
 // baton.ErrAuth (exit 77) and everything else with baton.ErrUnavailable
-// (exit 69).
-func sqlErr(err error) error {
-	if errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
-		return err
-	}
-	var (
-		pe  *pgconn.PgError
-		me  *mysql.MySQLError
-		ua  x509.UnknownAuthorityError
-		he  x509.HostnameError
-		ce  x509.CertificateInvalidError
-		rhe tls.RecordHeaderError
-	)
-	auth := false
-	switch {
-	case errors.As(err, &pe):
-		// 28000 invalid_authorization_specification (pg_hba.conf, no
-		// SSL), 28P01 invalid_password, 42501 insufficient_privilege.
-		auth = pe.Code == "28000" || pe.Code == "28P01" || pe.Code == "42501"
-	case errors.As(err, &me):
-		// 1044 no access to the database, 1045 access denied (user or
-		// password), 1142 command denied (no CREATE), 1698 access denied
-		// (socket/plugin auth), 3159 secure transport required.
-		switch me.Number {
-		case 1044, 1045, 1142, 1698, 3159:
-			auth = true
-		}
-	case errors.Is(err, mysql.ErrNoTLS), errors.As(err, &ua), errors.As(err, &he), errors.As(err, &ce), errors.As(err, &rhe):
-		auth = true
-	default:
-		msg := err.Error()
-		auth = strings.Contains(msg, "server refused TLS connection") || strings.Contains(msg, "x509:") ||
-			strings.Contains(msg, "tls: ")
-	}
-	if auth {
-		return fmt.Errorf("%w: %w", baton.ErrAuth, err)
-	}
-	return fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-}
+// (exit 69), as sqllock marks its own errors.
+func sqlErr(err error) error { return sqllock.Classify(err) }
 
 // inspectSQL is inspect on the SQL engine. A SQL lock is a row per
 // holder: its owner (the grant's random identity), token and deadline on
@@ -569,14 +348,4 @@ func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
 		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
 	}
 	return exitOK
-}
-
-// fallbackTLS is the TLS configs of cc's fallbacks (sslmode=prefer tries
-// TLS, then plain text).
-func fallbackTLS(cc *pgx.ConnConfig) []*tls.Config {
-	var out []*tls.Config
-	for _, f := range cc.Fallbacks {
-		out = append(out, f.TLSConfig)
-	}
-	return out
 }

@@ -70,17 +70,13 @@ func zkDeleteTree(ctx context.Context, c *zklock.Client, root string) error {
 // prefix. The tokens stay monotonic: they come from a sequence, not from
 // the rows.
 func sqlDeletePrefix(ctx context.Context, cfg *drillConfig, u engineURL, prefix string) error {
-	t, err := parseSQL(u, cfg.connectTimeout)
+	db, eng, closeDB, err := sqlDB(ctx, cfg.connectTimeout, u)
 	if err != nil {
 		return err
 	}
-	db, err := t.connect()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	p := "?"
-	if t.engine == "postgres" {
+	if eng == "postgres" {
 		p = "$1"
 	}
 	under := prefix + "/"

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // ErrOptions is wrapped by Run's errors about its Options or Target (an
@@ -117,7 +117,7 @@ func (o Options) validate(t Target) ([]spec, error) {
 	case t.TTL < 100*time.Millisecond:
 		return bad("TTL %v, want ≥ 100ms", t.TTL)
 	}
-	if _, err := baton.ValidateName(LockName(o.Prefix, "x", 0)); err != nil || o.Prefix == "" {
+	if _, err := engine.ValidateName(LockName(o.Prefix, "x", 0)); err != nil || o.Prefix == "" {
 		return bad("prefix %q: not a lock name prefix (%v)", o.Prefix, err)
 	}
 	if o.Scenarios == nil {

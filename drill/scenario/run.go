@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -175,7 +175,7 @@ func runTrial(ctx context.Context, t Target, o Options, s spec, i int, db *sql.D
 // newTrial prepares trial i of s: its history file, its counters (reset)
 // and its lock name.
 func newTrial(ctx context.Context, t Target, o Options, s spec, i int, seed uint64, db *sql.DB, dbPath string) (*trial, error) {
-	name, err := baton.ValidateName(LockName(o.Prefix, s.name, i))
+	name, err := engine.ValidateName(LockName(o.Prefix, s.name, i))
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
+	"github.com/baton-go/baton/engine"
 )
 
 func TestScenarioNames(t *testing.T) {
@@ -22,7 +22,7 @@ func TestScenarioNames(t *testing.T) {
 		t.Errorf("RandomPrefix() twice = %q: not random", p)
 	}
 	for _, n := range want {
-		if _, err := baton.ValidateName(LockName(p, n, 12)); err != nil {
+		if _, err := engine.ValidateName(LockName(p, n, 12)); err != nil {
 			t.Errorf("LockName(%q, %q, 12) is not a lock name: %v", p, n, err)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	_ "github.com/baton-go/baton/redislock"
 	_ "github.com/baton-go/baton/redlock"
 	_ "github.com/baton-go/baton/sqllock"
+	_ "github.com/baton-go/baton/sqllock/sqlite"
 	_ "github.com/baton-go/baton/zklock"
 )
 

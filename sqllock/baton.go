@@ -1,0 +1,73 @@
+package sqllock
+
+import (
+	"context"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/queue"
+)
+
+// Baton returns c as the *baton.Client every engine gives, so that code
+// written against *baton.Client runs on this client. baton.As hands c
+// back, for Migrate, Prune, DB and the typed Inspect. Closing the
+// *baton.Client closes c.
+func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+
+// conn is a Client as package engine drives it.
+type conn struct{ c *Client }
+
+func (k conn) Engine() string { return k.c.engine }
+func (k conn) Raw() any       { return k.c }
+func (k conn) Close() error   { return k.c.Close() }
+
+func (k conn) Mutex(name string) (baton.Locker, error) {
+	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+}
+
+func (k conn) RWMutex(name string) (engine.RWLocker, error) {
+	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
+}
+
+func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
+	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
+}
+
+func (k conn) Election(name string) (baton.Elector, error) {
+	return engine.Recipe[baton.Elector](k.c.Election(name))
+}
+
+// Inspect reads the lock's rows (Client.Inspect) as a baton.Inspection:
+// the rows of a holder's kind are its Holders, the waiters' intent rows
+// its Waiters in the order they will be served, each waiter's Token its
+// ticket. A row whose lease ended on the database clock is listed Dead:
+// it no longer holds (or waits), and the next acquire takes it over.
+func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
+	rows, err := k.c.Inspect(ctx, name)
+	if err != nil {
+		return baton.Inspection{}, err
+	}
+	in := baton.Inspection{Name: name, Engine: k.c.engine}
+	for _, r := range rows {
+		e := baton.Entry{Mode: r.Recipe(), Token: r.Token, Owner: r.Owner, Process: r.Process, Left: r.Left}
+		switch {
+		case r.Waiting() && r.Left <= 0:
+			e.Dead, e.Note = true, "waiter gone: its intent row was not refreshed"
+		case r.Left <= 0:
+			e.Dead, e.Note = true, "lease expired on the database clock: free to the next acquire"
+		}
+		if r.Waiting() {
+			in.Waiters = append(in.Waiters, e)
+			continue
+		}
+		in.Holders = append(in.Holders, e)
+		if n, ok := queue.ParsePermits([]byte(r.data)); ok && r.Kind == kindPermit && !e.Dead {
+			in.Permits = n
+		}
+	}
+	if k.c.q.d == fence.SQLite {
+		in.Notes = append(in.Notes, "mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
+	}
+	return in, nil
+}
