@@ -5,9 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
@@ -18,6 +23,8 @@ import (
 	_ "github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/redlock/redlocktest"
+	"github.com/baton-go/baton/sqllock"
+	_ "github.com/baton-go/baton/sqllock/sqlite"
 	_ "github.com/baton-go/baton/zklock"
 )
 
@@ -40,6 +47,16 @@ type row struct {
 	// parallel runs the row's four suites side by side: they mostly wait
 	// for TTLs, each on lock names of its own.
 	parallel bool
+	// warm takes and frees a lock of its own on every new client before
+	// the suite gets it, so that its connections are open before the
+	// suite starts a clock: a dozen clients connecting at once through
+	// their proxies took longer than a 1.5s TTL's attempt timeout on a
+	// loaded two-core host (PostgreSQL forks a backend per connection),
+	// which tests the database's connection setup, not the recipes.
+	warm bool
+	// keep, when set, says which of Inspect's entries the suites count as
+	// the lock's entries; nil keeps them all.
+	keep func(e baton.Entry, waiting bool) bool
 }
 
 // deployment is one suite run's servers.
@@ -62,6 +79,16 @@ type deployment struct {
 
 // redlockTTL is the Redlock clients' lease time.
 const redlockTTL = 2 * redlocktest.TTL
+
+// sqlTTL is the row lease time on the SQL servers; a row expires TTL
+// after its last renewal executed, and waiters poll at least every TTL/4.
+const sqlTTL = 1500 * time.Millisecond
+
+// sqlEntry keeps every SQL row but a gone waiter's intent: the engine
+// leaves it in the table, expired, for the next acquire to reuse; it no
+// longer waits, and the engine's own listing (sqllock.Client.Entries)
+// omits it. A holder's expired row stays counted until it is taken over.
+func sqlEntry(e baton.Entry, waiting bool) bool { return !(waiting && e.Dead) }
 
 // rows are the deployments every suite runs against. The TTLs are the
 // ones each engine's own runner used; sessionTTL adds the server's expiry
@@ -142,6 +169,88 @@ var rows = []row{
 		mutexOnly:    true,
 	},
 	{
+		name: "postgres",
+		deploy: func(t *testing.T) deployment {
+			u, err := url.Parse(testenv.Postgres(t))
+			if err != nil {
+				t.Fatalf("url.Parse(BATON_TEST_POSTGRES) = %v", err)
+			}
+			host := u.Host
+			if _, _, err := net.SplitHostPort(host); err != nil {
+				host = net.JoinHostPort(host, "5432")
+			}
+			return deployment{
+				hosts: []string{host},
+				url: func(hs []string) string {
+					v := *u
+					v.Host = hs[0]
+					return v.String()
+				},
+			}
+		},
+		ttl:        sqlTTL,
+		sessionTTL: sqlTTL + 100*time.Millisecond,
+		warm:       true,
+		keep:       sqlEntry,
+	},
+	{
+		name: "mysql",
+		deploy: func(t *testing.T) deployment {
+			// BATON_TEST_MYSQL is a go-sql-driver DSN; baton.Open takes a
+			// mysql:// URL.
+			cfg, err := mysql.ParseDSN(testenv.MySQL(t))
+			if err != nil {
+				t.Fatalf("mysql.ParseDSN(BATON_TEST_MYSQL) = %v", err)
+			}
+			if cfg.Net != "tcp" || len(cfg.Params) > 0 || cfg.TLSConfig != "" {
+				t.Fatalf("BATON_TEST_MYSQL: want user[:password]@tcp(host:port)/db, no parameters")
+			}
+			user := url.User(cfg.User)
+			if cfg.Passwd != "" {
+				user = url.UserPassword(cfg.User, cfg.Passwd)
+			}
+			return deployment{
+				hosts: []string{cfg.Addr},
+				url: func(hs []string) string {
+					return (&url.URL{Scheme: "mysql", User: user, Host: hs[0], Path: "/" + cfg.DBName}).String()
+				},
+			}
+		},
+		ttl:        sqlTTL,
+		sessionTTL: sqlTTL + 100*time.Millisecond,
+		warm:       true,
+		keep:       sqlEntry,
+	},
+	{
+		name: "sqlite",
+		deploy: func(t *testing.T) deployment {
+			file := filepath.Join(t.TempDir(), "locks.db")
+			return deployment{
+				url: func([]string) string { return "sqlite://" + file },
+				// SQLite has no network: the client's *sql.DB is closed
+				// under it, so every renewal fails and the row expires by
+				// the database clock; the client's own Close later closes
+				// it again, which database/sql allows.
+				kill: func(t testing.TB, c *baton.Client) {
+					sc, ok := baton.As[*sqllock.Client](c)
+					if !ok {
+						t.Fatalf("baton.As[*sqllock.Client] of a %s client failed", c.Engine())
+					}
+					_ = sc.DB().Close()
+				},
+			}
+		},
+		// All the suite's clients (up to 50 at once) share one file and
+		// one write lock: under load a release or a renewal can queue
+		// behind the others' attempts for over a second, and at 1.5s a
+		// holder then loses its lease by deadline in the middle of a
+		// mutual-exclusion check. 4s leaves room for that queue.
+		ttl:        4 * time.Second,
+		sessionTTL: 4*time.Second + 100*time.Millisecond,
+		warm:       true,
+		keep:       sqlEntry,
+	},
+	{
 		name: "mem",
 		deploy: func(*testing.T) deployment {
 			// A server of the run's own: mem:// names a process-wide server,
@@ -215,7 +324,7 @@ func (r row) engine(t *testing.T) batontest.Engine {
 			}
 			return c
 		},
-		Entries:      func(t testing.TB, name string) []string { return entries(t, admin, name) },
+		Entries:      func(t testing.TB, name string) []string { return entries(t, admin, name, r.keep) },
 		SessionTTL:   r.sessionTTL,
 		CleanupBound: r.cleanupBound,
 	}
@@ -225,30 +334,59 @@ func (r row) engine(t *testing.T) batontest.Engine {
 // blackholes are its Kill, or with the deployment's own kill. The suite
 // closes it; the proxies close after it (t.Cleanup runs last-in first).
 func (r row) client(t testing.TB, d deployment) batontest.Client {
+	var (
+		c    *baton.Client
+		kill func(testing.TB)
+	)
 	if len(d.hosts) == 0 {
-		c := r.open(t, d, nil)
-		return batontest.FromClient(c, func(t testing.TB) { d.kill(t, c) })
-	}
-	ps := make([]*faultproxy.Proxy, len(d.hosts))
-	addrs := make([]string, len(d.hosts))
-	for i, h := range d.hosts {
-		p, err := faultproxy.Start(h)
-		if err != nil {
-			t.Fatalf("faultproxy.Start(%q) = %v", h, err)
+		c = r.open(t, d, nil)
+		kill = func(t testing.TB) { d.kill(t, c) }
+	} else {
+		ps := make([]*faultproxy.Proxy, len(d.hosts))
+		addrs := make([]string, len(d.hosts))
+		for i, h := range d.hosts {
+			p, err := faultproxy.Start(h)
+			if err != nil {
+				t.Fatalf("faultproxy.Start(%q) = %v", h, err)
+			}
+			t.Cleanup(p.Close)
+			ps[i], addrs[i] = p, p.Addr
 		}
-		t.Cleanup(p.Close)
-		ps[i], addrs[i] = p, p.Addr
-	}
-	// Kill partitions the client from every server: its renewals stop,
-	// and the servers end its sessions or leases after their TTL.
-	kill := func(t testing.TB) {
-		for _, p := range ps {
-			if err := p.Blackhole(""); err != nil {
-				t.Fatalf("Blackhole(%s) = %v", p.Addr, err)
+		c = r.open(t, d, addrs)
+		// Kill partitions the client from every server: its renewals
+		// stop, and the servers end its sessions or leases after their
+		// TTL.
+		kill = func(t testing.TB) {
+			for _, p := range ps {
+				if err := p.Blackhole(""); err != nil {
+					t.Fatalf("Blackhole(%s) = %v", p.Addr, err)
+				}
 			}
 		}
 	}
-	return batontest.FromClient(r.open(t, d, addrs), kill)
+	if r.warm {
+		warm(t, c)
+	}
+	return batontest.FromClient(c, kill)
+}
+
+// warm takes and frees a lock of its own on c (see row.warm).
+func warm(t testing.TB, c *baton.Client) {
+	t.Helper()
+	name := "conformance/warm/" + randomHex()
+	m, err := c.Mutex(name)
+	if err != nil {
+		t.Fatalf("warm-up Mutex(%q) = %v", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("warm-up Lock(%q) = %v", name, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("warm-up Release(%q) = %v", name, err)
+	}
 }
 
 // open opens d's URL on hosts with the row's options (or dials them), or
@@ -275,8 +413,9 @@ func (r row) open(t testing.TB, d deployment, hosts []string) *baton.Client {
 
 // entries lists name's holders, waiters and other entries through admin,
 // each as its mode and owner: stable while the entry exists, and distinct
-// (an owner is a grant's, a waiter's or a node's identity).
-func entries(t testing.TB, admin *baton.Client, name string) []string {
+// (an owner is a grant's, a waiter's or a node's identity). keep, if set,
+// drops those it refuses.
+func entries(t testing.TB, admin *baton.Client, name string, keep func(baton.Entry, bool) bool) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -285,9 +424,14 @@ func entries(t testing.TB, admin *baton.Client, name string) []string {
 		t.Fatalf("Inspect(%q) = %v", name, err)
 	}
 	var out []string
-	for _, es := range [][]baton.Entry{in.Holders, in.Waiters, in.Other} {
-		for _, e := range es {
-			out = append(out, e.Mode+" "+e.Owner)
+	for _, part := range []struct {
+		es      []baton.Entry
+		waiting bool
+	}{{in.Holders, false}, {in.Waiters, true}, {in.Other, false}} {
+		for _, e := range part.es {
+			if keep == nil || keep(e, part.waiting) {
+				out = append(out, e.Mode+" "+e.Owner)
+			}
 		}
 	}
 	return out

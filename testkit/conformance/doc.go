@@ -10,6 +10,6 @@
 //
 // The engines' own test packages keep the runs that need a deployment of
 // their own (a Redis Cluster or Sentinel set, an etcd cluster, a ZooKeeper
-// ensemble, SQL table-prefix and counter variants) and the suites'
-// negative controls.
+// ensemble, SQL's counter-table variant) and the suites' negative
+// controls.
 package conformance
