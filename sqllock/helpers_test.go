@@ -157,12 +157,9 @@ func lock(t testing.TB, c *sqllock.Client, name string) *baton.Lease {
 	return l
 }
 
-// engine describes backend b to the conformance suite.
-func engine(t *testing.T, b backend) batontest.Engine { return engineOn(t, b, "", false) }
-
-// engineOn is engine with every client on the tables of prefix ("": the
-// default), and on MySQL's token counter even on MariaDB if counter is set
-// (see sqllock.CounterOnly).
+// engineOn describes backend b to the conformance suite, with every
+// client on the tables of prefix ("": the default), and on MySQL's token
+// counter even on MariaDB if counter is set (see sqllock.CounterOnly).
 func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.Engine {
 	adminDB, _ := b.open(t, false)
 	admin := newClient(t, adminDB, sqllock.Options{TablePrefix: prefix})
