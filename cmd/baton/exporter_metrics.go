@@ -46,7 +46,7 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 		if l.Error != "" {
 			continue
 		}
-		m := measure(l.lockView)
+		m := measure(l)
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l.Name)
 		}
@@ -62,7 +62,7 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 		if m.holderMS >= 0 {
 			gauge(descHolderAge, float64(m.holderMS)/1000)
 		}
-		if l.Queue {
+		if c.p.queue {
 			gauge(descDuplicates, float64(m.duplicates))
 			gauge(descDead, float64(m.dead))
 		}
@@ -77,36 +77,38 @@ type lockMeasures struct {
 	token                                       uint64
 }
 
-// measure counts a lock's entries. Expired entries (SQL rows past their
-// deadline) are free to the next acquire: they are not counted.
-func measure(v lockView) lockMeasures {
+// measure counts a lock's entries: holders, waiters and the entries
+// that take no part. Expired entries (a SQL row past its deadline) are
+// free to the next acquire: they are not counted.
+func measure(l pageLock) lockMeasures {
 	m := lockMeasures{oldestMS: -1, holderMS: -1}
-	for _, e := range v.Entries {
-		if e.State == "expired" {
-			continue
-		}
-		m.entries++
-		switch {
-		case e.Holder:
-			m.holders++
-		case e.State == "waiting":
-			m.waiters++
-		}
-		if e.Duplicate {
-			m.duplicates++
-		}
-		if e.DeadSession {
-			m.dead++
-		}
-		if e.AgeMS != nil {
-			m.oldestMS = max(m.oldestMS, *e.AgeMS)
-			if e.Holder {
-				m.holderMS = max(m.holderMS, *e.AgeMS)
+	count := func(es []pageEntry, role *int, holder bool) {
+		for _, e := range es {
+			if e.Expired {
+				continue
+			}
+			m.entries++
+			*role++
+			if e.Duplicate {
+				m.duplicates++
+			}
+			if e.Dead {
+				m.dead++
+			}
+			if e.AgeMS != nil {
+				m.oldestMS = max(m.oldestMS, *e.AgeMS)
+				if holder {
+					m.holderMS = max(m.holderMS, *e.AgeMS)
+				}
+			}
+			if holder && e.Token != nil {
+				m.token = max(m.token, *e.Token)
 			}
 		}
-		if e.Holder && e.Token != nil {
-			m.token = max(m.token, *e.Token)
-		}
 	}
+	var other int
+	count(l.Holders, &m.holders, true)
+	count(l.Waiters, &m.waiters, false)
+	count(l.Other, &other, false)
 	return m
 }

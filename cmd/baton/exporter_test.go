@@ -7,7 +7,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -254,8 +256,15 @@ func TestExporterZK(t *testing.T) {
 	if l.TokenBound == nil || *l.TokenBound == 0 {
 		t.Errorf("/api/locks %q token_bound = %v, want the directory's bound", name, l.TokenBound)
 	}
-	if len(l.Entries) != 101 || !l.Entries[0].Holder || l.Entries[1].Holder {
-		t.Errorf("/api/locks %q: %d entries, want 101 with the holder first", name, len(l.Entries))
+	if len(l.Holders) != 1 || len(l.Waiters) != 100 {
+		t.Errorf("/api/locks %q: %d holders and %d waiters, want 1 and 100", name, len(l.Holders), len(l.Waiters))
+	}
+	host, _ := os.Hostname()
+	for _, e := range append(l.Holders, l.Waiters...) {
+		if e.Host != host || e.PID != os.Getpid() || e.Program != filepath.Base(os.Args[0]) {
+			t.Errorf("/api/locks %q entry %+v, want this process: host %q, pid %d, program %q", name, e, host, os.Getpid(), filepath.Base(os.Args[0]))
+			break
+		}
 	}
 }
 
@@ -270,14 +279,19 @@ type apiLock struct {
 	Name       string     `json:"name"`
 	TokenBound *uint64    `json:"token_bound"`
 	Error      string     `json:"error"`
-	Entries    []apiEntry `json:"entries"`
+	Holders    []apiEntry `json:"holders"`
+	Waiters    []apiEntry `json:"waiters"`
+	Other      []apiEntry `json:"other"`
 }
 
 type apiEntry struct {
-	Session string  `json:"session"`
+	Owner   string  `json:"owner"`
 	Token   *uint64 `json:"token"`
-	State   string  `json:"state"`
-	Holder  bool    `json:"holder"`
+	Host    string  `json:"host"`
+	PID     int     `json:"pid"`
+	Program string  `json:"program"`
+	Expired bool    `json:"expired"`
+	SeenMS  int64   `json:"seen_ms"`
 }
 
 func apiLocks(t *testing.T, base string) apiSnapshot {
