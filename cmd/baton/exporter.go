@@ -55,6 +55,9 @@ baton_lock_oldest_entry_age_seconds and baton_lock_holder_age_seconds
 (ZooKeeper: the others keep no creation time), baton_lock_duplicates and
 baton_lock_dead_entries (ZooKeeper and etcd); and baton_exporter_up (1 when
 the last poll worked), baton_exporter_scrape_errors_total (failed polls).
+With --holder-labels, also baton_lock_holder_info{lock,host,pid,program}
+(1 per holding process): off by default, since every run's new pid makes
+a new series.
 
 What it exposes, to whoever reaches ADDR: the names of the locks watched
 and of their entries, each holder's and waiter's owner, mode and notes,
@@ -100,6 +103,9 @@ Flags:
   --tls-key FILE         first) and its key; both or neither.
   --max-streams N        open /events streams at most. Default 64.
   --interval D           how often to read the backend. Default 2s.
+  --holder-labels        export baton_lock_holder_info with each holder's
+                         host, pid and program as labels (off: a series
+                         per run; the page and /api/locks show them anyway)
   --connect-timeout D    reach the backend within D or exit 69; also bounds
                          each poll. Default 10s.
 
@@ -120,6 +126,8 @@ type exporterConfig struct {
 	tlsCert    string
 	tlsKey     string
 	tokenFile  string
+	// holderLabels exports baton_lock_holder_info (--holder-labels).
+	holderLabels bool
 }
 
 // parseExporter parses the exporter's arguments: flags before or after
@@ -143,6 +151,7 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "")
+	fs.BoolVar(&cfg.holderLabels, "holder-labels", false, "")
 	positional, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
@@ -270,7 +279,8 @@ func newPoller(cfg *exporterConfig, u engineURL, b *backend) (*poller, prometheu
 		Help: "Polls of the backend that failed (a lock unreadable, or the backend unreachable)."})
 	p := &poller{
 		backend: u.redacted, engine: b.engine, view: viewOf(b), queue: isQueue(b), list: listerOf(b), names: cfg.names,
-		timeout: cfg.connectTimeout, scrub: secretScrubber(u, os.Getenv), now: time.Now, failed: errs.Inc,
+		holderLabels: cfg.holderLabels,
+		timeout:      cfg.connectTimeout, scrub: secretScrubber(u, os.Getenv), now: time.Now, failed: errs.Inc,
 	}
 	up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "baton_exporter_up",
 		Help: "1 when the last poll of the backend read every lock, else 0."}, func() float64 {

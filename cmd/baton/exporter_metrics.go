@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,6 +29,11 @@ var (
 		"Protected-create duplicate entries of the lock (queue engines): residue for baton clean.", []string{"lock"}, nil)
 	descDead = prometheus.NewDesc("baton_lock_dead_entries",
 		"Entries of the lock that no live session owns (queue engines): nothing removes them by itself.", []string{"lock"}, nil)
+	// descHolderInfo is exported with --holder-labels only: a pid is new
+	// at every run, so each hold is a new series.
+	descHolderInfo = prometheus.NewDesc("baton_lock_holder_info",
+		"1 for each process holding the lock, by the host, pid and program its grant recorded (--holder-labels).",
+		[]string{"lock", "host", "pid", "program"}, nil)
 )
 
 // lockCollector exports the poller's last snapshot. A scrape reads no
@@ -37,6 +45,9 @@ func (c lockCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descEntries, descHolders, descWaiters, descOldest, descToken,
 		descHolderAge, descDuplicates, descDead} {
 		ch <- d
+	}
+	if c.p.holderLabels {
+		ch <- descHolderInfo
 	}
 }
 
@@ -66,7 +77,31 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descDuplicates, float64(m.duplicates))
 			gauge(descDead, float64(m.dead))
 		}
+		if c.p.holderLabels {
+			for _, h := range holderProcesses(l) {
+				ch <- prometheus.MustNewConstMetric(descHolderInfo, prometheus.GaugeValue, 1, l.Name, h.host, h.pid, h.program)
+			}
+		}
 	}
+}
+
+// holderLabel is the label values of one holding process.
+type holderLabel struct{ host, pid, program string }
+
+// holderProcesses lists the processes that hold l, each once (a process
+// may hold several permits), leaving out holders with no record.
+func holderProcesses(l pageLock) []holderLabel {
+	var out []holderLabel
+	for _, e := range l.Holders {
+		if e.Expired || e.Host == "" && e.PID == 0 {
+			continue
+		}
+		h := holderLabel{host: e.Host, pid: strconv.Itoa(e.PID), program: e.Program}
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // lockMeasures are the numbers of one lock; -1 and 0 mean unknown for

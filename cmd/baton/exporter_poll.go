@@ -61,6 +61,8 @@ type poller struct {
 	// queue is set on the engines whose dead entries stay until clean
 	// removes them (expired).
 	queue bool
+	// holderLabels exports baton_lock_holder_info (--holder-labels).
+	holderLabels bool
 	// list expands a prefix; nil when the engine cannot list.
 	list  func(ctx context.Context, prefix string) ([]string, error)
 	names []string // NAMEs, and PREFIXes ending in prefixSuffix

@@ -554,3 +554,38 @@ func TestExporterBackendDown(t *testing.T) {
 
 	stopExporter(t, p, " with an open event stream")
 }
+
+// TestExporterHolderLabels: /api/locks names the holder's host, pid and
+// program; /metrics carries them as labels only with --holder-labels, in
+// one baton_lock_holder_info series per holding process.
+func TestExporterHolderLabels(t *testing.T) {
+	c, url := redisLocks(t)
+	name := lockName(t)
+	holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
+	host, _ := os.Hostname()
+	pid, prog := strconv.Itoa(os.Getpid()), filepath.Base(os.Args[0])
+
+	base, p, _ := startExporter(t, url, name)
+	mfs := waitMetrics(t, base, name, map[string]float64{"baton_lock_holders": 1})
+	if mf := mfs["baton_lock_holder_info"]; mf != nil {
+		t.Errorf("baton_lock_holder_info without --holder-labels: %v", mf)
+	}
+	if h := apiLocks(t, base).lock(t, name).Holders; len(h) != 1 || h[0].Host != host || strconv.Itoa(h[0].PID) != pid || h[0].Program != prog {
+		t.Errorf("/api/locks holders = %+v, want host %q, pid %s, program %q", h, host, pid, prog)
+	}
+	stopExporter(t, p, "")
+
+	base, _, _ = startExporter(t, url, "--holder-labels", name)
+	mfs = waitMetrics(t, base, name, map[string]float64{"baton_lock_holder_info": 1})
+	ms := mfs["baton_lock_holder_info"].GetMetric()
+	if len(ms) != 1 {
+		t.Fatalf("baton_lock_holder_info has %d series, want 1: %v", len(ms), ms)
+	}
+	labels := map[string]string{}
+	for _, lp := range ms[0].GetLabel() {
+		labels[lp.GetName()] = lp.GetValue()
+	}
+	if labels["lock"] != name || labels["host"] != host || labels["pid"] != pid || labels["program"] != prog {
+		t.Errorf("baton_lock_holder_info labels = %v, want lock %s, host %s, pid %s, program %s", labels, name, host, pid, prog)
+	}
+}
