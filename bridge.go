@@ -34,11 +34,3 @@ func init() {
 	}
 	bridge.NewLeader = func(l any, id string) any { return newLeader(l.(*Lease), id) }
 }
-
-// ValidateName, ValidatePath and NewOwnerID are exported here only until
-// the last engines call package engine instead; they are not part of the
-// user's API. Deprecated: engines use engine.ValidateName.
-func ValidateName(name string) (string, error) { return bridge.ValidateName(name) }
-
-// Deprecated: engines use engine.NewOwnerID.
-func NewOwnerID() string { return bridge.NewOwnerID() }

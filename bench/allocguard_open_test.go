@@ -56,7 +56,7 @@ func TestAllocGuardOneAPI(t *testing.T) {
 			}
 			var held *baton.Lease
 			p := &pair{impl: "baton", what: "baton.Open " + g.engine,
-				lock: func(ctx context.Context) (err error) { held, err = m.Lock(ctx); return err },
+				lock:   func(ctx context.Context) (err error) { held, err = m.Lock(ctx); return err },
 				unlock: func(ctx context.Context) error { return held.Release(ctx) },
 			}
 			n := allocsPerOp(t, p)

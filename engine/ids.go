@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/bridge"
 )
 
 // FloorToken returns the fencing token of a grant whose engine counter
@@ -33,10 +32,6 @@ func NewOwnerID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return hex.EncodeToString(b[:])
-}
-
-func init() {
-	bridge.ValidateName, bridge.NewOwnerID = ValidateName, NewOwnerID
 }
 
 var acquireSeq atomic.Uint64

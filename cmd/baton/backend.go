@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"io"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,22 +18,14 @@ import (
 // backend is a connected engine, as much of it as the commands need.
 type backend struct {
 	engine string // BATON_ENGINE: "zk", "etcd", "redis", "postgres", …
+	// client is the engine as baton.Open gave it: inspect and the
+	// exporter read every engine through its Inspect, clean finds the
+	// queue engines' entries through baton.As, and close closes it.
+	client *baton.Client
 	// locker returns the coordination object `run` takes for mode.
 	locker func(name string, mode lockMode, permits int) (baton.Locker, error)
 	// election returns the election `elect` campaigns in.
 	election func(name string) (baton.Elector, error)
-	// inspect is `baton inspect` of name on w, in the engine's own terms
-	// (queue engines share inspectQueue); it returns the exit code.
-	inspect func(a *adminSession, w io.Writer) int
-	// queue is set on the engines whose locks are queues of entries
-	// (ZooKeeper, etcd): `clean` lists and removes entries through it. If
-	// it is also a queue.TokenBounder, clean bounds the tokens it cannot
-	// read exactly.
-	queue queueAdmin
-	// view, if set, reads one lock for `baton exporter`; the queue
-	// engines leave it nil and share queueView.
-	view  viewFunc
-	close func()
 	// granted, if set, is called once after the first grant, to report a
 	// TTL the server changed.
 	granted func()
@@ -43,23 +35,33 @@ type backend struct {
 	serverTTL func(ctx context.Context) (time.Duration, error)
 }
 
-// queueAdmin is what `inspect` and `clean` need of a queue engine.
+// close ends the backend's sessions.
+func (b *backend) close() { _ = b.client.Close() }
+
+// queue returns the raw entries of the engines whose locks are queues of
+// entries an operator may remove (ZooKeeper, etcd): `clean` lists and
+// removes them through it; ok is false on the others. If it is also a
+// queue.TokenBounder, clean and the exporter bound the tokens it cannot
+// read exactly.
+func (b *backend) queue() (q queueAdmin, ok bool) { return baton.As[queueAdmin](b.client) }
+
+// queueAdmin is what `clean` needs of a queue engine.
 type queueAdmin interface {
 	queue.Inspector
 	queue.Remover
 }
 
-// engine is one engine of the CLI, registered by its backend_*.go file
-// (register, from init): adding an engine is adding one file.
-type engine struct {
+// backendType is one engine of the CLI, registered by its backend_*.go
+// file (register, from init): adding an engine is adding one file.
+type backendType struct {
 	// schemes are the backend URL schemes it serves, lower case.
 	schemes []string
 	// parse checks a URL offline: a bad URL is a usage error before
 	// anything connects.
 	parse func(u engineURL) error
-	// open connects within cfg.connectTimeout (bounded also by ctx);
-	// name is the lock the command is about.
-	open func(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error)
+	// open connects within cfg.connectTimeout (bounded also by ctx), with
+	// opts (openOptions); name is the lock the command is about.
+	open func(ctx context.Context, cfg *runConfig, u engineURL, name string, opts []baton.Option) (*backend, error)
 	// checkHold, if set, checks a run or elect command line offline for
 	// what the engine cannot do (cmd is "run" or "elect").
 	checkHold func(cmd string, u engineURL, cfg *runConfig) error
@@ -68,24 +70,24 @@ type engine struct {
 	noClean func(u engineURL) error
 }
 
-// engines maps each registered scheme to its engine.
-var engines = map[string]*engine{}
+// backendTypes maps each registered scheme to its engine.
+var backendTypes = map[string]*backendType{}
 
 // register adds e under its schemes. Two engines claiming one scheme is a
 // bug of this program.
-func register(e *engine) {
+func register(e *backendType) {
 	for _, s := range e.schemes {
-		if engines[s] != nil {
+		if backendTypes[s] != nil {
 			panic("baton: scheme " + s + " registered twice")
 		}
-		engines[s] = e
+		backendTypes[s] = e
 	}
 }
 
 // engineOf returns the engine of a backend URL, or a usage error naming
 // the schemes there are.
-func engineOf(u engineURL) (*engine, error) {
-	if e := engines[u.scheme]; e != nil {
+func engineOf(u engineURL) (*backendType, error) {
+	if e := backendTypes[u.scheme]; e != nil {
 		return e, nil
 	}
 	if knownLater[u.scheme] {
@@ -348,7 +350,7 @@ func redactQuery(raw string) string { return secretParam.ReplaceAllString(raw, "
 // knownSchemes lists the backends of this release, for messages.
 func knownSchemes() string {
 	var out []string
-	for _, s := range slices.Sorted(maps.Keys(engines)) {
+	for _, s := range slices.Sorted(maps.Keys(backendTypes)) {
 		out = append(out, s+"://")
 	}
 	return strings.Join(out, ", ")
@@ -368,7 +370,23 @@ func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, er
 	warnArgvPassword(cfg, u)
 	warnTransport(u)
 	u.tlsName = cfg.tlsServerName
-	return e.open(ctx, cfg, u, name)
+	return e.open(ctx, cfg, u, name, openOptions(cfg, u))
+}
+
+// openOptions are baton.Open's options for cfg, the same on every engine:
+// --ttl, --connect-timeout, the run's observer, the TLS server name, and
+// the holder record's program. The record names COMMAND (run, elect) by
+// its base name alone: its arguments and environment may hold secrets,
+// and never go into a record that every inspect shows. Without COMMAND
+// (inspect, exporter, drill) it is baton's own name. The engines take
+// the URL's credentials and TLS files from the URL and the environment.
+func openOptions(cfg *runConfig, u engineURL) []baton.Option {
+	opts := []baton.Option{baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
+		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
+	if len(cfg.command) > 0 {
+		opts = append(opts, baton.WithProgram(filepath.Base(cfg.command[0])))
+	}
+	return opts
 }
 
 // parseBackend checks the URL without connecting, so that a bad URL is a
@@ -383,7 +401,7 @@ func parseBackend(raw string) error {
 
 // backendOf splits a backend URL, finds its engine and checks its hosts:
 // what opening and parsing a backend both start with.
-func backendOf(raw string) (engineURL, *engine, error) {
+func backendOf(raw string) (engineURL, *backendType, error) {
 	u, err := splitURL(raw)
 	if err != nil {
 		return u, nil, err
@@ -402,7 +420,7 @@ func checkHold(cmd string, cfg *runConfig) error {
 	if err != nil {
 		return nil
 	}
-	if e := engines[u.scheme]; e != nil && e.checkHold != nil {
+	if e := backendTypes[u.scheme]; e != nil && e.checkHold != nil {
 		return e.checkHold(cmd, u, cfg)
 	}
 	return nil
@@ -415,7 +433,7 @@ func checkClean(raw string) error {
 	if err != nil {
 		return nil
 	}
-	if e := engines[u.scheme]; e != nil && e.noClean != nil {
+	if e := backendTypes[u.scheme]; e != nil && e.noClean != nil {
 		return e.noClean(u)
 	}
 	return nil

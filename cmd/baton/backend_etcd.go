@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 )
 
 func init() {
-	register(&engine{
+	register(&backendType{
 		schemes: []string{"etcd", "etcds"},
 		parse:   parseEtcd,
 		open:    openEtcd,
@@ -37,7 +36,7 @@ func parseEtcd(u engineURL) error {
 // (BATON_ETCD_CACERT, _CERT, _KEY), and waits for a quorum read. The CLI
 // adds the --ttl rounding note, the plain-text hint and a check of the
 // lock's own key, so that a role without rights on it is told at once.
-func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*backend, error) {
+func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string, opts []baton.Option) (*backend, error) {
 	ttl := cfg.ttl.Truncate(time.Second)
 	if ttl < cfg.ttl {
 		ttl += time.Second
@@ -45,12 +44,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	if ttl != cfg.ttl {
 		note("--ttl %v rounded up to %v: etcd leases are whole seconds", cfg.ttl, ttl)
 	}
-	opts := []baton.Option{baton.WithTTL(ttl), baton.WithConnectTimeout(cfg.connectTimeout),
-		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
-	if len(cfg.command) > 0 {
-		opts = append(opts, baton.WithProgram(filepath.Base(cfg.command[0])))
-	}
-	c, err := baton.Open(ctx, u.orig, opts...)
+	c, err := baton.Open(ctx, u.orig, append(opts, baton.WithTTL(ttl))...) // the later TTL wins
 	if err != nil {
 		return nil, etcdPlainErr(ctx, u, err)
 	}
@@ -68,13 +62,11 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string) (*b
 	}
 	return refusing(&backend{
 		engine: "etcd",
+		client: c,
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, lc.Mutex, lc.RWMutex, lc.Semaphore)
 		},
 		election: func(n string) (baton.Elector, error) { return lc.Election(n) },
-		inspect:  inspectQueue,
-		queue:    lc,
-		close:    func() { _ = c.Close() },
 		granted: func() {
 			if got := lc.GrantedTTL(); got != 0 && got != ttl {
 				note("--ttl %v: the etcd server granted a %v lease (its minimum or maximum)", ttl, got)

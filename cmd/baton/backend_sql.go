@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -19,7 +17,7 @@ import (
 )
 
 func init() {
-	register(&engine{
+	register(&backendType{
 		schemes: []string{"postgres", "postgresql", "mysql", "sqlite"},
 		// sqllock parses and checks the URL, credentials and TLS files
 		// (baton.CheckURL, then baton.Open); a PostgreSQL URL is parsed
@@ -196,7 +194,7 @@ func sqliteFile(u engineURL) string {
 // connection is proved by a ping, retried until --connect-timeout, a
 // database that is restarting not being down yet); then the schema is
 // created, unless cfg.readOnly: inspect and the exporter run no DDL.
-func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
+func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string, opts []baton.Option) (*backend, error) {
 	if w := sqlWarning(u); w != "" {
 		note("%s", w)
 	}
@@ -219,7 +217,7 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	// One --connect-timeout for the connect and the schema.
 	cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout)
 	defer cancel()
-	bc, c, err := dialSQL(cctx, cfg, u)
+	bc, c, err := dialSQL(cctx, u, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -231,25 +229,17 @@ func openSQL(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backe
 	}
 	return &backend{
 		engine: bc.Engine(),
+		client: bc,
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(name string) (baton.Elector, error) { return c.Election(name) },
-		inspect:  func(a *adminSession, w io.Writer) int { return inspectSQL(a, w, c) },
-		view:     sqlView(c),
-		close:    func() { _ = bc.Close() },
 	}, nil
 }
 
 // dialSQL opens u with baton.Open and returns the client with its
-// sqllock.Client. The holder record of every grant names COMMAND, where
-// there is one.
-func dialSQL(ctx context.Context, cfg *runConfig, u engineURL) (*baton.Client, *sqllock.Client, error) {
-	opts := []baton.Option{baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
-		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName)}
-	if len(cfg.command) > 0 {
-		opts = append(opts, baton.WithProgram(filepath.Base(cfg.command[0])))
-	}
+// sqllock.Client.
+func dialSQL(ctx context.Context, u engineURL, opts []baton.Option) (*baton.Client, *sqllock.Client, error) {
 	bc, err := baton.Open(ctx, u.orig, opts...)
 	if err != nil {
 		return nil, nil, u.scrub(err)
@@ -268,7 +258,7 @@ func dialSQL(ctx context.Context, cfg *runConfig, u engineURL) (*baton.Client, *
 func sqlDB(ctx context.Context, connectTimeout time.Duration, u engineURL) (db *sql.DB, eng string, done func(), err error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	bc, c, err := dialSQL(cctx, &runConfig{connectTimeout: connectTimeout}, u)
+	bc, c, err := dialSQL(cctx, u, openOptions(&runConfig{connectTimeout: connectTimeout}, u))
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -287,65 +277,3 @@ func sqlUnsupported(cmd string, engine string) error {
 // baton.ErrAuth (exit 77) and everything else with baton.ErrUnavailable
 // (exit 69), as sqllock marks its own errors.
 func sqlErr(err error) error { return sqllock.Classify(err) }
-
-// inspectSQL is inspect on the SQL engine. A SQL lock is a row per
-// holder: its owner (the grant's random identity), token and deadline on
-// the database clock. Waiters keep an intent row that their retries
-// refresh (RW locks, semaphores, elections on every engine; mutexes on
-// PostgreSQL and MySQL): they are listed after the holders, in the order
-// they are served (their ticket, shown as the token), as "waiting".
-func inspectSQL(a *adminSession, w io.Writer, c *sqllock.Client) int {
-	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-	defer cancel()
-	rows, err := c.Inspect(ctx, a.name)
-	if err != nil {
-		return failAdmin(a.ctx, sqlErr(err))
-	}
-	out := make([]entryJSON, 0, len(rows))
-	for i, r := range rows {
-		e := entryJSON{
-			Position: i, Entry: fmt.Sprintf("%d/%s/%s", r.Slot, r.Kind, r.Owner), Kind: r.Recipe(), Marker: r.Kind,
-			Session: r.Owner, State: "holder", Holder: true,
-		}
-		if r.Token != 0 {
-			t := r.Token
-			e.Token = &t
-		}
-		exp, left := r.ExpiresAt, r.Left.Milliseconds()
-		e.ExpiresAt, e.LeaseLeftMS = &exp, &left
-		switch {
-		case r.Waiting() && r.Left <= 0:
-			e.State, e.Holder = "expired", false
-			e.Note = "waiter gone: its intent row was not refreshed"
-		case r.Waiting():
-			e.State, e.Holder = "waiting", false
-		case r.Left <= 0:
-			e.State, e.Holder = "expired", false
-			e.Note = "lease expired on the database clock: free to the next acquire"
-		}
-		out = append(out, e)
-	}
-	if a.cfg.json {
-		err = writeJSON(w, out)
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "POS\tSLOT\tKIND\tOWNER\tTOKEN\tEXPIRES (DB CLOCK, UTC)\tLEFT\tSTATE")
-		for i, e := range out {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, rows[i].Slot, termSafe(e.Kind), termSafe(e.Session),
-				tokenText(rows[i].Token), rows[i].ExpiresAt.Format("2006-01-02 15:04:05.000"),
-				rows[i].Left.Round(time.Millisecond), e.State)
-		}
-		err = tw.Flush()
-	}
-	if err != nil {
-		note("write: %v", err)
-		return exitSoftware
-	}
-	if len(out) == 0 {
-		note("%q has no holder on %s", a.name, a.b.engine)
-	}
-	if a.b.engine == "sqlite" {
-		note("mutex waiters keep no row on SQLite (every write waits for the file lock), so they are not listed")
-	}
-	return exitOK
-}

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&engine{schemes: []string{"zk", "zk+tls"}, parse: parseZK, open: openZK})
+	register(&backendType{schemes: []string{"zk", "zk+tls"}, parse: parseZK, open: openZK})
 }
 
 // parseZK checks a zk:// or zk+tls:// URL offline, as zklock opens it.
@@ -22,9 +22,8 @@ func parseZK(u engineURL) error { return baton.CheckURL(u.orig) }
 // the digest user and the BATON_ZK_* TLS files). What is the CLI's alone
 // stays here: a plain-text connect that failed against a TLS port says
 // to use zk+tls://, and a session timeout the server changed is noted.
-func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backend, error) {
-	bc, err := baton.Open(ctx, u.orig, baton.WithTTL(cfg.ttl), baton.WithConnectTimeout(cfg.connectTimeout),
-		baton.WithObserver(cfg.observer), baton.WithTLSServerName(u.tlsName))
+func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string, opts []baton.Option) (*backend, error) {
+	bc, err := baton.Open(ctx, u.orig, opts...)
 	if err != nil {
 		return nil, zkOpenError(ctx, u, err)
 	}
@@ -34,13 +33,11 @@ func openZK(ctx context.Context, cfg *runConfig, u engineURL, _ string) (*backen
 	}
 	return &backend{
 		engine: "zk",
+		client: bc,
 		locker: func(name string, mode lockMode, permits int) (baton.Locker, error) {
 			return pickLocker(name, mode, permits, c.Mutex, c.RWMutex, c.Semaphore)
 		},
 		election: func(n string) (baton.Elector, error) { return c.Election(n) },
-		inspect:  inspectQueue,
-		queue:    c, // a queue.TokenBounder too: Pzxid tokens are bounds
-		close:    func() { _ = bc.Close() },
 		serverTTL: func(context.Context) (time.Duration, error) {
 			return c.SessionTimeout(), nil
 		},

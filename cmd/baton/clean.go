@@ -21,17 +21,20 @@ func cleanMain(args []string) int {
 		return code
 	}
 	defer a.close()
-	if a.b.queue == nil { // an engine registered without noClean
+	qa, ok := a.b.queue()
+	if !ok { // an engine registered without noClean
 		return fail(usagef("clean: not applicable to the %s engine: it keeps no queue of entries to clean", a.b.engine))
 	}
-	q, err := a.inspect()
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	q, err := qa.Inspect(ctx, a.name)
+	cancel()
 	if err != nil {
 		return failAdmin(a.ctx, err)
 	}
 	if a.cfg.forceSet {
-		return forceRelease(a, q, os.Stdout)
+		return forceRelease(a, qa, q, os.Stdout)
 	}
-	return cleanResidue(a, q, os.Stdout)
+	return cleanResidue(a, qa, q, os.Stdout)
 }
 
 // refuseDirectory rejects a --force-release that names the lock directory
@@ -67,7 +70,9 @@ func residueReason(e queue.EntryInfo) string {
 	return ""
 }
 
-func cleanResidue(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
+// cleanResidue lists, and with --apply removes through qa, the entries
+// of q that residueReason accepts.
+func cleanResidue(a *adminSession, qa queueAdmin, q []queue.EntryInfo, w io.Writer) int {
 	verb := "would remove"
 	if a.cfg.apply {
 		verb = "removing"
@@ -84,7 +89,7 @@ func cleanResidue(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-		err := a.b.queue.Remove(ctx, a.name, e.Entry)
+		err := qa.Remove(ctx, a.name, e.Entry)
 		cancel()
 		if err != nil {
 			failed++
@@ -122,7 +127,7 @@ type evidence struct {
 
 // forceRelease releases one exact live entry: it prints the evidence and
 // the fence to raise; with --apply it saves the evidence, then removes.
-func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
+func forceRelease(a *adminSession, qa queueAdmin, q []queue.EntryInfo, w io.Writer) int {
 	var target *queue.EntryInfo
 	for i := range q {
 		if q[i].Entry == a.cfg.forceRelease {
@@ -144,7 +149,7 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 		Queue:   toJSON(q),
 	}
 	fence, exact := target.Token, target.Token != 0
-	if bounder, ok := a.b.queue.(queue.TokenBounder); ok && !exact {
+	if bounder, ok := qa.(queue.TokenBounder); ok && !exact {
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 		b, err := bounder.TokenBound(ctx, a.name)
 		cancel()
@@ -161,6 +166,10 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 	fmt.Fprintf(w, "force-release of %s in %q (%s):\n", e.Entry, a.name, a.b.engine)
 	fmt.Fprintf(w, "  kind %s, %s, owner session %s, token %s, age %s\n",
 		kindName(e.Kind), stateName(*e), orDash(e.Session), tokenText(e.Token), ageText(e.Age))
+	if p := e.Process; p.Host != "" || p.PID != 0 {
+		fmt.Fprintf(w, "  created by host %s, pid %s, program %s\n", termSafe(orDash(p.Host)), pidText(p.PID),
+			termSafe(orDash(programText(p))))
+	}
 	if e.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", e.Note)
 	}
@@ -188,7 +197,7 @@ func forceRelease(a *adminSession, q []queue.EntryInfo, w io.Writer) int {
 	fmt.Fprintf(w, "evidence saved to %s\n", path)
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
-	if err := a.b.queue.Remove(ctx, a.name, e.Entry); err != nil {
+	if err := qa.Remove(ctx, a.name, e.Entry); err != nil {
 		return failAdmin(a.ctx, err)
 	}
 	fmt.Fprintf(w, "removed %s\n", e.Entry)
@@ -244,4 +253,69 @@ func saveEvidence(flagDir, name string, ev evidence) (string, error) {
 		return "", errors.Join(err, os.Remove(path))
 	}
 	return path, nil
+}
+
+// entryJSON is one queue entry in clean's evidence, as the engine lists
+// it: the exact entry name --force-release takes, its session, and the
+// holder record (host, pid, program) where its creator stored one.
+// Unknown token and age are null.
+type entryJSON struct {
+	Position    int               `json:"position"`
+	Entry       string            `json:"entry"`
+	Kind        string            `json:"kind"`
+	Marker      string            `json:"marker"`
+	Session     string            `json:"session"`
+	Host        string            `json:"host,omitempty"`
+	PID         int               `json:"pid,omitempty"`
+	Program     string            `json:"program,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Token       *uint64           `json:"token"`
+	AgeMS       *int64            `json:"age_ms"`
+	State       string            `json:"state"`
+	Holder      bool              `json:"holder"`
+	Duplicate   bool              `json:"duplicate"`
+	DeadSession bool              `json:"dead_session"`
+	Foreign     bool              `json:"foreign,omitempty"` // not baton's: never ordered, never removed
+	Note        string            `json:"note,omitempty"`
+}
+
+func entryToJSON(e queue.EntryInfo) entryJSON {
+	return entryJSON{
+		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
+		Session: e.Session, Host: e.Process.Host, PID: e.Process.PID, Program: e.Process.Program, Labels: e.Process.Labels,
+		Token: nonZero(e.Token), AgeMS: optMillis(e.Age), State: stateName(e), Holder: e.Holder,
+		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Foreign: e.Foreign, Note: e.Note,
+	}
+}
+
+func toJSON(q []queue.EntryInfo) []entryJSON {
+	out := make([]entryJSON, 0, len(q))
+	for _, e := range q {
+		out = append(out, entryToJSON(e))
+	}
+	return out
+}
+
+// kindName is the word clean shows for an entry's recipe.
+func kindName(k queue.Kind) string {
+	switch k {
+	case queue.KindMutex:
+		return "mutex"
+	case queue.KindRead:
+		return "read"
+	case queue.KindWrite:
+		return "write"
+	case queue.KindLatch:
+		return "leader"
+	case queue.KindLease:
+		return "lease"
+	}
+	return string(k)
+}
+
+func stateName(e queue.EntryInfo) string {
+	if e.Holder {
+		return "holder"
+	}
+	return "waiting"
 }

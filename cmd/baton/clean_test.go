@@ -87,16 +87,16 @@ func TestCleanZK(t *testing.T) {
 	q := inspect(t, url, name)
 	flags := map[string]inspectEntry{}
 	for _, e := range q {
-		flags[e.Entry] = e
+		flags[e.Owner] = e
 	}
-	if e := flags[orig]; e.Duplicate || e.DeadSession || !e.Holder || e.Session == "" {
+	if e := flags[orig]; e.Duplicate || e.Dead || e.Role != "holder" {
 		t.Errorf("inspect %s = %+v, want the live holder, unflagged", orig, e)
 	}
-	if e := flags[dup]; !e.Duplicate || e.DeadSession || e.Session != flags[orig].Session {
-		t.Errorf("inspect %s = %+v, want a duplicate of the same live session", dup, e)
+	if e := flags[dup]; !e.Duplicate || e.Dead || !strings.Contains(e.Note, "duplicate of "+orig+" (same prefix, same session)") {
+		t.Errorf("inspect %s = %+v, want a duplicate of %s's same live session", dup, e, orig)
 	}
-	if e := flags[persistent]; !e.DeadSession || e.Session != "" {
-		t.Errorf("inspect %s = %+v, want dead_session without a session", persistent, e)
+	if e := flags[persistent]; !e.Dead || !strings.Contains(e.Note, "no session owns it") {
+		t.Errorf("inspect %s = %+v, want dead, owned by no session", persistent, e)
 	}
 
 	r := runBaton(t, nil, "clean", "--backend", url, name)
@@ -133,11 +133,21 @@ func TestCleanZK(t *testing.T) {
 
 // evidenceFile is the part of clean's evidence the test checks.
 type evidenceFile struct {
-	Lock       string       `json:"lock"`
-	Entry      inspectEntry `json:"entry"`
-	FenceToken *uint64      `json:"fence_token"`
-	FenceExact bool         `json:"fence_token_exact"`
-	Queue      []inspectEntry
+	Lock       string        `json:"lock"`
+	Entry      evidenceEntry `json:"entry"`
+	FenceToken *uint64       `json:"fence_token"`
+	FenceExact bool          `json:"fence_token_exact"`
+	Queue      []evidenceEntry
+}
+
+// evidenceEntry is a queue entry of clean's evidence.
+type evidenceEntry struct {
+	Entry   string `json:"entry"`
+	Session string `json:"session"`
+	Holder  bool   `json:"holder"`
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Program string `json:"program"`
 }
 
 // TestForceRelease: a live holder is released only with its exact entry
@@ -151,10 +161,10 @@ func TestForceRelease(t *testing.T) {
 			h := startBaton(t, nil, "run", "--backend", url, "--ttl", "2", name, "--", "sh", "-c", holdScript(mark, 0))
 			waitFile(t, mark, 10*time.Second)
 			q := inspect(t, url, name)
-			if len(q) != 1 || !q[0].Holder {
+			if len(q) != 1 || q[0].Role != "holder" {
 				t.Fatalf("inspect = %+v, want one holder", q)
 			}
-			entry := q[0].Entry
+			entry := q[0].Owner // a queue entry's owner is its name
 			evdir := t.TempDir()
 
 			for _, bad := range []string{entry + "0", entry[:len(entry)-1]} {
@@ -167,7 +177,7 @@ func TestForceRelease(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "raise the fence") || !strings.Contains(r.stdout, "dry run") {
 				t.Errorf("clean --force-release without --apply: exit %d, stdout:\n%s\nwant 0, the fence advice and a dry run", r.code, r.stdout)
 			}
-			if q := inspect(t, url, name); len(q) != 1 || q[0].Entry != entry {
+			if q := inspect(t, url, name); len(q) != 1 || q[0].Owner != entry {
 				t.Fatalf("after the dry run inspect = %+v, want %s still there", q, entry)
 			}
 			if files, _ := os.ReadDir(evdir); len(files) != 0 {
@@ -193,8 +203,11 @@ func TestForceRelease(t *testing.T) {
 			if err := json.Unmarshal(b, &ev); err != nil {
 				t.Fatalf("evidence %s: %v\n%s", files[0], err, b)
 			}
-			if ev.Lock != name || ev.Entry.Entry != entry || ev.Entry.Session != q[0].Session || !ev.Entry.Holder || len(ev.Queue) != 1 {
-				t.Errorf("evidence = %+v, want lock %s, holder entry %s of session %s and the queue", ev, name, entry, q[0].Session)
+			if ev.Lock != name || ev.Entry.Entry != entry || ev.Entry.Session == "" || !ev.Entry.Holder || len(ev.Queue) != 1 {
+				t.Errorf("evidence = %+v, want lock %s, holder entry %s with its session and the queue", ev, name, entry)
+			}
+			if ev.Entry.PID != h.cmd.Process.Pid || ev.Entry.Host != q[0].Host || ev.Entry.Program != "sh" {
+				t.Errorf("evidence entry = %+v, want the holder's process: pid %d, host %q, program sh", ev.Entry, h.cmd.Process.Pid, q[0].Host)
 			}
 			switch {
 			case ev.FenceToken == nil || *ev.FenceToken == 0:

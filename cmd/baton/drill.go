@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill/scenario"
+	"github.com/baton-go/baton/engine"
 )
 
 const drillUsage = `Usage: baton drill [flags]
@@ -202,8 +202,8 @@ func drillPrefix(p string) (string, error) {
 	if p == "" {
 		return "", usagef("drill: --prefix is empty")
 	}
-	full := p + "/" + baton.NewOwnerID()[:12]
-	if _, err := baton.ValidateName(full + "/x"); err != nil {
+	full := p + "/" + engine.NewOwnerID()[:12]
+	if _, err := engine.ValidateName(full + "/x"); err != nil {
 		return "", usagef("drill: --prefix %q: %v", p, err)
 	}
 	return full, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/sqllock"
 	"github.com/baton-go/baton/zklock"
 )
@@ -21,7 +22,7 @@ import (
 func drillClean(cfg *drillConfig, u engineURL, admin *backend) func(context.Context, string) error {
 	switch {
 	case u.scheme == "zk":
-		c, ok := admin.queue.(*zklock.Client)
+		c, ok := baton.As[*zklock.Client](admin.client)
 		if !ok {
 			return nil
 		}

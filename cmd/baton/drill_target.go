@@ -47,24 +47,8 @@ func drillTarget(ctx context.Context, cfg *drillConfig) (scenario.Target, func()
 		cfg.ttl = ttl // the clients ask for what they get: no note per client
 	}
 	t := newTarget(cfg.runConfig, u, admin.engine)
-	view := viewOf(admin)
-	t.Scan = func(ctx context.Context, name string) ([]string, error) {
-		v, err := view(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]string, 0, len(v.Entries))
-		for _, e := range v.Entries {
-			if e.State == "expired" && strings.HasSuffix(e.Marker, "wait") {
-				// A SQL waiter's intent row past its deadline: its waiter
-				// is gone and nothing reads the row any more (the engine's
-				// own orphan scan does not list it either).
-				continue
-			}
-			out = append(out, entryLabel(e))
-		}
-		return out, nil
-	}
+	t.Scan = scanOf(admin, t.Family)
+
 	t.Clean = drillClean(cfg, u, admin)
 	return t, admin.close, nil
 }
@@ -167,10 +151,26 @@ func withHosts(raw string, dial []string) string {
 	return head + strings.Join(dial, ",") + tail
 }
 
-// entryLabel names an entry a scan found, for a report of orphans.
-func entryLabel(e entryJSON) string {
-	if e.Entry != "" {
-		return e.Entry
+// scanOf returns the Target.Scan of b: every entry its Inspect lists
+// under a name, as "role/mode/owner" (a queue entry's owner is its
+// name), but a lease engine's dead waiter: a SQL waiter's intent row
+// past its deadline, whose waiter is gone and which nothing reads any
+// more (the engine's own orphan scan does not list it either).
+func scanOf(b *backend, family scenario.Family) func(ctx context.Context, name string) ([]string, error) {
+	return func(ctx context.Context, name string) ([]string, error) {
+		in, err := b.client.Inspect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, part := range inspectionParts(in) {
+			for _, e := range part.entries {
+				if part.role == "waiting" && e.Dead && family == scenario.Lease {
+					continue
+				}
+				out = append(out, part.role+"/"+e.Mode+"/"+e.Owner)
+			}
+		}
+		return out, nil
 	}
-	return e.Marker + "/" + e.State + "/" + e.Session
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // Defaults of `baton exporter`.
@@ -37,10 +37,12 @@ const (
 const exporterUsage = `Usage: baton exporter [flags] NAME|PREFIX...
 
 Serve the directory layer of the named locks: Prometheus metrics at
-/metrics and a live page at / (one row per lock: holder, token, held for,
-waiters in serving order, dead and duplicate entries flagged), updated by
-server-sent events at /events, with a JSON snapshot at /api/locks. The
-backend is read every --interval by one poller, not at every scrape.
+/metrics and a live page at / (one card per lock: each holder with its
+token, host, pid, program and labels, how long it has held, the waiters
+in serving order, dead and duplicate entries flagged), updated by
+server-sent events at /events, with a JSON snapshot at /api/locks (per
+lock, what baton inspect --json prints). The backend is read every
+--interval by one poller, not at every scrape.
 
 A PREFIX ends in "/*" ("jobs/*") and stands for every lock directly under
 it, listed at every poll; only ZooKeeper can list its locks (other engines:
@@ -53,12 +55,15 @@ baton_lock_oldest_entry_age_seconds and baton_lock_holder_age_seconds
 (ZooKeeper: the others keep no creation time), baton_lock_duplicates and
 baton_lock_dead_entries (ZooKeeper and etcd); and baton_exporter_up (1 when
 the last poll worked), baton_exporter_scrape_errors_total (failed polls).
+With --holder-labels, also baton_lock_holder_info{lock,host,pid,program}
+(1 per holding process): off by default, since every run's new pid makes
+a new series.
 
 What it exposes, to whoever reaches ADDR: the names of the locks watched
-and of their entries, each holder's and waiter's session or owner (text
-the clients chose: often a host name and a process id), kind, state and
-notes, the fencing tokens (a write carrying the current one passes a
-fenced resource as the holder's), how long each entry has been there,
+and of their entries, each holder's and waiter's owner, mode and notes,
+the host name, pid, program name and labels its client recorded, the
+fencing tokens (a write carrying the current one passes a fenced resource
+as the holder's), how long each entry has been there,
 every change as an event, the backend URL with its password hidden, and
 the backend's errors. It changes no lock. How it is protected:
   - loopback by default: only this machine reaches 127.0.0.1:9187;
@@ -98,6 +103,9 @@ Flags:
   --tls-key FILE         first) and its key; both or neither.
   --max-streams N        open /events streams at most. Default 64.
   --interval D           how often to read the backend. Default 2s.
+  --holder-labels        export baton_lock_holder_info with each holder's
+                         host, pid and program as labels (off: a series
+                         per run; the page and /api/locks show them anyway)
   --connect-timeout D    reach the backend within D or exit 69; also bounds
                          each poll. Default 10s.
 
@@ -118,6 +126,8 @@ type exporterConfig struct {
 	tlsCert    string
 	tlsKey     string
 	tokenFile  string
+	// holderLabels exports baton_lock_holder_info (--holder-labels).
+	holderLabels bool
 }
 
 // parseExporter parses the exporter's arguments: flags before or after
@@ -141,6 +151,7 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "")
+	fs.BoolVar(&cfg.holderLabels, "holder-labels", false, "")
 	positional, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
@@ -176,7 +187,7 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 // that can list.
 func exporterName(arg, backend string) (string, error) {
 	base, isPrefix := strings.CutSuffix(arg, prefixSuffix)
-	n, err := baton.ValidateName(base)
+	n, err := engine.ValidateName(base)
 	if err != nil {
 		return "", err
 	}
@@ -267,8 +278,9 @@ func newPoller(cfg *exporterConfig, u engineURL, b *backend) (*poller, prometheu
 	errs := prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_exporter_scrape_errors_total",
 		Help: "Polls of the backend that failed (a lock unreadable, or the backend unreachable)."})
 	p := &poller{
-		backend: u.redacted, engine: b.engine, view: viewOf(b), list: listerOf(b), names: cfg.names,
-		timeout: cfg.connectTimeout, scrub: secretScrubber(u, os.Getenv), now: time.Now, failed: errs.Inc,
+		backend: u.redacted, engine: b.engine, view: viewOf(b), queue: isQueue(b), list: listerOf(b), names: cfg.names,
+		holderLabels: cfg.holderLabels,
+		timeout:      cfg.connectTimeout, scrub: secretScrubber(u, os.Getenv), now: time.Now, failed: errs.Inc,
 	}
 	up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "baton_exporter_up",
 		Help: "1 when the last poll of the backend read every lock, else 0."}, func() float64 {

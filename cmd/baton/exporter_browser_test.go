@@ -76,8 +76,9 @@ func waitToken(t *testing.T, ctx context.Context, lock string, token uint64) {
 
 // TestExporterBrowser opens the live page in chromium at a phone's width:
 // it shows the holder's token, and after a release the next holder's
-// larger token, without a reload; it shows a lock name written by another
-// client as text, has no console error and no horizontal scroll at 375px.
+// larger token, without a reload; it shows who holds (host, pid,
+// program), a lock name written by another client as text, has no
+// console error and no horizontal scroll at 375px.
 func TestExporterBrowser(t *testing.T) {
 	c, url := redisLocks(t)
 	base := "demo-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36)
@@ -137,6 +138,16 @@ func TestExporterBrowser(t *testing.T) {
 		(h) => h.firstChild.nodeValue === `+strconv.Quote(backup)+`) && document.querySelector('section.lock b') === null`)
 	check("two waiters listed in order", `[...document.querySelectorAll('section.lock')].find(
 		(c) => c.dataset.lock === `+strconv.Quote(backup)+`).querySelectorAll('ol.queue li').length === 2`)
+	// The holder is this test's process: its host, pid and program show
+	// on the holder's card.
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := `[...document.querySelectorAll('section.lock')].find((c) => c.dataset.lock === ` + strconv.Quote(backup) + `)`
+	check("the holder's host", card+`.querySelector('dl.holder .host').textContent === `+strconv.Quote(host))
+	check("the holder's pid", card+`.querySelector('dl.holder .pid').textContent === `+strconv.Quote(strconv.Itoa(os.Getpid())))
+	check("the holder's program", card+`.querySelector('dl.holder .program').textContent === `+strconv.Quote(filepath.Base(os.Args[0])))
 
 	finishPage(ctx, t, console, "exporter.png")
 }

@@ -259,7 +259,7 @@ func TestExporterTLS(t *testing.T) {
 // and each way it is protected.
 func TestExporterHelp(t *testing.T) {
 	r := runBaton(t, nil, "help", "exporter")
-	for _, want := range []string{"What it exposes", "lock", "session or owner", "fencing tokens", "every change as an event",
+	for _, want := range []string{"What it exposes", "lock", "owner", "program name", "fencing tokens", "every change as an event",
 		"loopback by default", "Host check", "DNS rebinding", "--allow-host", "--token-file", "chmod 600",
 		"--tls-cert", "--tls-key", "--max-streams", "Default 64", "timeouts"} {
 		if !strings.Contains(r.stdout, want) {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,6 +29,11 @@ var (
 		"Protected-create duplicate entries of the lock (queue engines): residue for baton clean.", []string{"lock"}, nil)
 	descDead = prometheus.NewDesc("baton_lock_dead_entries",
 		"Entries of the lock that no live session owns (queue engines): nothing removes them by itself.", []string{"lock"}, nil)
+	// descHolderInfo is exported with --holder-labels only: a pid is new
+	// at every run, so each hold is a new series.
+	descHolderInfo = prometheus.NewDesc("baton_lock_holder_info",
+		"1 for each process holding the lock, by the host, pid and program its grant recorded (--holder-labels).",
+		[]string{"lock", "host", "pid", "program"}, nil)
 )
 
 // lockCollector exports the poller's last snapshot. A scrape reads no
@@ -38,6 +46,9 @@ func (c lockCollector) Describe(ch chan<- *prometheus.Desc) {
 		descHolderAge, descDuplicates, descDead} {
 		ch <- d
 	}
+	if c.p.holderLabels {
+		ch <- descHolderInfo
+	}
 }
 
 func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
@@ -46,7 +57,7 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 		if l.Error != "" {
 			continue
 		}
-		m := measure(l.lockView)
+		m := measure(l)
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l.Name)
 		}
@@ -62,11 +73,35 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 		if m.holderMS >= 0 {
 			gauge(descHolderAge, float64(m.holderMS)/1000)
 		}
-		if l.Queue {
+		if c.p.queue {
 			gauge(descDuplicates, float64(m.duplicates))
 			gauge(descDead, float64(m.dead))
 		}
+		if c.p.holderLabels {
+			for _, h := range holderProcesses(l) {
+				ch <- prometheus.MustNewConstMetric(descHolderInfo, prometheus.GaugeValue, 1, l.Name, h.host, h.pid, h.program)
+			}
+		}
 	}
+}
+
+// holderLabel is the label values of one holding process.
+type holderLabel struct{ host, pid, program string }
+
+// holderProcesses lists the processes that hold l, each once (a process
+// may hold several permits), leaving out holders with no record.
+func holderProcesses(l pageLock) []holderLabel {
+	var out []holderLabel
+	for _, e := range l.Holders {
+		if e.Expired || e.Host == "" && e.PID == 0 {
+			continue
+		}
+		h := holderLabel{host: e.Host, pid: strconv.Itoa(e.PID), program: e.Program}
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // lockMeasures are the numbers of one lock; -1 and 0 mean unknown for
@@ -77,36 +112,38 @@ type lockMeasures struct {
 	token                                       uint64
 }
 
-// measure counts a lock's entries. Expired entries (SQL rows past their
-// deadline) are free to the next acquire: they are not counted.
-func measure(v lockView) lockMeasures {
+// measure counts a lock's entries: holders, waiters and the entries
+// that take no part. Expired entries (a SQL row past its deadline) are
+// free to the next acquire: they are not counted.
+func measure(l pageLock) lockMeasures {
 	m := lockMeasures{oldestMS: -1, holderMS: -1}
-	for _, e := range v.Entries {
-		if e.State == "expired" {
-			continue
-		}
-		m.entries++
-		switch {
-		case e.Holder:
-			m.holders++
-		case e.State == "waiting":
-			m.waiters++
-		}
-		if e.Duplicate {
-			m.duplicates++
-		}
-		if e.DeadSession {
-			m.dead++
-		}
-		if e.AgeMS != nil {
-			m.oldestMS = max(m.oldestMS, *e.AgeMS)
-			if e.Holder {
-				m.holderMS = max(m.holderMS, *e.AgeMS)
+	count := func(es []pageEntry, role *int, holder bool) {
+		for _, e := range es {
+			if e.Expired {
+				continue
+			}
+			m.entries++
+			*role++
+			if e.Duplicate {
+				m.duplicates++
+			}
+			if e.Dead {
+				m.dead++
+			}
+			if e.AgeMS != nil {
+				m.oldestMS = max(m.oldestMS, *e.AgeMS)
+				if holder {
+					m.holderMS = max(m.holderMS, *e.AgeMS)
+				}
+			}
+			if holder && e.Token != nil {
+				m.token = max(m.token, *e.Token)
 			}
 		}
-		if e.Holder && e.Token != nil {
-			m.token = max(m.token, *e.Token)
-		}
 	}
+	var other int
+	count(l.Holders, &m.holders, true)
+	count(l.Waiters, &m.waiters, false)
+	count(l.Other, &other, false)
 	return m
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-go/baton"
 )
 
 // snapshot is one poll of every lock the exporter watches: what /metrics,
@@ -22,19 +24,32 @@ type snapshot struct {
 	Locks []pageLock `json:"locks"`
 }
 
-// pageLock is a lock of a snapshot; its entries carry how long the
-// exporter has seen them.
+// pageLock is one lock of a snapshot, as `baton inspect --json` shows
+// it: holders, waiters in serving order, what takes no part, the
+// engine's notes; each entry with who holds or waits (host, pid,
+// program, labels) and how long the exporter has seen it.
 type pageLock struct {
-	lockView
-	Entries []pageEntry `json:"entries"`
+	Name    string      `json:"name"`
+	Permits int         `json:"permits,omitempty"`
+	Holders []pageEntry `json:"holders"`
+	Waiters []pageEntry `json:"waiters"`
+	Other   []pageEntry `json:"other,omitempty"`
+	Notes   []string    `json:"notes,omitempty"`
+	// TokenBound is set where the holders' tokens are unknown from
+	// outside but bounded (ZooKeeper): no grant so far has a larger one.
+	TokenBound *uint64 `json:"token_bound,omitempty"`
+	// Error is why the last read of this lock failed ("" when it worked).
+	Error string `json:"error,omitempty"`
 }
 
-// pageEntry is an entry with SeenMS, how long this exporter has seen it
-// (the same session, kind, state and token): a lower bound of its age on
+// pageEntry is an entry of inspect's JSON with Expired (see expired: it
+// is shown, not counted) and SeenMS, how long this exporter has seen it
+// (the same role, owner, mode and token): a lower bound of its age on
 // the engines that keep no creation time.
 type pageEntry struct {
-	entryJSON
-	SeenMS int64 `json:"seen_ms"`
+	inspectedJSON
+	Expired bool  `json:"expired,omitempty"`
+	SeenMS  int64 `json:"seen_ms"`
 }
 
 // poller reads the backend every interval in one goroutine, however many
@@ -43,6 +58,11 @@ type pageEntry struct {
 type poller struct {
 	backend, engine string // shown: the URL redacted
 	view            viewFunc
+	// queue is set on the engines whose dead entries stay until clean
+	// removes them (expired).
+	queue bool
+	// holderLabels exports baton_lock_holder_info (--holder-labels).
+	holderLabels bool
 	// list expands a prefix; nil when the engine cannot list.
 	list  func(ctx context.Context, prefix string) ([]string, error)
 	names []string // NAMEs, and PREFIXes ending in prefixSuffix
@@ -71,21 +91,37 @@ func (p *poller) poll(ctx context.Context) (snapshot, error) {
 	if err != nil {
 		first = err
 	}
-	for _, n := range names {
-		v, err := p.view(ctx, n)
-		if err != nil {
-			first = firstErr(first, err)
-			v = lockView{Name: n, Error: p.scrub(err.Error())}
-		}
-		s.Locks = append(s.Locks, pageLock{lockView: v})
+	reads, errs := p.read(ctx, names)
+	for _, err := range errs {
+		first = firstErr(first, err)
 	}
 	s.Time = p.now()
 	if first != nil {
 		s.Up, s.Error = false, p.scrub(first.Error())
 		p.failed()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]time.Time{}
+	for i, n := range names {
+		if errs[i] != nil {
+			s.Locks = append(s.Locks, pageLock{Name: n, Error: p.scrub(errs[i].Error())})
+			continue
+		}
+		s.Locks = append(s.Locks, p.page(n, reads[i], s.Time, seen))
+	}
+	p.seen = seen
 	p.store(s)
 	return s, first
+}
+
+// read reads each lock of names; errs[i] is nil where reads[i] worked.
+func (p *poller) read(ctx context.Context, names []string) (reads []lockRead, errs []error) {
+	reads, errs = make([]lockRead, len(names)), make([]error, len(names))
+	for i, n := range names {
+		reads[i], errs[i] = p.view(ctx, n)
+	}
+	return reads, errs
 }
 
 func firstErr(first, err error) error {
@@ -119,26 +155,42 @@ func (p *poller) expand(ctx context.Context) ([]string, error) {
 	return out, errors.Join(errs...)
 }
 
-// store keeps s as the last snapshot, stamps how long each entry has been
-// seen, and sends it to every subscriber.
-func (p *poller) store(s snapshot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	seen := map[string]time.Time{}
-	for i := range s.Locks {
-		l := &s.Locks[i]
-		l.Entries = make([]pageEntry, 0, len(l.lockView.Entries))
-		for _, e := range l.lockView.Entries {
-			k := entryKey(l.Name, e)
+// page is the snapshot's form of r, read at now: every entry stamped with
+// when the exporter first saw it (p.seen, from the last poll), which is
+// recorded in seen for the next.
+func (p *poller) page(name string, r lockRead, now time.Time, seen map[string]time.Time) pageLock {
+	in := r.in
+	l := pageLock{Name: name, Permits: in.Permits, Notes: make([]string, 0, len(in.Notes))}
+	for _, n := range in.Notes {
+		l.Notes = append(l.Notes, p.scrub(n)) // a Redlock node's error may quote a server
+	}
+	if r.tokenBound != 0 {
+		b := r.tokenBound
+		l.TokenBound = &b
+	}
+	conv := func(role string, es []baton.Entry) []pageEntry {
+		out := make([]pageEntry, 0, len(es))
+		for _, e := range es {
+			k := entryKey(name, role, e)
 			t, ok := p.seen[k]
 			if !ok {
-				t = s.Time
+				t = now
 			}
 			seen[k] = t
-			l.Entries = append(l.Entries, pageEntry{entryJSON: e, SeenMS: s.Time.Sub(t).Milliseconds()})
+			out = append(out, pageEntry{inspectedJSON: inspected(e), Expired: expired(e, p.queue), SeenMS: now.Sub(t).Milliseconds()})
 		}
+		return out
 	}
-	p.seen = seen
+	l.Holders, l.Waiters = conv("holder", in.Holders), conv("waiting", in.Waiters)
+	if len(in.Other) > 0 {
+		l.Other = conv("other", in.Other)
+	}
+	return l
+}
+
+// store keeps s as the last snapshot and sends it to every subscriber.
+// The caller holds p.mu.
+func (p *poller) store(s snapshot) {
 	p.last = s
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -155,13 +207,9 @@ func (p *poller) store(s snapshot) {
 }
 
 // entryKey identifies an entry across polls: a new grant has a new token
-// or session, a waiter turning holder starts a new hold.
-func entryKey(lock string, e entryJSON) string {
-	tok := ""
-	if e.Token != nil {
-		tok = strconv.FormatUint(*e.Token, 10)
-	}
-	return strings.Join([]string{lock, e.Entry, e.Kind, e.Session, e.State, tok}, "\x00")
+// or owner, a waiter turning holder starts a new hold.
+func entryKey(lock, role string, e baton.Entry) string {
+	return strings.Join([]string{lock, role, e.Owner, e.Mode, strconv.FormatUint(e.Token, 10)}, "\x00")
 }
 
 // snapshot returns the last snapshot and its JSON.

@@ -7,7 +7,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -254,8 +256,15 @@ func TestExporterZK(t *testing.T) {
 	if l.TokenBound == nil || *l.TokenBound == 0 {
 		t.Errorf("/api/locks %q token_bound = %v, want the directory's bound", name, l.TokenBound)
 	}
-	if len(l.Entries) != 101 || !l.Entries[0].Holder || l.Entries[1].Holder {
-		t.Errorf("/api/locks %q: %d entries, want 101 with the holder first", name, len(l.Entries))
+	if len(l.Holders) != 1 || len(l.Waiters) != 100 {
+		t.Errorf("/api/locks %q: %d holders and %d waiters, want 1 and 100", name, len(l.Holders), len(l.Waiters))
+	}
+	host, _ := os.Hostname()
+	for _, e := range append(l.Holders, l.Waiters...) {
+		if e.Host != host || e.PID != os.Getpid() || e.Program != filepath.Base(os.Args[0]) {
+			t.Errorf("/api/locks %q entry %+v, want this process: host %q, pid %d, program %q", name, e, host, os.Getpid(), filepath.Base(os.Args[0]))
+			break
+		}
 	}
 }
 
@@ -270,14 +279,19 @@ type apiLock struct {
 	Name       string     `json:"name"`
 	TokenBound *uint64    `json:"token_bound"`
 	Error      string     `json:"error"`
-	Entries    []apiEntry `json:"entries"`
+	Holders    []apiEntry `json:"holders"`
+	Waiters    []apiEntry `json:"waiters"`
+	Other      []apiEntry `json:"other"`
 }
 
 type apiEntry struct {
-	Session string  `json:"session"`
+	Owner   string  `json:"owner"`
 	Token   *uint64 `json:"token"`
-	State   string  `json:"state"`
-	Holder  bool    `json:"holder"`
+	Host    string  `json:"host"`
+	PID     int     `json:"pid"`
+	Program string  `json:"program"`
+	Expired bool    `json:"expired"`
+	SeenMS  int64   `json:"seen_ms"`
 }
 
 func apiLocks(t *testing.T, base string) apiSnapshot {
@@ -539,4 +553,39 @@ func TestExporterBackendDown(t *testing.T) {
 	waitMetrics(t, base, name, live)
 
 	stopExporter(t, p, " with an open event stream")
+}
+
+// TestExporterHolderLabels: /api/locks names the holder's host, pid and
+// program; /metrics carries them as labels only with --holder-labels, in
+// one baton_lock_holder_info series per holding process.
+func TestExporterHolderLabels(t *testing.T) {
+	c, url := redisLocks(t)
+	name := lockName(t)
+	holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
+	host, _ := os.Hostname()
+	pid, prog := strconv.Itoa(os.Getpid()), filepath.Base(os.Args[0])
+
+	base, p, _ := startExporter(t, url, name)
+	mfs := waitMetrics(t, base, name, map[string]float64{"baton_lock_holders": 1})
+	if mf := mfs["baton_lock_holder_info"]; mf != nil {
+		t.Errorf("baton_lock_holder_info without --holder-labels: %v", mf)
+	}
+	if h := apiLocks(t, base).lock(t, name).Holders; len(h) != 1 || h[0].Host != host || strconv.Itoa(h[0].PID) != pid || h[0].Program != prog {
+		t.Errorf("/api/locks holders = %+v, want host %q, pid %s, program %q", h, host, pid, prog)
+	}
+	stopExporter(t, p, "")
+
+	base, _, _ = startExporter(t, url, "--holder-labels", name)
+	mfs = waitMetrics(t, base, name, map[string]float64{"baton_lock_holder_info": 1})
+	ms := mfs["baton_lock_holder_info"].GetMetric()
+	if len(ms) != 1 {
+		t.Fatalf("baton_lock_holder_info has %d series, want 1: %v", len(ms), ms)
+	}
+	labels := map[string]string{}
+	for _, lp := range ms[0].GetLabel() {
+		labels[lp.GetName()] = lp.GetValue()
+	}
+	if labels["lock"] != name || labels["host"] != host || labels["pid"] != pid || labels["program"] != prog {
+		t.Errorf("baton_lock_holder_info labels = %v, want lock %s, host %s, pid %s, program %s", labels, name, host, pid, prog)
+	}
 }

@@ -13,12 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
-	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine"
 )
 
 // adminConfig is a parsed `baton inspect` or `baton clean` command line.
@@ -98,7 +96,7 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 	if cfg.help {
 		return nil, showHelp(usage)
 	}
-	name, err := baton.ValidateName(cfg.name)
+	name, err := engine.ValidateName(cfg.name)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -126,13 +124,6 @@ func (a *adminSession) close() {
 	a.stop()
 }
 
-// inspect reads the queue of a queue engine, bounded by --connect-timeout.
-func (a *adminSession) inspect() ([]queue.EntryInfo, error) {
-	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
-	defer cancel()
-	return a.b.queue.Inspect(ctx, a.name)
-}
-
 // failAdmin reports a failure of inspect or clean and returns its code.
 func failAdmin(sigCtx context.Context, err error) int {
 	code := classify(sigCtx, err, false)
@@ -151,74 +142,49 @@ func failAdmin(sigCtx context.Context, err error) int {
 	return code
 }
 
-// inspectMain is `baton inspect`: the queue on stdout.
+// inspectMain is `baton inspect`: the lock on stdout.
 func inspectMain(args []string) int {
 	a, code := openAdmin("inspect", inspectUsage, args)
 	if a == nil {
 		return code
 	}
 	defer a.close()
-	return a.b.inspect(a, os.Stdout)
+	return inspectLock(a, os.Stdout)
 }
 
-// inspectQueue is inspect on a queue engine (ZooKeeper, etcd): every entry
-// in the order it is served, holders first.
-func inspectQueue(a *adminSession, w io.Writer) int {
-	q, err := a.inspect()
+// inspectLock prints the lock as the engine's Inspect reads it: one table,
+// or one JSON document, on every engine, with each holder's and waiter's
+// host, pid and program where the engine stores them. The engine's error
+// and notes may quote what a server or driver said: the backend's secrets
+// are scrubbed from them.
+func inspectLock(a *adminSession, w io.Writer) int {
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
+	in, err := a.b.client.Inspect(ctx, a.name)
+	cancel()
+	u, _ := splitURL(a.cfg.backend) // openAdmin parsed it
+	scrub := secretScrubber(u, os.Getenv)
 	if err != nil {
-		return failAdmin(a.ctx, err)
+		return failAdmin(a.ctx, scrubbedError{msg: scrub(err.Error()), err: err})
+	}
+	for i, n := range in.Notes {
+		in.Notes[i] = scrub(n)
 	}
 	if a.cfg.json {
-		err = writeJSON(w, toJSON(q))
+		err = writeJSON(w, toInspectionJSON(in))
 	} else {
-		err = writeTable(w, q)
+		err = writeInspection(w, in)
 	}
 	if err != nil {
 		note("write: %v", err)
 		return exitSoftware
 	}
-	if len(q) == 0 {
+	if in.Permits > 0 && !a.cfg.json {
+		note("semaphore holders use N=%d", in.Permits)
+	}
+	if len(in.Holders)+len(in.Waiters)+len(in.Other) == 0 {
 		note("%q has no entries on %s", a.name, a.b.engine)
 	}
 	return exitOK
-}
-
-// kindName is the word `inspect` shows for an entry's recipe.
-func kindName(k queue.Kind) string {
-	switch k {
-	case queue.KindMutex:
-		return "mutex"
-	case queue.KindRead:
-		return "read"
-	case queue.KindWrite:
-		return "write"
-	case queue.KindLatch:
-		return "leader"
-	case queue.KindLease:
-		return "lease"
-	}
-	return string(k)
-}
-
-func stateName(e queue.EntryInfo) string {
-	if e.Holder {
-		return "holder"
-	}
-	return "waiting"
-}
-
-func flagsOf(e queue.EntryInfo) string {
-	switch {
-	case e.Foreign:
-		return "foreign"
-	case e.Duplicate && e.DeadSession:
-		return "duplicate,dead"
-	case e.Duplicate:
-		return "duplicate"
-	case e.DeadSession:
-		return "dead"
-	}
-	return "-"
 }
 
 // ageText rounds an age for the table; 0 is unknown.
@@ -246,19 +212,6 @@ func tokenText(t uint64) string {
 		return "?"
 	}
 	return strconv.FormatUint(t, 10)
-}
-
-// writeTable prints the queue as aligned columns. Entries, kinds,
-// sessions and notes come from the backend, written by any client: they
-// are shown through termSafe.
-func writeTable(w io.Writer, q []queue.EntryInfo) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tENTRY\tKIND\tSESSION\tTOKEN\tAGE\tSTATE\tFLAGS\tNOTE")
-	for _, e := range q {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Position, termSafe(e.Entry), termSafe(kindName(e.Kind)),
-			termSafe(orDash(e.Session)), tokenText(e.Token), ageText(e.Age), stateName(e), flagsOf(e), termSafe(e.Note))
-	}
-	return tw.Flush()
 }
 
 // termSafe escapes what a terminal would act on rather than show, so that
@@ -311,53 +264,6 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
-}
-
-// entryJSON is one entry in `inspect --json` and in clean's evidence.
-// Unknown token and age are null.
-type entryJSON struct {
-	Position    int     `json:"position"`
-	Entry       string  `json:"entry"`
-	Kind        string  `json:"kind"`
-	Marker      string  `json:"marker"`
-	Session     string  `json:"session"`
-	Token       *uint64 `json:"token"`
-	AgeMS       *int64  `json:"age_ms"`
-	State       string  `json:"state"`
-	Holder      bool    `json:"holder"`
-	Duplicate   bool    `json:"duplicate"`
-	DeadSession bool    `json:"dead_session"`
-	Foreign     bool    `json:"foreign,omitempty"` // not baton's: never ordered, never removed
-	Note        string  `json:"note,omitempty"`
-	// SQL engine only: the lease deadline on the database clock, and the
-	// time left before it as the database saw it (negative: expired).
-	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
-	LeaseLeftMS *int64     `json:"lease_left_ms,omitempty"`
-}
-
-func entryToJSON(e queue.EntryInfo) entryJSON {
-	j := entryJSON{
-		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
-		Session: e.Session, State: stateName(e), Holder: e.Holder,
-		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Foreign: e.Foreign, Note: e.Note,
-	}
-	if e.Token != 0 {
-		t := e.Token
-		j.Token = &t
-	}
-	if e.Age > 0 {
-		ms := e.Age.Milliseconds()
-		j.AgeMS = &ms
-	}
-	return j
-}
-
-func toJSON(q []queue.EntryInfo) []entryJSON {
-	out := make([]entryJSON, 0, len(q))
-	for _, e := range q {
-		out = append(out, entryToJSON(e))
-	}
-	return out
 }
 
 // writeJSON writes v as indented JSON. encoding/json escapes the C0

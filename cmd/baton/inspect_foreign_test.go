@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +22,9 @@ func TestInspectForeignEtcd(t *testing.T) {
 	}
 	defer cli.Delete(context.Background(), name+"/-1")
 
-	r := runBaton(t, nil, "inspect", "--backend", url, "--json", name)
-	if r.code != 0 {
-		t.Fatalf("inspect --json exit = %d; stderr:\n%s", r.code, r.stderr)
-	}
-	var q []struct {
-		Entry   string `json:"entry"`
-		Foreign bool   `json:"foreign"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
-		t.Fatalf("inspect --json output %q: %v", r.stdout, err)
-	}
-	if len(q) != 1 || !q[0].Foreign {
-		t.Fatalf("inspect --json = %s, want the one key flagged foreign", r.stdout)
+	d, r := inspectJSON(t, nil, url, name)
+	if q := d.entries(); len(q) != 1 || !q[0].Foreign || q[0].Role != "other" {
+		t.Fatalf("inspect --json = %s, want the one key flagged foreign, among the others", r.stdout)
 	}
 	r = runBaton(t, nil, "inspect", "--backend", url, name)
 	if r.code != 0 || !strings.Contains(r.stdout, "foreign") {
@@ -68,16 +57,8 @@ func TestLeaselessKeyEtcd(t *testing.T) {
 	if r := runBaton(t, nil, "run", "--backend", url, "--wait", "3s", name, "--", "true"); r.code != 0 {
 		t.Errorf("run behind a key without a lease exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
 	}
-	r := runBaton(t, nil, "inspect", "--backend", url, "--json", name)
-	var q []struct {
-		Entry       string `json:"entry"`
-		Foreign     bool   `json:"foreign"`
-		DeadSession bool   `json:"dead_session"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || r.code != 0 {
-		t.Fatalf("inspect --json exit %d, output %q: %v", r.code, r.stdout, err)
-	}
-	if len(q) != 1 || !q[0].Foreign || q[0].DeadSession || !strings.HasPrefix(q[0].Entry, "1234abcd@") {
+	d, r := inspectJSON(t, nil, url, name)
+	if q := d.entries(); len(q) != 1 || !q[0].Foreign || q[0].Dead || !strings.HasPrefix(q[0].Owner, "1234abcd@") {
 		t.Errorf("inspect --json = %s, want the one key 1234abcd flagged foreign, not dead", r.stdout)
 	}
 	r = runBaton(t, nil, "inspect", "--backend", url, name)

@@ -124,11 +124,7 @@ func toInspectionJSON(in baton.Inspection) inspectionJSON {
 	conv := func(es []baton.Entry) []inspectedJSON {
 		out := make([]inspectedJSON, 0, len(es))
 		for _, e := range es {
-			out = append(out, inspectedJSON{
-				Mode: e.Mode, Token: nonZero(e.Token), Owner: e.Owner, Host: e.Host, PID: e.PID,
-				Program: e.Program, Labels: e.Labels, AgeMS: optMillis(e.Age), LeftMS: optMillis(e.Left),
-				Dead: e.Dead, Duplicate: e.Duplicate, Foreign: e.Foreign, Note: e.Note,
-			})
+			out = append(out, inspected(e))
 		}
 		return out
 	}
@@ -138,6 +134,16 @@ func toInspectionJSON(in baton.Inspection) inspectionJSON {
 		j.Other = conv(in.Other)
 	}
 	return j
+}
+
+// inspected is one entry of the JSON document; the exporter's page shows
+// the same.
+func inspected(e baton.Entry) inspectedJSON {
+	return inspectedJSON{
+		Mode: e.Mode, Token: nonZero(e.Token), Owner: e.Owner, Host: e.Host, PID: e.PID,
+		Program: e.Program, Labels: e.Labels, AgeMS: optMillis(e.Age), LeftMS: optMillis(e.Left),
+		Dead: e.Dead, Duplicate: e.Duplicate, Foreign: e.Foreign, Note: e.Note,
+	}
 }
 
 func nonZero(v uint64) *uint64 {

@@ -247,49 +247,49 @@ out), but an election without a leader is campaigned for at least
 
 const inspectUsage = `Usage: baton inspect [flags] NAME
 
-Print the queue of the lock, RW lock, semaphore or election NAME, without
-taking part in it: position, entry (as baton clean names it), kind, owning
-session, fencing token where the engine can tell it, age, holder or
-waiting, and flags: "duplicate" (a protected create retried after a lost
-response left a second entry of one attempt; the smallest is the real one)
-and "dead" (no live session owns the entry: nothing will remove it by
-itself). The report goes to stdout; diagnostics to stderr.
+Print who holds and who waits for the lock, RW lock, semaphore or election
+NAME, without taking part in it, in one table on every engine: the holders,
+then the waiters in the order they will be served, then what lies under
+NAME and takes no part (ROLE "other": a key no recipe wrote, a Redlock
+owner on fewer than a majority of the nodes). Each row shows the mode
+(mutex, read, write, permit, leader), the fencing token where the engine
+can tell it from outside ("?" where not), the owner (on ZooKeeper and etcd
+the entry, as baton clean names it), the host, pid and program of the
+process that holds or waits as its grant recorded them ("-" for an entry
+of an older baton or another program: baton run records COMMAND's name,
+never its arguments or environment), the age and the lease's time left
+where the engine keeps them, flags and a note. The flags: "duplicate" (a
+protected create retried after a lost response left a second entry of one
+attempt; the smallest is the real one), "dead" (no live session owns the
+entry: nothing will remove it by itself; on SQL, a row whose lease expired
+on the database clock, free to the next acquire) and "foreign" (not made
+by a baton recipe; never removed). The engine's notes follow, as rows
+"note". The report goes to stdout; diagnostics to stderr.
 
 ZooKeeper: tokens are unknown from outside (a holder's token is the
 directory's pzxid at its granting read); session liveness comes from the
 server's "dump" four-letter word (4lw.commands.whitelist) and is reported
 unknown without it. etcd: the token is the key's create revision; etcd
-keeps no creation time, so age is unknown and the lease TTL is shown.
-
-SQL (postgres://, mysql://, sqlite://, and the embedded default): a lock
-is a row per holder; inspect shows its owner (the grant's random
-identity), token, lease deadline on the database clock and the time left
-before it (state "expired" once it passed: the row is free to the next
-acquire). Waiters are listed after the holders, in the order they will be
-served (state "waiting"), from the intent rows their retries refresh; one
-expires a TTL after its client gave up. On SQLite, mutex waiters keep no
-row and are not listed. inspect only reads: it does not create the schema
-(a database never locked on shows nothing).
-
-Redis (redis://, rediss://): inspect shows every holder of NAME (mutex,
-read, write, permit, leader) with its owner, token and time left on the
-server's clock, and the waiting intents that waiting clients refresh at
-every attempt (state "waiting"; one expires a TTL after its client gave
-up). JSON adds lease_left_ms.
-
-Redlock (redlock://): one row per node: holder or free (or unreachable),
-owner, the grant's quorum token (BATON_TOKEN; "?" on a node that granted
-after the majority was reached, where it is not written back), the token
-the node minted, time left on the node's clock, and the node's counter. A
-majority of the nodes must answer (else 69).
+keeps no creation time, so age is unknown and the lease's time left is
+shown. SQL (postgres://, mysql://, sqlite://, the embedded default): the
+waiters come from the intent rows their retries refresh; one expires a TTL
+after its client gave up. On SQLite, mutex waiters keep no row and are not
+listed. inspect only reads: it does not create the schema (a database
+never locked on shows nothing). Redis: the waiters are the intents that
+waiting clients refresh at every attempt. Redlock: the holder is the owner
+a majority of the nodes hold, its time left the time until fewer than a
+majority hold it; a majority of the nodes must answer (else 69).
 
 Flags:
   --backend URL          as for baton run (default $BATON_BACKEND, else the
                          embedded default)
   --connect-timeout D    reach the backend within D or exit 69. Default 10s.
-  --json                 print a JSON array of entries instead of the table
-                         (token and age_ms are null when unknown; SQL adds
-                         expires_at and lease_left_ms)
+  --json                 print one JSON document instead of the table: name,
+                         engine, permits, holders, waiters, other, notes;
+                         each entry with mode, token, owner, host, pid,
+                         program, labels, age_ms, lease_left_ms, flags and
+                         note (token, age_ms and lease_left_ms are null when
+                         unknown)
 
 Exit codes: 0 printed (also for an empty queue); 64 usage; 69 backend
 unreachable; 77 authentication or TLS refused.
@@ -312,12 +312,12 @@ A live holder can only be released by force, one exact entry at a time:
                                                    the fence to raise
   baton clean --force-release ENTRY --apply NAME   save the evidence, then
                                                    delete ENTRY
-ENTRY is the entry exactly as baton inspect prints it. The holder is not
-told: its session lives on and it keeps writing until its resource
-rejects it. So first raise the fence of every resource NAME guards to the
-token printed (under an owner name of your own): the (token, owner) rule
-then rejects the old holder and admits the next one, whose token is
-larger.
+ENTRY is the entry exactly as baton inspect prints it (its OWNER). The
+holder is not told: its session lives on and it keeps writing until its
+resource rejects it. So first raise the fence of every resource NAME
+guards to the token printed (under an owner name of your own): the
+(token, owner) rule then rejects the old holder and admits the next one,
+whose token is larger.
 
 clean is for the queue engines (ZooKeeper, etcd). On SQL, Redis and
 Redlock it exits 64: they leave no residue, as their rows and keys expire

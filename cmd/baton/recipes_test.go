@@ -26,33 +26,72 @@ var engines = []struct {
 
 func zkURL(t *testing.T) string { return "zk://" + testenv.ZK(t) + "/baton-cli-test" }
 
-// inspectEntry is one element of `baton inspect --json`.
-type inspectEntry struct {
-	Position    int     `json:"position"`
-	Entry       string  `json:"entry"`
-	Kind        string  `json:"kind"`
-	Session     string  `json:"session"`
-	Token       *uint64 `json:"token"`
-	AgeMS       *int64  `json:"age_ms"`
-	State       string  `json:"state"`
-	Holder      bool    `json:"holder"`
-	Duplicate   bool    `json:"duplicate"`
-	DeadSession bool    `json:"dead_session"`
-	Note        string  `json:"note"`
+// inspectDoc is `baton inspect --json`: the same document on every
+// engine.
+type inspectDoc struct {
+	Name    string         `json:"name"`
+	Engine  string         `json:"engine"`
+	Permits int            `json:"permits"`
+	Holders []inspectEntry `json:"holders"`
+	Waiters []inspectEntry `json:"waiters"`
+	Other   []inspectEntry `json:"other"`
+	Notes   []string       `json:"notes"`
 }
 
-// inspect runs `baton inspect --json` and parses its stdout.
-func inspect(t *testing.T, url, name string) []inspectEntry {
+// inspectEntry is one holder, waiter or other entry of an inspectDoc;
+// Role says which list it came from.
+type inspectEntry struct {
+	Role      string            `json:"-"` // "holder", "waiting" or "other"
+	Mode      string            `json:"mode"`
+	Token     *uint64           `json:"token"`
+	Owner     string            `json:"owner"`
+	Host      string            `json:"host"`
+	PID       int               `json:"pid"`
+	Program   string            `json:"program"`
+	Labels    map[string]string `json:"labels"`
+	AgeMS     *int64            `json:"age_ms"`
+	LeftMS    *int64            `json:"lease_left_ms"`
+	Dead      bool              `json:"dead"`
+	Duplicate bool              `json:"duplicate"`
+	Foreign   bool              `json:"foreign"`
+	Note      string            `json:"note"`
+}
+
+// entries lists the holders, then the waiters in serving order, then the
+// other entries, each with its Role.
+func (d inspectDoc) entries() []inspectEntry {
+	var out []inspectEntry
+	for _, part := range []struct {
+		role string
+		es   []inspectEntry
+	}{{"holder", d.Holders}, {"waiting", d.Waiters}, {"other", d.Other}} {
+		for _, e := range part.es {
+			e.Role = part.role
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// inspectJSON runs `baton inspect --json` with env and parses its stdout.
+func inspectJSON(t *testing.T, env []string, url, name string) (inspectDoc, result) {
 	t.Helper()
-	r := runBaton(t, nil, "inspect", "--backend", url, "--json", name)
+	r := runBaton(t, env, "inspect", "--backend", url, "--json", name)
 	if r.code != 0 {
 		t.Fatalf("inspect %s exit = %d, want 0; stderr:\n%s", name, r.code, r.stderr)
 	}
-	var q []inspectEntry
-	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
+	var d inspectDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("inspect --json output %q: %v", r.stdout, err)
 	}
-	return q
+	return d, r
+}
+
+// inspect runs `baton inspect --json` and returns its entries.
+func inspect(t *testing.T, url, name string) []inspectEntry {
+	t.Helper()
+	d, _ := inspectJSON(t, nil, url, name)
+	return d.entries()
 }
 
 // waitQueue waits until inspect shows n entries in NAME's queue.
@@ -120,13 +159,12 @@ func TestWriterExcludesReaders(t *testing.T) {
 			ran := filepath.Join(t.TempDir(), "read")
 			rd := startBaton(t, nil, "run", "--backend", url, "--ttl", "2", "--read", name, "--", "touch", ran)
 			q := waitQueue(t, url, name, 2)
-			if len(q) != 2 || q[0].Kind != "write" || !q[0].Holder || q[0].State != "holder" ||
-				q[1].Kind != "read" || q[1].Holder || q[1].State != "waiting" {
+			if len(q) != 2 || q[0].Mode != "write" || q[0].Role != "holder" || q[1].Mode != "read" || q[1].Role != "waiting" {
 				t.Errorf("inspect = %+v, want [write holder, read waiting]", q)
 			}
 			for i, en := range q {
-				if en.Position != i || en.Session == "" || en.DeadSession || en.Duplicate {
-					t.Errorf("inspect entry %d = %+v, want position %d, a live session, no flags", i, en, i)
+				if en.Owner == "" || en.PID == 0 || en.Dead || en.Duplicate {
+					t.Errorf("inspect entry %d = %+v, want an entry of a live holder process, no flags", i, en)
 				}
 			}
 			if _, err := os.Stat(ran); err == nil {
@@ -166,9 +204,9 @@ func TestSharedPermits(t *testing.T) {
 			q := inspect(t, url, name)
 			leases := 0
 			for _, en := range q {
-				if en.Kind == "lease" {
+				if en.Mode == "permit" {
 					leases++
-					if !en.Holder {
+					if en.Role != "holder" {
 						t.Errorf("inspect lease %+v, want a holder (N=2 is stored with baton's leases)", en)
 					}
 				}
@@ -219,7 +257,7 @@ func TestElect(t *testing.T) {
 			waitFile(t, fa, 10*time.Second)
 			b := startBaton(t, nil, "elect", "--backend", url, "--ttl", "2", name, "--", "sh", "-c", epochScript(fb))
 			q := waitQueue(t, url, name, 2)
-			if !q[0].Holder || q[1].Holder {
+			if q[0].Role != "holder" || q[1].Role != "waiting" {
 				t.Errorf("inspect of the election = %+v, want the first leading and the second waiting", q)
 			}
 			if r := runBaton(t, nil, "elect", "--backend", url, "--wait", "0", name, "--", "true"); r.code != 75 {

@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -169,18 +168,12 @@ func TestRedisTLS(t *testing.T) {
 	}
 }
 
-// redisInspect runs `baton inspect --json` with env and parses it.
-func redisInspect(t *testing.T, env []string, url, name string) []sqlInspectEntry {
+// redisInspect runs `baton inspect --json` with env and returns its
+// entries.
+func redisInspect(t *testing.T, env []string, url, name string) []inspectEntry {
 	t.Helper()
-	r := runBaton(t, env, "inspect", "--backend", url, "--json", name)
-	if r.code != 0 {
-		t.Fatalf("inspect %s exit = %d, want 0; stderr:\n%s", name, r.code, r.stderr)
-	}
-	var q []sqlInspectEntry
-	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
-		t.Fatalf("inspect --json output %q: %v", r.stdout, err)
-	}
-	return q
+	d, _ := inspectJSON(t, env, url, name)
+	return d.entries()
 }
 
 // TestRedis: on a private redis-server with a password given through the
@@ -206,7 +199,7 @@ func TestRedis(t *testing.T) {
 
 	mark2 := filepath.Join(dir, "mark2")
 	waiter := startBaton(t, env, "run", "--backend", url, "--wait", "20s", name, "--", "sh", "-c", markScript(mark2))
-	var q []sqlInspectEntry
+	var q []inspectEntry
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		q = redisInspect(t, env, url, name)
@@ -215,8 +208,8 @@ func TestRedis(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(q) != 2 || !q[0].Holder || q[0].State != "holder" || q[0].Token == nil || *q[0].Token != tok ||
-		q[0].LeaseLeftMS == nil || *q[0].LeaseLeftMS <= 0 || *q[0].LeaseLeftMS > 3000 || q[1].Holder || q[1].State != "waiting" {
+	if len(q) != 2 || q[0].Role != "holder" || q[0].Token == nil || *q[0].Token != tok ||
+		q[0].LeftMS == nil || *q[0].LeftMS <= 0 || *q[0].LeftMS > 3000 || q[1].Role != "waiting" {
 		t.Errorf("inspect = %+v, want the holder (token %d, 0 < lease_left_ms ≤ 3000) and one waiting intent", q, tok)
 	}
 	if _, err := os.Stat(mark2); err == nil {

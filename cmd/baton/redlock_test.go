@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -41,33 +40,14 @@ func redlockURL(t *testing.T) string {
 	return "redlock://" + strings.Join(addrs, ",") + "?prefix=" + prefix
 }
 
-// redlockNode is one element of `baton inspect --json` on Redlock.
-type redlockNode struct {
-	Node        int     `json:"node"`
-	Addr        string  `json:"addr"`
-	Session     string  `json:"session"`
-	State       string  `json:"state"`
-	Holder      bool    `json:"holder"`
-	Token       *uint64 `json:"token"`
-	NodeToken   *uint64 `json:"node_token"`
-	LeaseLeftMS *int64  `json:"lease_left_ms"`
-	Counter     uint64  `json:"counter"`
-	Index       string  `json:"index"`
-	Error       string  `json:"error"`
-}
-
-// redlockInspect runs `baton inspect --json` on url and parses it.
-func redlockInspect(t *testing.T, env []string, url, name string) []redlockNode {
+// redlockNodes returns the nodes and the key prefix of a redlockURL.
+func redlockNodes(t *testing.T, url string) ([]string, string) {
 	t.Helper()
-	r := runBaton(t, env, "inspect", "--backend", url, "--json", name)
-	if r.code != 0 {
-		t.Fatalf("inspect %s exit = %d, want 0; stderr:\n%s", name, r.code, r.stderr)
+	hosts, prefix, ok := strings.Cut(strings.TrimPrefix(url, "redlock://"), "?prefix=")
+	if !ok {
+		t.Fatalf("redlock URL %q has no prefix", url)
 	}
-	var q []redlockNode
-	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
-		t.Fatalf("inspect --json output %q: %v", r.stdout, err)
-	}
-	return q
+	return strings.Split(hosts, ","), prefix
 }
 
 // TestRedlock: on the five Redlock nodes the child gets BATON_ENGINE=redlock
@@ -92,39 +72,34 @@ func TestRedlock(t *testing.T) {
 	mark2 := filepath.Join(dir, "mark2")
 	waiter := startBaton(t, nil, "run", "--backend", url, "--wait", "30s", name, "--", "sh", "-c", markScript(mark2))
 
-	q := redlockInspect(t, nil, url, name)
-	if len(q) != 5 {
-		t.Fatalf("inspect = %+v, want 5 nodes", q)
+	// The holder is the owner a majority of the nodes hold, with the
+	// grant's quorum token and the time until fewer than a majority hold
+	// it; every node answered, and each stores its index.
+	d, r := inspectJSON(t, nil, url, name)
+	if len(d.Holders) != 1 || len(d.Other) != 0 || len(d.Notes) != 0 {
+		t.Fatalf("inspect = %s, want one holder, no minority owner, no node's error", r.stdout)
 	}
-	// A majority holds the key with the quorum token written back; a node
-	// that granted after the majority was reached holds it too (the
-	// keeper extends it) without a write-back: token null.
-	written, owner := 0, ""
-	for i, n := range q {
-		if n.Node != i || n.Index != fmt.Sprint(i) || n.Error != "" {
-			t.Errorf("inspect node %d = %+v, want node %d storing index %d, answering", i, n, i, i)
-		}
-		if !n.Holder {
-			continue
-		}
-		if owner == "" {
-			owner = n.Session
-		}
-		if n.Token != nil && *n.Token == tok {
-			written++
-		}
-		if n.Session != owner || n.State != "holder" || n.Token != nil && *n.Token != tok || n.NodeToken == nil || *n.NodeToken == 0 ||
-			n.LeaseLeftMS == nil || *n.LeaseLeftMS <= 0 || *n.LeaseLeftMS > 3000 || n.Counter < *n.NodeToken {
-			t.Errorf("inspect node %d = %+v, want holder %s with quorum token %d (or null), a node token, 0 < lease_left_ms ≤ 3000", i, n, owner, tok)
+	h := d.Holders[0]
+	var on, of int
+	if _, err := fmt.Sscanf(h.Note, "held on %d of %d nodes", &on, &of); err != nil || on < 3 || of != 5 {
+		t.Errorf("inspect holder note = %q (%v), want it held on a majority (≥ 3) of 5 nodes", h.Note, err)
+	}
+	if h.Owner == "" || h.Mode != "mutex" || h.Token == nil || *h.Token != tok || h.LeftMS == nil || *h.LeftMS <= 0 || *h.LeftMS > 3000 {
+		t.Errorf("inspect holder = %+v, want an owner, quorum token %d, 0 < lease_left_ms ≤ 3000", h, tok)
+	}
+	nodes, prefix := redlockNodes(t, url)
+	for i, a := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: a})
+		idx, err := rdb.Get(t.Context(), prefix+"index").Result()
+		_ = rdb.Close()
+		if err != nil || idx != fmt.Sprint(i) {
+			t.Errorf("node %d (%s) index = %q, %v; want %d", i, a, idx, err, i)
 		}
 	}
-	if written < 3 {
-		t.Errorf("inspect: %d nodes hold %q with the quorum token %d, want a majority (≥ 3): %+v", written, name, tok, q)
-	}
-	r := runBaton(t, nil, "inspect", "--backend", url, name)
-	if r.code != 0 || !strings.Contains(r.stdout, owner) || !strings.Contains(r.stdout, fmt.Sprint(tok)) ||
-		!strings.Contains(r.stderr, "a majority") {
-		t.Errorf("inspect table: exit %d, want 0 with owner %s and token %d, and a majority noted; stdout:\n%s\nstderr:\n%s", r.code, owner, tok, r.stdout, r.stderr)
+	r = runBaton(t, nil, "inspect", "--backend", url, name)
+	if r.code != 0 || !strings.Contains(r.stdout, h.Owner) || !strings.Contains(r.stdout, fmt.Sprint(tok)) ||
+		!strings.Contains(r.stdout, "held on") {
+		t.Errorf("inspect table: exit %d, want 0 with owner %s, token %d and the nodes that hold it; stdout:\n%s\nstderr:\n%s", r.code, h.Owner, tok, r.stdout, r.stderr)
 	}
 
 	time.Sleep(500 * time.Millisecond) // the waiter retried a few times meanwhile
@@ -137,10 +112,8 @@ func TestRedlock(t *testing.T) {
 		t.Errorf("waiter's token = %d, want > %d", tok2, tok)
 	}
 	stopHolder(t, waiter)
-	for _, n := range redlockInspect(t, nil, url, name) {
-		if n.Holder {
-			t.Errorf("inspect after both ended: node %d = %+v, want free", n.Node, n)
-		}
+	if d, r := inspectJSON(t, nil, url, name); len(d.Holders)+len(d.Other) != 0 {
+		t.Errorf("inspect after both ended = %s, want no node holding", r.stdout)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
 
 // runMain is `baton run`: hold a lock (mutex, a side of a read/write
@@ -150,7 +151,7 @@ func holdFloor(h *holding, cfg *runConfig, lg *slog.Logger, started time.Time, s
 // not hold a lock, nor wait for one). A non-negative code means the
 // command is over with that exit code.
 func preflight(cfg *runConfig) (name, path string, code int) {
-	name, err := baton.ValidateName(cfg.name)
+	name, err := engine.ValidateName(cfg.name)
 	if err != nil {
 		return "", "", fail(err)
 	}

@@ -442,12 +442,12 @@ func TestSafeInspectEscapes(t *testing.T) {
 		t.Fatalf("inspect --json exit = %d; stderr:\n%s", r.code, r.stderr)
 	}
 	rawControls(t, "JSON", r.stdout)
-	var entries []struct{ Session, Kind string }
-	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
+	var d inspectDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("inspect --json is not JSON: %v\n%s", err, r.stdout)
 	}
-	if len(entries) != 1 || entries[0].Session != craftedOwner || entries[0].Kind != craftedKind {
-		t.Errorf("inspect --json decodes to %+v, want session %q and kind %q", entries, craftedOwner, craftedKind)
+	if es := d.entries(); len(es) != 1 || es[0].Owner != craftedOwner || es[0].Mode != craftedKind {
+		t.Errorf("inspect --json decodes to %+v, want owner %q and mode %q", es, craftedOwner, craftedKind)
 	}
 }
 

@@ -1,12 +1,12 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,17 +40,6 @@ func mysqlURL(t *testing.T) string {
 		u.User = url.User(cfg.User)
 	}
 	return u.String()
-}
-
-// sqlInspectEntry is one element of `baton inspect --json` on SQL.
-type sqlInspectEntry struct {
-	Entry       string     `json:"entry"`
-	Session     string     `json:"session"`
-	Token       *uint64    `json:"token"`
-	State       string     `json:"state"`
-	Holder      bool       `json:"holder"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-	LeaseLeftMS *int64     `json:"lease_left_ms"`
 }
 
 // markScript records BATON_ENGINE and BATON_TOKEN in mark, then holds
@@ -98,27 +87,19 @@ func TestSQL(t *testing.T) {
 				t.Errorf("second run --wait 0 exit = %d, want 75; stderr:\n%s", r.code, r.stderr)
 			}
 
-			r := runBaton(t, nil, "inspect", "--backend", url, "--json", name)
-			if r.code != 0 {
-				t.Fatalf("inspect exit = %d, want 0; stderr:\n%s", r.code, r.stderr)
-			}
-			var q []sqlInspectEntry
-			if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
-				t.Fatalf("inspect --json output %q: %v", r.stdout, err)
-			}
-			if len(q) != 1 || !q[0].Holder || q[0].State != "holder" || q[0].Session == "" ||
-				q[0].Token == nil || *q[0].Token != tok || q[0].ExpiresAt == nil || q[0].LeaseLeftMS == nil ||
-				*q[0].LeaseLeftMS <= 0 || *q[0].LeaseLeftMS > 3000 {
+			d, r := inspectJSON(t, nil, url, name)
+			if q := d.entries(); len(q) != 1 || q[0].Role != "holder" || q[0].Owner == "" ||
+				q[0].Token == nil || *q[0].Token != tok || q[0].LeftMS == nil || *q[0].LeftMS <= 0 || *q[0].LeftMS > 3000 {
 				t.Errorf("inspect = %s, want one holder with token %d and 0 < lease_left_ms ≤ 3000", r.stdout, tok)
 			}
-			if e.name == "sqlite" && !strings.Contains(r.stderr, "not listed") {
-				t.Errorf("inspect stderr does not say that SQLite's mutex waiters are not listed:\n%s", r.stderr)
+			if e.name == "sqlite" && !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, "not listed") }) {
+				t.Errorf("inspect notes do not say that SQLite's mutex waiters are not listed:\n%s", r.stdout)
 			}
 			if e.name != "sqlite" {
 				// A waiting run is listed after the holder.
 				wt := startBaton(t, nil, "run", "--backend", url, "--wait", "20s", name, "--", "true")
 				q := waitQueue(t, url, name, 2)
-				if len(q) != 2 || !q[0].Holder || q[1].Holder || q[1].State != "waiting" || q[1].Kind != "mutex" {
+				if len(q) != 2 || q[0].Role != "holder" || q[1].Role != "waiting" || q[1].Mode != "mutex" {
 					t.Errorf("inspect with a waiter = %+v, want [holder, mutex waiting]", q)
 				}
 				stopHolder(t, holder)
@@ -291,9 +272,8 @@ func TestSQLReadWrite(t *testing.T) {
 			waitQueue(t, url, name, 2)
 			w2 := startBaton(t, nil, "run", "--backend", url, "--ttl", "3", "--write", name, "--", "test", "-e", read)
 			q := waitQueue(t, url, name, 3)
-			if len(q) != 3 || q[0].Kind != "write" || !q[0].Holder || q[0].State != "holder" ||
-				q[1].Kind != "read" || q[1].Holder || q[1].State != "waiting" ||
-				q[2].Kind != "write" || q[2].Holder || q[2].State != "waiting" {
+			if len(q) != 3 || q[0].Mode != "write" || q[0].Role != "holder" || q[1].Mode != "read" || q[1].Role != "waiting" ||
+				q[2].Mode != "write" || q[2].Role != "waiting" {
 				t.Errorf("inspect = %+v, want [write holder, read waiting, write waiting]", q)
 			}
 			if _, err := os.Stat(read); err == nil {
@@ -339,7 +319,8 @@ func TestSQLShared(t *testing.T) {
 				t.Errorf("third run --shared 2 --wait 0: exit = %d, want 75; stderr:\n%s", r.code, r.stderr)
 			}
 			q := inspect(t, url, name)
-			if len(q) != 2 || q[0].Kind != "permit" || !q[0].Holder || q[1].Kind != "permit" || !q[1].Holder || q[0].Session == q[1].Session {
+			if len(q) != 2 || q[0].Mode != "permit" || q[0].Role != "holder" || q[1].Mode != "permit" || q[1].Role != "holder" ||
+				q[0].Owner == q[1].Owner {
 				t.Errorf("inspect = %+v, want two permit holders", q)
 			}
 			stopHolder(t, holders[0])
@@ -365,7 +346,7 @@ func TestSQLElect(t *testing.T) {
 			waitFile(t, fa, 15*time.Second)
 			b := startBaton(t, nil, "elect", "--backend", url, "--ttl", "3", name, "--", "sh", "-c", epochScript(fb))
 			q := waitQueue(t, url, name, 2)
-			if len(q) != 2 || q[0].Kind != "leader" || !q[0].Holder || q[1].Holder || q[1].State != "waiting" {
+			if len(q) != 2 || q[0].Mode != "leader" || q[0].Role != "holder" || q[1].Role != "waiting" {
 				t.Errorf("inspect of the election = %+v, want the first leading and the second waiting", q)
 			}
 			if r := runBaton(t, nil, "elect", "--backend", url, "--wait", "0", name, "--", "true"); r.code != 75 {

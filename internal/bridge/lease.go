@@ -31,10 +31,3 @@ var (
 	Holding   func(ctx context.Context, key any) (lease any, ok bool)
 	NewLeader func(lease any, id string) any
 )
-
-// ValidateName and NewOwnerID are package engine's, for the root's
-// deprecated copies while the last engines move to package engine.
-var (
-	ValidateName func(name string) (string, error)
-	NewOwnerID   func() string
-)

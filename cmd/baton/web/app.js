@@ -1,6 +1,7 @@
 // The live page of baton exporter. Every string from the backend (lock
-// names, owners, kinds, notes, errors) is written with textContent, never
-// parsed as HTML: other clients choose them.
+// names, owners, modes, hosts, programs, labels, notes, errors) is
+// written with textContent, never parsed as HTML: other clients choose
+// them.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -31,10 +32,10 @@ function heldFor(e) {
 
 function flags(e) {
   const out = [];
-  if (e.dead_session) out.push('dead');
+  if (e.dead) out.push('dead');
   if (e.duplicate) out.push('duplicate');
-  if (e.state === 'expired') out.push('expired');
-  if (e.state === 'partial') out.push('partial');
+  if (e.foreign) out.push('foreign');
+  if (e.expired) out.push('expired');
   return out;
 }
 
@@ -48,50 +49,83 @@ function tokenText(lock, e) {
   return '?';
 }
 
+// program is the holder's program and its labels: "worker team=pay".
+function program(e) {
+  const labels = Object.keys(e.labels || {}).sort().map((k) => k + '=' + e.labels[k]);
+  return [e.program || ''].concat(labels).join(' ').trim();
+}
+
+// who is where a waiter or stray entry runs: "web-1 pid 4242 worker".
+function who(e) {
+  const parts = [];
+  if (e.host) parts.push(e.host);
+  if (e.pid) parts.push('pid ' + e.pid);
+  const p = program(e);
+  if (p) parts.push(p);
+  return parts.join(' ');
+}
+
 function holderBlock(lock, e) {
   const dl = el('dl', 'holder');
   const row = (k, v) => { dl.append(el('dt', '', k)); dl.append(v); };
-  const owner = el('dd', 'mono owner', e.session || '—');
+  const owner = el('dd', 'mono owner', e.owner || '—');
   addFlags(owner, e);
   row('holder', owner);
   const tok = el('dd', 'token', tokenText(lock, e));
   tok.dataset.token = e.token != null ? String(e.token) : '';
   row('token', tok);
+  if (e.host) row('host', el('dd', 'mono host', e.host));
+  if (e.pid) row('pid', el('dd', 'mono pid', String(e.pid)));
+  if (program(e)) row('program', el('dd', 'mono program', program(e)));
   row('held for', el('dd', 'held', heldFor(e)));
   if (e.lease_left_ms != null) row('lease left', el('dd', '', dur(Math.max(0, e.lease_left_ms))));
-  row('kind', el('dd', 'kind', e.kind));
+  row('mode', el('dd', 'kind', e.mode));
   if (e.note) row('note', el('dd', 'note', e.note));
   return dl;
+}
+
+// entryList lists waiters or stray entries: owner, mode, how long, and
+// the process where it is known.
+function entryList(cls, entries, verb) {
+  const ol = el('ol', cls);
+  for (const e of entries) {
+    const li = el('li');
+    li.append(el('span', 'mono', e.owner || '—'));
+    li.append(el('span', 'kind', ' · ' + e.mode + ' · ' + verb + ' ' + heldFor(e)));
+    if (who(e)) li.append(el('span', 'mono who', ' · ' + who(e)));
+    addFlags(li, e);
+    if (e.note) li.title = e.note;
+    ol.append(li);
+  }
+  return ol;
 }
 
 function lockCard(lock) {
   const card = el('section', 'lock');
   card.dataset.lock = lock.name;
-  const holders = lock.entries.filter((e) => e.holder);
-  const others = lock.entries.filter((e) => !e.holder);
   const h2 = el('h2', '', lock.name);
-  const state = lock.error ? ['failed', 'unreadable'] : holders.length ? ['held', 'held'] : ['free', 'free'];
-  h2.append(el('span', 'state ' + state[0], state[1]));
-  card.append(h2);
   if (lock.error) {
-    card.append(el('p', 'error', lock.error));
+    h2.append(el('span', 'state failed', 'unreadable'));
+    card.append(h2, el('p', 'error', lock.error));
     return card;
   }
+  // An expired holder (a SQL row past its deadline) holds no more: it is
+  // listed with what takes no part.
+  const holders = lock.holders.filter((e) => !e.expired);
+  const others = lock.holders.filter((e) => e.expired).concat(lock.other || []);
+  h2.append(holders.length ? el('span', 'state held', 'held') : el('span', 'state free', 'free'));
+  card.append(h2);
   if (holders.length === 0) card.append(el('p', 'empty', 'No holder.'));
   for (const e of holders) card.append(holderBlock(lock, e));
-  if (others.length > 0) {
-    card.append(el('h3', '', 'waiting, in serving order (' + others.length + ')'));
-    const ol = el('ol', 'queue');
-    for (const e of others) {
-      const li = el('li');
-      li.append(el('span', 'mono', e.session || '—'));
-      li.append(el('span', 'kind', ' · ' + e.kind + ' · ' + e.state + ' ' + heldFor(e)));
-      addFlags(li, e);
-      if (e.note) li.title = e.note;
-      ol.append(li);
-    }
-    card.append(ol);
+  if (lock.waiters.length > 0) {
+    card.append(el('h3', '', 'waiting, in serving order (' + lock.waiters.length + ')'));
+    card.append(entryList('queue', lock.waiters, 'waiting'));
   }
+  if (others.length > 0) {
+    card.append(el('h3', '', 'taking no part (' + others.length + ')'));
+    card.append(entryList('other', others, 'seen'));
+  }
+  for (const n of lock.notes || []) card.append(el('p', 'note', n));
   return card;
 }
 
