@@ -49,15 +49,20 @@ func sqlBaton(name string) func(testing.TB) *pair {
 // flow-control frames come and go), and which has one on top of that.
 // Like the request guard's, each is a ceiling: a change that allocates
 // one more per lock+unlock fails it; one that saves allocations passes
-// (lower the number then).
+// (lower the number then). PostgreSQL's and SQLite's were re-measured
+// when each window began to include what the operation sets off in the
+// background (settle): 83 on PostgreSQL is 72 for the lock+unlock and 11
+// for its release's NOTIFY coming back to the client's LISTEN connection,
+// which the rig's client did not open before sqllock's first-use fix (it
+// counted 73 then); SQLite's in-process wake-up adds 1.
 var allocGuards = []allocGuard{
 	{"zk", 80, func(tb testing.TB) *pair { return newZKRig(tb).pair("baton") }},
 	{"etcd", 316, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
 	{"redis", 38, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
 	{"redlock", 210, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
-	{"postgres", 73, sqlBaton("postgres")},
+	{"postgres", 83, sqlBaton("postgres")},
 	{"mysql", 63, sqlBaton("mysql")},
-	{"sqlite", 111, sqlBaton("sqlite")},
+	{"sqlite", 112, sqlBaton("sqlite")},
 }
 
 // allocsPerOp is the fewest allocations of one lock+unlock of p over 30,
@@ -78,6 +83,11 @@ func allocsPerOp(tb testing.TB, p *pair) float64 {
 		if err := p.unlock(ctx); err != nil {
 			tb.Fatalf("%s unlock = %v", p.what, err)
 		}
+		// What the operation sets off in the background lands in its own
+		// window: a PostgreSQL release's NOTIFY comes back to this
+		// process's LISTEN connection a moment after the release returns,
+		// and was counted in some runs' windows and not in others'.
+		time.Sleep(settle)
 	}
 	for range 5 {
 		op()
@@ -88,6 +98,10 @@ func allocsPerOp(tb testing.TB, p *pair) float64 {
 	}
 	return fewest
 }
+
+// settle is how long after each measured lock+unlock its window stays
+// open.
+const settle = 5 * time.Millisecond
 
 // TestAllocGuard fails when baton's uncontended lock+unlock allocates
 // more than its ceiling on an engine. Allocation counts do not depend on
