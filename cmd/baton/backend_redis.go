@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/internal/rediseval"
 	"github.com/baton-go/baton/leasing"
 	"github.com/baton-go/baton/redislock"
 )
@@ -54,7 +53,11 @@ func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
 // markRedisRefusal marks an acquire's Redis refusal with baton.ErrAuth: a
 // user whose ACL lacks the lock's keys connects fine and is refused only
 // by the acquire script.
-func markRedisRefusal(err error) error { return markRefusal(err, rediseval.Refused) }
+func markRedisRefusal(err error) error {
+	return markRefusal(err, func(msg string) bool {
+		return errors.Is(redislock.Classify(errors.New(msg)), baton.ErrAuth)
+	})
+}
 
 // openRedis connects to a Redis primary through package redislock, which
 // proves the connection (and AUTH) by a PING, retried until
