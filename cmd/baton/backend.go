@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"maps"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/queue"
 )
 
@@ -115,186 +114,20 @@ type engineURL struct {
 	tlsName string
 }
 
-// splitURL takes user:pass@ out of a backend URL. net/url cannot parse the
-// multi-host form (h1:2181,h2:2181), and a password may hold '/', '?', '#'
-// or '@' unescaped, so the userinfo is cut by hand (userinfoEnd), unless
-// the URL has an empty authority (sqlite:///path). The user and password
-// are percent-decoded here, once, for every engine; a '%' not followed by
-// two hex digits is taken literally. It does not check the hosts: that is
-// checkHosts', called by parseBackend and openBackend.
+// splitURL takes user:pass@ out of a backend URL and checks its hosts
+// offline, through engine.ParseURL: the one parser every engine's Open
+// uses too (a password may hold '/', '?', '#' or '@' unescaped; the user
+// and password are percent-decoded once, there).
 func splitURL(raw string) (engineURL, error) {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || scheme == "" {
-		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", redactNoScheme(raw), knownSchemes())
+	if scheme, _, ok := strings.Cut(raw, "://"); !ok || scheme == "" {
+		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", engine.Redact(raw), knownSchemes())
 	}
-	u := engineURL{scheme: strings.ToLower(scheme), orig: raw, raw: raw, redacted: redactQuery(raw)}
-	at := userinfoEnd(rest)
-	if at < 0 {
-		return u, nil
+	e, err := engine.ParseURL(raw)
+	if err != nil {
+		return engineURL{}, err
 	}
-	info, hosts := rest[:at], rest[at+1:]
-	user, pass, hasPass := strings.Cut(info, ":")
-	u.user, u.password, u.hasUser = unescapeInfo(user), unescapeInfo(pass), true
-	ui := url.User(u.user)
-	if hasPass {
-		ui = url.UserPassword(u.user, u.password)
-	}
-	u.orig = scheme + "://" + ui.String() + "@" + hosts
-	u.raw = scheme + "://" + hosts
-	u.redacted = redactQuery(scheme + "://" + url.User(u.user).String() + ":***@" + hosts)
-	return u, nil
-}
-
-// userinfoEnd returns the index of the '@' that ends the userinfo of
-// rest (a URL after "://"), or -1 when it has none. A password may hold
-// '/', '?', '#' and '@' unescaped, and a query value may hold '@'
-// (?password=p@ss), so the '@' is found by what must follow it: the URL
-// has no userinfo if it reads as hosts[/path][?query] as it is, else the
-// userinfo ends at the first '@' after which it does (plausibleRest). An
-// '@' in the path must be written %40, and so must a password's '@' that
-// is followed by a '?' or '#'.
-func userinfoEnd(rest string) int {
-	if strings.HasPrefix(rest, "/") || !strings.Contains(rest, "@") {
-		return -1 // empty authority: sqlite:///path/with@sign.db
-	}
-	if plausibleRest(rest) {
-		return -1
-	}
-	for i := 0; i < len(rest); i++ {
-		if rest[i] == '@' && plausibleRest(rest[i+1:]) {
-			return i
-		}
-	}
-	// Nothing reads as a URL: hide everything up to the last '@', and let
-	// checkHosts refuse what follows it.
-	return strings.LastIndexByte(rest, '@')
-}
-
-// plausibleRest reports whether s reads as hosts[/path][?query][#frag] of
-// a backend URL: a host list of hostShape, no '@' in the path or the
-// fragment, and every '@' of the query inside a key=value parameter's
-// value.
-func plausibleRest(s string) bool {
-	s, frag, _ := strings.Cut(s, "#")
-	hostsPath, query, _ := strings.Cut(s, "?")
-	if strings.Contains(hostsPath, "@") || strings.Contains(frag, "@") {
-		return false
-	}
-	hosts, _, _ := strings.Cut(hostsPath, "/")
-	for _, h := range strings.Split(hosts, ",") {
-		if _, _, _, ok := hostShape(h); !ok {
-			return false
-		}
-	}
-	for _, kv := range strings.Split(query, "&") {
-		if k, _, ok := strings.Cut(kv, "="); strings.Contains(kv, "@") && (!ok || !paramKey(k)) {
-			return false
-		}
-	}
-	return true
-}
-
-// hostShape splits one host of a URL's host list into host and port
-// (hasPort when a ':' follows the host, port then possibly empty) and
-// reports whether it has the shape of one: a name or IPv4 address of
-// unreserved characters and escapes (a PostgreSQL socket directory is
-// written %2Fvar%2Frun), or an IPv6 address in brackets, then digits
-// after the ':'. An empty entry is left to the engine; the port's range
-// is checkHosts'.
-func hostShape(h string) (host, port string, hasPort, ok bool) {
-	host, tail := h, ""
-	if strings.HasPrefix(h, "[") {
-		end := strings.IndexByte(h, ']')
-		if end < 0 {
-			return h, "", false, false
-		}
-		host, tail = h[1:end], h[end+1:]
-		addr, zone, _ := strings.Cut(host, "%")
-		if !strings.Contains(addr, ":") || strings.Trim(addr, "0123456789abcdefABCDEF:.") != "" || !unreserved(zone) {
-			return host, "", false, false
-		}
-	} else {
-		if i := strings.IndexByte(h, ':'); i >= 0 {
-			host, tail = h[:i], h[i:]
-		}
-		if !unreserved(host) {
-			return host, "", false, false
-		}
-	}
-	if tail == "" {
-		return host, "", false, true
-	}
-	port = tail[1:]
-	return host, port, true, tail[0] == ':' && strings.Trim(port, "0123456789") == ""
-}
-
-// unreserved reports whether s holds only URL-unreserved characters and
-// '%' (escapes).
-func unreserved(s string) bool {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~%", c)) {
-			return false
-		}
-	}
-	return true
-}
-
-// paramKey reports whether k is a plausible URL parameter name.
-func paramKey(k string) bool {
-	return k != "" && strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == ""
-}
-
-// checkHosts refuses, offline and for every scheme alike, a host list
-// that no engine could dial: a host that is not a name or an address, a
-// port outside 1–65535. Whether a host must be given at all, and how many,
-// is left to the engine.
-func checkHosts(u engineURL) error {
-	if strings.HasPrefix(strings.SplitN(u.raw, "://", 2)[1], "/") {
-		return nil // empty authority: sqlite:///path
-	}
-	_, hosts, _ := splitAuthority(u.raw)
-	for _, h := range strings.Split(hosts, ",") {
-		host, port, hasPort, ok := hostShape(h)
-		if !ok {
-			return usagef("backend %s: host %q: want name:port or [IPv6]:port", u.redacted, h)
-		}
-		if n, err := strconv.Atoi(port); hasPort && (err != nil || n < 1 || n > 65535) {
-			return usagef("backend %s: host %q: port %q, want 1 to 65535", u.redacted, host, port)
-		}
-	}
-	return nil
-}
-
-// unescapeInfo percent-decodes a user or password. Unlike
-// url.PathUnescape it never fails: a '%' that starts no escape is kept.
-func unescapeInfo(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
+	return engineURL{scheme: e.Scheme, orig: e.Orig, raw: e.Raw, user: e.User, password: e.Password,
+		hasUser: e.HasUser, redacted: e.Redacted}, nil
 }
 
 // childBackend is the backend as COMMAND's BATON_BACKEND gets it, so that
@@ -329,15 +162,6 @@ func childBackend(raw string) (backend string, dropped bool) {
 		return base, dropped
 	}
 	return base + "?" + strings.Join(keep, "&"), dropped
-}
-
-// redactNoScheme hides what may be credentials in a backend that is not
-// a URL at all ("user:pass@host"): everything up to its last '@'.
-func redactNoScheme(raw string) string {
-	if i := strings.LastIndexByte(raw, '@'); i >= 0 {
-		return "***" + raw[i:]
-	}
-	return redactQuery(raw)
 }
 
 // secretParam matches a password given as a URL parameter (PostgreSQL
@@ -399,17 +223,14 @@ func parseBackend(raw string) error {
 	return e.parse(u)
 }
 
-// backendOf splits a backend URL, finds its engine and checks its hosts:
-// what opening and parsing a backend both start with.
+// backendOf splits a backend URL (checking its hosts) and finds its
+// engine: what opening and parsing a backend both start with.
 func backendOf(raw string) (engineURL, *backendType, error) {
 	u, err := splitURL(raw)
 	if err != nil {
 		return u, nil, err
 	}
 	e, err := engineOf(u)
-	if err == nil {
-		err = checkHosts(u)
-	}
 	return u, e, err
 }
 
