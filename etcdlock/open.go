@@ -110,7 +110,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		return nil, err
 	}
 	c.owned = true
-	return conn{c}, nil
+	return connOf(c), nil
 }
 
 // dialTimeout is what remains of ctx's connect timeout: clientv3.New

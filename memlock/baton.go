@@ -30,7 +30,7 @@ func open(_ context.Context, cfg engine.Config) (engine.Conn, error) {
 	}))
 	c := v.(func() *Server)().Client("")
 	c.proc = engine.ProcessData(cfg.Process)
-	return conn{c}, nil
+	return connOf(c), nil
 }
 
 // check refuses a mem:// URL that names no server.
@@ -45,30 +45,22 @@ func check(cfg engine.Config) error {
 // Baton returns c as the *baton.Client every engine gives, so that code
 // written against *baton.Client is unit-tested on memlock. baton.As
 // hands c back, for the fault methods.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
+
+// connOf is c as package engine drives it.
+func connOf(c *Client) conn {
+	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+}
 
 // conn is a Client as package engine drives it.
-type conn struct{ c *Client }
+type conn struct {
+	engine.Recipes
+	c *Client
+}
 
 func (k conn) Engine() string { return "mem" }
 func (k conn) Raw() any       { return k.c }
 func (k conn) Close() error   { return k.c.Close() }
-
-func (k conn) Mutex(name string) (baton.Locker, error) {
-	return engine.Recipe[baton.Locker](k.c.Mutex(name))
-}
-
-func (k conn) RWMutex(name string) (engine.RWLocker, error) {
-	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
-}
-
-func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
-	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
-}
-
-func (k conn) Election(name string) (baton.Elector, error) {
-	return engine.Recipe[baton.Elector](k.c.Election(name))
-}
 
 // Inspect reads the lock's directory (a semaphore's two) as the server
 // holds it; every session there is live, since an expired one's entries

@@ -13,10 +13,17 @@ import (
 // the redis client c was made on, which stays the caller's. baton.As
 // hands c back, for Stats, Inspect and the lock objects' own methods
 // (LockFor, OnDisagreement).
-func (c *Client) Baton() *baton.Client { return engine.NewClient(batonConn{c: c}) }
+func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c, nil)) }
+
+// connOf is c as package engine drives it; closeRDB, if set, closes the
+// redis client Open made for c.
+func connOf(c *Client, closeRDB func() error) batonConn {
+	return batonConn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c, closeRDB}
+}
 
 // batonConn is a Client as package engine drives it.
 type batonConn struct {
+	engine.Recipes
 	c *Client
 	// closeRDB closes the redis client that Open made for c; nil when the
 	// caller owns it.
@@ -33,22 +40,6 @@ func (k batonConn) Close() error {
 		return err
 	}
 	return errors.Join(err, k.closeRDB())
-}
-
-func (k batonConn) Mutex(name string) (baton.Locker, error) {
-	return engine.Recipe[baton.Locker](k.c.Mutex(name))
-}
-
-func (k batonConn) RWMutex(name string) (engine.RWLocker, error) {
-	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
-}
-
-func (k batonConn) Semaphore(name string, n int) (engine.SemLocker, error) {
-	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
-}
-
-func (k batonConn) Election(name string) (baton.Elector, error) {
-	return engine.Recipe[baton.Elector](k.c.Election(name))
 }
 
 // waitingNote explains a waiter's entry: an intent the waiter refreshes at

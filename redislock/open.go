@@ -43,9 +43,9 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	if err := ping(ctx, rdb); err != nil {
 		_ = c.Close()
 		_ = rdb.Close()
-		return nil, fmt.Errorf("redislock: connect %s: %w", cfg.URL.Redacted, scrub(err, cfg.URL.Password, ro.Password))
+		return nil, fmt.Errorf("redislock: connect %s: %w", cfg.URL.Redacted, engine.Scrub(err, cfg.URL.Password, ro.Password))
 	}
-	return batonConn{c: c, closeRDB: rdb.Close}, nil
+	return connOf(c, rdb.Close), nil
 }
 
 // check checks a redis:// or rediss:// URL and the options offline.
@@ -70,7 +70,7 @@ func parse(cfg engine.Config) (*redis.Options, Options, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error quotes the URL, password included
 		}
-		return nil, Options{}, cfg.URL.Badf("%v", scrub(err, cfg.URL.Password))
+		return nil, Options{}, cfg.URL.Badf("%v", engine.Scrub(err, cfg.URL.Password))
 	}
 	if !cfg.URL.HasUser {
 		ro.Username, ro.Password = cfg.Getenv(envPrefix+"_USERNAME"), cfg.Getenv(envPrefix+"_PASSWORD")
@@ -133,35 +133,3 @@ func params(u engine.URL) error {
 func ping(ctx context.Context, rdb *redis.Client) error {
 	return rediseval.Retry(ctx, func() error { return rediseval.Classify(rdb.Ping(ctx).Err()) })
 }
-
-// scrub hides every form of the passwords (as typed, escaped) in err's
-// text: a driver's error may quote what it was given.
-func scrub(err error, passwords ...string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, p := range passwords {
-		if p == "" {
-			continue
-		}
-		_, info, _ := strings.Cut(url.UserPassword("", p).String(), ":")
-		for _, form := range []string{p, url.QueryEscape(p), url.PathEscape(p), info} {
-			msg = strings.ReplaceAll(msg, form, "***")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return scrubbed{msg: msg, err: err}
-}
-
-// scrubbed is an error whose text hides a password; its chain is err's,
-// for errors.Is.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (s scrubbed) Error() string { return s.msg }
-func (s scrubbed) Unwrap() error { return s.err }

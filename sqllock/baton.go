@@ -13,30 +13,22 @@ import (
 // written against *baton.Client runs on this client. baton.As hands c
 // back, for Migrate, Prune, DB and the typed Inspect. Closing the
 // *baton.Client closes c.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
+
+// connOf is c as package engine drives it.
+func connOf(c *Client) conn {
+	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+}
 
 // conn is a Client as package engine drives it.
-type conn struct{ c *Client }
+type conn struct {
+	engine.Recipes
+	c *Client
+}
 
 func (k conn) Engine() string { return k.c.engine }
 func (k conn) Raw() any       { return k.c }
 func (k conn) Close() error   { return k.c.Close() }
-
-func (k conn) Mutex(name string) (baton.Locker, error) {
-	return engine.Recipe[baton.Locker](k.c.Mutex(name))
-}
-
-func (k conn) RWMutex(name string) (engine.RWLocker, error) {
-	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
-}
-
-func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
-	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
-}
-
-func (k conn) Election(name string) (baton.Elector, error) {
-	return engine.Recipe[baton.Elector](k.c.Election(name))
-}
 
 // Inspect reads the lock's rows (Client.Inspect) as a baton.Inspection:
 // the rows of a holder's kind are its Holders, the waiters' intent rows

@@ -67,7 +67,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		return nil, err
 	}
 	c.ownDB = true
-	return conn{c}, nil
+	return connOf(c), nil
 }
 
 // ping pings db until it answers, the database refuses the login, or ctx
@@ -344,32 +344,8 @@ func parseSQLite(cfg engine.Config) (*target, error) {
 	return &target{dialect: fence.SQLite, connect: func() (*sql.DB, error) { return sql.Open("sqlite", dsn) }}, nil
 }
 
-// scrub removes the password of cfg's URL, and those Open reads from the
-// environment, from a driver's message: drivers are careful, but some
-// echo the connection string they failed to parse.
+// scrub hides the passwords an SQL URL or its environment gave in err's
+// text (engine.Scrub).
 func scrub(cfg engine.Config, err error) error {
-	msg := err.Error()
-	for _, pw := range []string{cfg.URL.Password, cfg.Getenv("BATON_SQL_PASSWORD"), cfg.Getenv("MYSQL_PWD")} {
-		if len(pw) < 4 {
-			continue // shorter would blank out ordinary words, and is no secret anyway
-		}
-		_, info, _ := strings.Cut(url.UserPassword("", pw).String(), ":")
-		for _, form := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw), info} {
-			msg = strings.ReplaceAll(msg, form, "***")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return scrubbed{msg: msg, err: err}
+	return engine.Scrub(err, cfg.URL.Password, cfg.Getenv("BATON_SQL_PASSWORD"), cfg.Getenv("MYSQL_PWD"))
 }
-
-// scrubbed is an error whose message lost its secrets; it keeps the
-// chain, for Classify and errors.Is.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e scrubbed) Error() string { return e.msg }
-func (e scrubbed) Unwrap() error { return e.err }

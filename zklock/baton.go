@@ -12,30 +12,22 @@ import (
 // Baton returns c as the *baton.Client every engine gives. baton.As
 // hands c back, for what only ZooKeeper has (SessionTimeout, Dir,
 // Entries, Remove, TokenBound).
-func (c *Client) Baton() *baton.Client { return engine.NewClient(conn{c}) }
+func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
+
+// connOf is c as package engine drives it.
+func connOf(c *Client) conn {
+	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+}
 
 // conn is a Client as package engine drives it.
-type conn struct{ c *Client }
+type conn struct {
+	engine.Recipes
+	c *Client
+}
 
 func (k conn) Engine() string { return k.c.Engine() }
 func (k conn) Raw() any       { return k.c }
 func (k conn) Close() error   { return k.c.Close() }
-
-func (k conn) Mutex(name string) (baton.Locker, error) {
-	return engine.Recipe[baton.Locker](k.c.Mutex(name))
-}
-
-func (k conn) RWMutex(name string) (engine.RWLocker, error) {
-	return engine.Recipe[engine.RWLocker](k.c.RWMutex(name))
-}
-
-func (k conn) Semaphore(name string, n int) (engine.SemLocker, error) {
-	return engine.Recipe[engine.SemLocker](k.c.Semaphore(name, n))
-}
-
-func (k conn) Election(name string) (baton.Elector, error) {
-	return engine.Recipe[baton.Elector](k.c.Election(name))
-}
 
 // Inspect reads the lock as Client.Inspect does, in baton's terms. A
 // semaphore's guard entries ("locks/…") are acquirers waiting their turn

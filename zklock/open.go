@@ -67,5 +67,5 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return conn{c}, nil
+	return connOf(c), nil
 }
