@@ -124,7 +124,7 @@ func splitURL(raw string) (engineURL, error) {
 	}
 	e, err := engine.ParseURL(raw)
 	if err != nil {
-		return engineURL{}, err
+		return engineURL{}, usagef("%v", err) // a usage error, as every bad command line is
 	}
 	return engineURL{scheme: e.Scheme, orig: e.Orig, raw: e.Raw, user: e.User, password: e.Password,
 		hasUser: e.HasUser, redacted: e.Redacted}, nil
