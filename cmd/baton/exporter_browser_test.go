@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,10 +68,20 @@ func waitToken(t *testing.T, ctx context.Context, lock string, token uint64) {
 		return !!el && el.dataset.token === tok && el.textContent === tok;
 	}`
 	want := strconv.FormatUint(token, 10)
-	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](shown,
-		chromedp.WithPollingArgs(lock, want), chromedp.WithPollingTimeout(20*time.Second)))
-	if err != nil {
-		t.Fatalf("the page did not show token %s for %q: %v", want, lock, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](shown,
+			chromedp.WithPollingArgs(lock, want), chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil {
+			return
+		}
+		// A document the page replaced while the poll ran (the login's
+		// redirect settling) takes the poll's context with it: poll the
+		// new one.
+		if !strings.Contains(err.Error(), "Cannot find context") || time.Now().After(deadline) {
+			t.Fatalf("the page did not show token %s for %q: %v", want, lock, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
