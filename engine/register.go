@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -93,9 +94,15 @@ func configOf(raw string, o *bridge.Options) (Config, error) {
 // ThisProcess is the holder record of this process: its host name, pid,
 // program (the executable's base name when program is "") and labels.
 func ThisProcess(program string, labels map[string]string) baton.Process {
-	host, _ := os.Hostname()
 	if program == "" && len(os.Args) > 0 {
 		program = filepath.Base(os.Args[0])
 	}
-	return baton.Process{Host: host, PID: os.Getpid(), Program: program, Labels: labels}
+	return baton.Process{Host: hostname(), PID: os.Getpid(), Program: program, Labels: labels}
 }
+
+// hostname is read once: every client of the process records the same
+// host, and memlock makes a client per simulated process.
+var hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
