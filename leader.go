@@ -11,7 +11,7 @@ import (
 )
 
 // Elector is a leader election on any engine: the queue engines'
-// queue.Election and the lease engines' elections implement it, so that
+// queuekit.Election and the lease engines' elections implement it, so that
 // code (and the CLI's elect) campaigns the same way everywhere.
 //
 // Leadership is a lease: its context is cancelled when leadership is lost,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"

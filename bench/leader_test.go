@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -98,8 +98,8 @@ func newZKLeaderRig(tb testing.TB) *leaderRig {
 	return r
 }
 
-// batonCampaign adapts queue.Election, which both engines return.
-func batonCampaign(el *queue.Election) func(context.Context) (leadership, error) {
+// batonCampaign adapts queuekit.Election, which both engines return.
+func batonCampaign(el *queuekit.Election) func(context.Context) (leadership, error) {
 	return func(ctx context.Context) (leadership, error) {
 		ld, err := el.Campaign(ctx)
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -99,7 +99,7 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 	}
 
 	// Queue floors: create, read the queue, check the rule, delete.
-	queueFloor := func(kind queue.Kind, what string, eligible func(own string, kids []string) bool) *pair {
+	queueFloor := func(kind queuekit.Kind, what string, eligible func(own string, kids []string) bool) *pair {
 		dir := "/" + benchName("zk-floor-"+strings.Trim(string(kind), "_-"))
 		mkdirs(dir)
 		p := &pair{impl: "floor", what: what, entries: count(dir)}
@@ -128,7 +128,7 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 			if k == own {
 				return true
 			}
-			if strings.Contains(k, string(queue.KindWrite)) {
+			if strings.Contains(k, string(queuekit.KindWrite)) {
 				return false
 			}
 		}
@@ -142,7 +142,7 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 	semFloor := &pair{impl: "floor", what: "V2: guard create+getChildren, lease create+getChildren, guard delete; lease delete",
 		entries: count(semDir+"/locks", semDir+"/leases")}
 	var lease string
-	data := queue.PermitsData(benchPermits)
+	data := queuekit.PermitsData(benchPermits)
 	semFloor.lock = func(context.Context) error {
 		g, err := conn.Create(semDir+"/locks/lock-", nil, zk.FlagEphemeralSequential, acl)
 		if err != nil {
@@ -188,11 +188,11 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 		rows: []recipeRow{
 			{"rw read", []*pair{
 				batonPair(rw.RLocker(), "zklock RWMutex.RLock", count(rwDir)),
-				queueFloor(queue.KindRead, "create __READ__ + getChildren + delete", noWriterBefore),
+				queueFloor(queuekit.KindRead, "create __READ__ + getChildren + delete", noWriterBefore),
 			}},
 			{"rw write", []*pair{
 				batonPair(rw, "zklock RWMutex.Lock", count(rwDir)),
-				queueFloor(queue.KindWrite, "create __WRIT__ + getChildren + delete", isFirst),
+				queueFloor(queuekit.KindWrite, "create __WRIT__ + getChildren + delete", isFirst),
 			}},
 			{"semaphore", []*pair{
 				batonPair(sem, "zklock Semaphore.Acquire", count(semBatonDir+"/locks", semBatonDir+"/leases")),
@@ -273,7 +273,7 @@ func newEtcdRecipeRig(tb testing.TB) *recipeRig {
 
 	semPfx := benchName("etcd-floor-sem") + "/"
 	var semLease string
-	permits := "lease-" + string(queue.PermitsData(benchPermits))
+	permits := "lease-" + string(queuekit.PermitsData(benchPermits))
 	semFloor := &pair{impl: "floor", what: "V2: guard txn, lease txn, guard delete; lease delete", entries: count(semPfx),
 		lock: func(ctx context.Context) error {
 			g, err := txnFloor(ctx, semPfx+"locks/", "lock-", 1, func(k []string) bool { return len(k) == 1 })

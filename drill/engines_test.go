@@ -18,10 +18,10 @@ import (
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	batonengine "github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/queuekit"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
-	"github.com/baton-go/baton/queue"
-	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 
@@ -151,7 +151,7 @@ func needsNetwork(t *testing.T, e *engine) {
 }
 
 // queueMutex adapts a queue engine's Mutex constructor to lockClient.mutex.
-func queueMutex(f func(string) (*queue.Mutex, error)) func(string) (baton.Locker, error) {
+func queueMutex(f func(string) (*queuekit.Mutex, error)) func(string) (baton.Locker, error) {
 	return func(name string) (baton.Locker, error) {
 		m, err := f(name)
 		if err != nil {

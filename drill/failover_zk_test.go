@@ -18,7 +18,7 @@ import (
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/zkensemble"
 	batonengine "github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue/drillhook"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

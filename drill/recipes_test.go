@@ -24,8 +24,8 @@ import (
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/etcdtest"
 	batonengine "github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/queue"
 )
 
 // The recipe drills (rows 3, 4 and 8 of docs/faults.md for the RW lock,
@@ -53,9 +53,9 @@ import (
 
 // recipeEngine is what both engines' clients offer beyond the mutex.
 type recipeEngine interface {
-	RWMutex(name string) (*queue.RWMutex, error)
-	Semaphore(name string, n int) (*queue.Semaphore, error)
-	Election(name string) (*queue.Election, error)
+	RWMutex(name string) (*queuekit.RWMutex, error)
+	Semaphore(name string, n int) (*queuekit.Semaphore, error)
+	Election(name string) (*queuekit.Election, error)
 }
 
 // semPermits is N of the semaphore drills.

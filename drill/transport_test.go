@@ -17,8 +17,8 @@ import (
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/faultproxy"
-	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
-	"github.com/baton-go/baton/queue/drillhook"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 )
 
 // TestRow12WaiterSessionExpires is CURATOR-604 and etcd #19597: a waiter's

@@ -6,8 +6,8 @@
 //
 // An engine's package has three parts: its store operations (the wire
 // layout, scripts or SQL), a Conn built on one of baton's recipe kits
-// (package queue for engines whose locks are ordered queues of session
-// entries, package leasing for engines whose locks are entries with a
+// (package queuekit for engines whose locks are ordered queues of session
+// entries, package leasekit for engines whose locks are entries with a
 // TTL), and an init that registers its schemes:
 //
 //	func init() { engine.Register(open, "redis", "rediss") }

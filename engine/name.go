@@ -82,7 +82,7 @@ func ValidatePath(name string) (string, error) {
 	return n, nil
 }
 
-// entryMarkers are the recipes' entry markers (queue.Kind: Curator's
+// entryMarkers are the recipes' entry markers (queuekit.Kind: Curator's
 // layout), which a ZooKeeper entry name carries before its sequence.
 var entryMarkers = []string{"lock-", "__READ__", "__WRIT__", "latch-", "lease-"}
 

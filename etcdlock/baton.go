@@ -5,7 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // Baton returns c as the *baton.Client every engine gives: code written
@@ -30,14 +30,14 @@ func (k conn) Raw() any       { return k.c }
 func (k conn) Close() error   { return k.c.Close() }
 
 // Inspect reads the lock's keys as Client.Inspect does, with what the one
-// shape holds beyond queue.EntryInfo: each entry's Left, its lease's time
+// shape holds beyond queuekit.EntryInfo: each entry's Left, its lease's time
 // to live on the server, and a semaphore's N as its leases store it.
 func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
 	r, err := k.c.inspect(ctx, name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}
-	in := queue.Inspection(name, "etcd", r.entries)
+	in := queuekit.Inspection(name, "etcd", r.entries)
 	in.Permits = r.permits["leases/"]
 	lease := make(map[string]string, len(r.entries)) // entry → its lease
 	for _, e := range r.entries {

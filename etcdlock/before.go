@@ -4,21 +4,21 @@ import (
 	"context"
 	"slices"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-var _ queue.PredecessorLister = (*session)(nil)
+var _ queuekit.PredecessorLister = (*session)(nil)
 
 // ListBefore reads own and the n newest entries of dir created before it
-// (queue.PredecessorLister): one range capped at own's create revision,
+// (queuekit.PredecessorLister): one range capped at own's create revision,
 // newest first, limit n+1, as concurrency.Mutex's waitDeletes reads. The
 // answer holds n+1 keys however long the queue is, so a waiter woken in a
 // queue of thousands decodes one key, not thousands. Own is first in the
 // answer while it lives (nothing else has its create revision), so a read
 // without it finds the lease gone, as List does (etcd #11456). The first
 // ListBefore after Enqueue returns the window Enqueue read.
-func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n int) (queue.Snapshot, error) {
+func (s *session) ListBefore(ctx context.Context, dir string, own queuekit.Entry, n int) (queuekit.Snapshot, error) {
 	s.mu.Lock()
 	f, ok := s.fresh[dir]
 	if ok && f.e == own {
@@ -27,16 +27,16 @@ func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n
 	s.mu.Unlock()
 	if !ok || f.e != own || (f.snap.Partial && n > 1) {
 		if err := s.alive(); err != nil {
-			return queue.Snapshot{}, err
+			return queuekit.Snapshot{}, err
 		}
 		ctx, cancel := s.bound(ctx)
 		defer cancel()
 		snap, err := s.readBefore(ctx, dir, own, n, 0)
 		if err != nil {
 			if aerr := s.alive(); aerr != nil {
-				return queue.Snapshot{}, aerr
+				return queuekit.Snapshot{}, aerr
 			}
-			return queue.Snapshot{}, opErr(ctx, "list", dir, err)
+			return queuekit.Snapshot{}, opErr(ctx, "list", dir, err)
 		}
 		f.snap = snap
 	}
@@ -46,7 +46,7 @@ func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n
 // readBefore reads own and the n newest entries of dir before it, at rev
 // (serializable: the member has applied it) or, with rev 0, now
 // (linearizable, as List reads).
-func (s *session) readBefore(ctx context.Context, dir string, own queue.Entry, n int, rev int64) (queue.Snapshot, error) {
+func (s *session) readBefore(ctx context.Context, dir string, own queuekit.Entry, n int, rev int64) (queuekit.Snapshot, error) {
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(int64(own.Seq)),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(int64(n) + 1)}
 	if rev != 0 {
@@ -54,7 +54,7 @@ func (s *session) readBefore(ctx context.Context, dir string, own queue.Entry, n
 	}
 	resp, err := s.c.cli.Get(ctx, dir+"/", opts...)
 	if err != nil {
-		return queue.Snapshot{}, err
+		return queuekit.Snapshot{}, err
 	}
 	if rev == 0 {
 		rev = resp.Header.Revision

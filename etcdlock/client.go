@@ -11,7 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -44,9 +44,9 @@ type Client struct {
 }
 
 var (
-	_ queue.Backend     = backend{}
-	_ queue.DirWatcher  = (*session)(nil)
-	_ queue.DataSession = (*session)(nil)
+	_ queuekit.Backend     = backend{}
+	_ queuekit.DirWatcher  = (*session)(nil)
+	_ queuekit.DataSession = (*session)(nil)
 )
 
 // New returns an etcd engine on cli. It validates opts (a negative TTL
@@ -86,18 +86,18 @@ func (c *Client) TTL() time.Duration { return time.Duration(c.ttl) * time.Second
 func (c *Client) GrantedTTL() time.Duration { return time.Duration(c.granted.Load()) * time.Second }
 
 // queueOptions are the options of the client's recipes.
-func (c *Client) queueOptions() queue.MutexOptions {
-	return queue.MutexOptions{Observer: c.opts.Observer}
+func (c *Client) queueOptions() queuekit.MutexOptions {
+	return queuekit.MutexOptions{Observer: c.opts.Observer}
 }
 
 // Mutex returns the reentrant mutex called name. Its keys are
 // "<name>/<lease ID in hex>", the layout of `etcdctl lock <name>` and
 // concurrency.Mutex, so they exclude each other.
-func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewMutex(backend{c}, name, c.queueOptions())
+	return queuekit.NewMutex(backend{c}, name, c.queueOptions())
 }
 
 // RWMutex returns the read/write lock called name. Its keys are
@@ -105,23 +105,23 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 // "__WRIT__"; readers share, a writer waits for every earlier key. Keys of
 // other tools under the name (an `etcdctl lock` on the same name) count as
 // writers.
-func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewRWMutex(backend{c}, name, c.queueOptions())
+	return queuekit.NewRWMutex(backend{c}, name, c.queueOptions())
 }
 
 // Semaphore returns the semaphore called name with n permits: leases
 // "<name>/leases/<lease hex>" with the value "lease-baton:permits=<n>",
 // granted while they are among the first n by create revision, with no
-// guard mutex (see queue.PermitSession). n below 1 returns an error
+// guard mutex (see queuekit.PermitSession). n below 1 returns an error
 // wrapping baton.ErrInvalidOption.
-func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewSemaphore(backend{c}, name, n, c.queueOptions())
+	return queuekit.NewSemaphore(backend{c}, name, n, c.queueOptions())
 }
 
 // Election returns the leader election called name, compatible with
@@ -129,11 +129,11 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 // keys "<name>/<lease hex>" whose value is the candidate's ID (the
 // proposal), the leader being the key with the smallest create revision.
 // `etcdctl elect -l name` prints a baton leader's ID.
-func (c *Client) Election(name string) (*queue.Election, error) {
+func (c *Client) Election(name string) (*queuekit.Election, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return queue.NewElection(backend{c}, name, c.queueOptions())
+	return queuekit.NewElection(backend{c}, name, c.queueOptions())
 }
 
 // Entries returns the raw keys under "<name>/" in create-revision order,
@@ -197,24 +197,24 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// backend is the queue.Backend the client's recipes run on. It is a type
+// backend is the queuekit.Backend the client's recipes run on. It is a type
 // of its own so that the engine plumbing stays off the Client's API.
 type backend struct{ c *Client }
 
 func (b backend) Engine() string { return b.c.Engine() }
 
-func (b backend) Session(ctx context.Context, dir string) (queue.Session, error) {
+func (b backend) Session(ctx context.Context, dir string) (queuekit.Session, error) {
 	return b.c.session(ctx, dir)
 }
 
-func (b backend) Done(s queue.Session, dir string) { b.c.done(s, dir) }
+func (b backend) Done(s queuekit.Session, dir string) { b.c.done(s, dir) }
 
 // session returns a lease on which a new entry in dir can live: a pooled
 // one that has no entry in dir (two entries of one lease in one directory
 // would share the key "<dir>/<lease>"), or a newly granted one. Grants are
 // retried with backoff until ctx ends; the error then wraps
 // baton.ErrUnavailable and ctx's error.
-func (c *Client) session(ctx context.Context, dir string) (queue.Session, error) {
+func (c *Client) session(ctx context.Context, dir string) (queuekit.Session, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -248,7 +248,7 @@ func (c *Client) session(ctx context.Context, dir string) (queue.Session, error)
 // done tells the client the recipe no longer has an entry in dir on qs.
 // The session becomes available for dir again once any abandoned entry
 // there is cleaned up; an idle session beyond MaxIdleSessions is revoked.
-func (c *Client) done(qs queue.Session, dir string) {
+func (c *Client) done(qs queuekit.Session, dir string) {
 	s, ok := qs.(*session)
 	if !ok || s.c != c {
 		return

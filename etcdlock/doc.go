@@ -40,7 +40,7 @@
 //
 // # Read/write lock, semaphore and leader election
 //
-// The other recipes of package queue use the same keys and order:
+// The other recipes of package queuekit use the same keys and order:
 //
 //   - RWMutex: "<name>/<lease hex>" with the value "__READ__" or
 //     "__WRIT__" (then the holder record). A writer holds when its key is first; a reader when no
@@ -58,13 +58,13 @@
 //     waiter watches the lease just before its own, and a lease granted
 //     that was not among the first N at its create touches its key (a put
 //     that keeps value, lease and create revision) to wake the next, now
-//     first in line (see queue.PermitSession). Older baton releases took the guard
+//     first in line (see queuekit.PermitSession). Older baton releases took the guard
 //     "<name>/locks" first; beside them no more than N leases are ever
 //     granted (every grant is among the first N, and a lease's place only
 //     moves forward), though a waiter behind an older client's waiting
 //     lease may wait until that lease is released. A lease taken by a
 //     baton client with another N is reported to
-//     queue.Semaphore.OnDisagreement, each lease once per Semaphore, by
+//     queuekit.Semaphore.OnDisagreement, each lease once per Semaphore, by
 //     a client that must wait and by one granted beside other leases
 //     (such a grant reads the keys before its own, serializable at its
 //     create's revision: one more request, never on an empty semaphore).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,13 +41,13 @@ import (
 // key is read back: its name is deterministic, so our key on our lease
 // means it was applied. When it cannot be resolved the lease is never
 // reused and the key is handed to the cleanup.
-func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+func (s *session) Enqueue(ctx context.Context, dir string, kind queuekit.Kind) (queuekit.Entry, error) {
 	return s.EnqueueData(ctx, dir, kind, nil)
 }
 
 // EnqueueData is Enqueue storing data in the key's value after the kind's
-// marker and before the holder record (see entryValue; queue.DataSession).
-func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+// marker and before the holder record (see entryValue; queuekit.DataSession).
+func (s *session) EnqueueData(ctx context.Context, dir string, kind queuekit.Kind, data []byte) (queuekit.Entry, error) {
 	e, count, err := s.create(ctx, dir, kind, data)
 	if err != nil || count < 0 {
 		return e, err
@@ -76,9 +76,9 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, 
 // create runs Enqueue's transaction. count is the number of keys under dir
 // at its revision, ours included, or -1 when an earlier attempt's key was
 // adopted (the count is then unknown).
-func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, int64, error) {
+func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, data []byte) (queuekit.Entry, int64, error) {
 	if err := s.alive(); err != nil {
-		return queue.Entry{}, 0, err
+		return queuekit.Entry{}, 0, err
 	}
 	key := dir + "/" + s.hex
 	val := s.c.values.entryValue(kind, data)
@@ -104,22 +104,22 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 		// The first List reads the queue.
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].Lease != int64(s.id) || string(kvs[0].Value) != val {
-			s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
-			return queue.Entry{}, 0, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
+			s.taint(dir, queuekit.Entry{Key: key, Kind: kind, Owner: s.hex})
+			return queuekit.Entry{}, 0, fmt.Errorf("etcdlock: enqueue %q: a foreign key with this lease's name exists", key)
 		}
 		seq := kvs[0].CreateRevision
-		return queue.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}, -1, nil
+		return queuekit.Entry{Key: key, Kind: kind, Seq: uint64(seq), Owner: s.hex, ID: grantID(key, seq)}, -1, nil
 	}
 	rev := resp.Header.Revision // a transaction's put is created at its revision
-	e := queue.Entry{Key: key, Kind: kind, Seq: uint64(rev), Owner: s.hex, ID: grantID(key, rev)}
+	e := queuekit.Entry{Key: key, Kind: kind, Seq: uint64(rev), Owner: s.hex, ID: grantID(key, rev)}
 	return e, resp.Responses[1].GetResponseRange().GetCount(), nil
 }
 
 // own is the queue of e's directory at rev when e, created at rev, is the
 // only key under it: built from e itself, as a read would have returned
 // it, so that an uncontended grant decodes and allocates nothing more.
-func (s *session) own(e queue.Entry, rev int64) queue.Snapshot {
-	return queue.Snapshot{Entries: []queue.Entry{e}, Own: 0, Token: e.Seq, Rev: rev, Alone: true}
+func (s *session) own(e queuekit.Entry, rev int64) queuekit.Snapshot {
+	return queuekit.Snapshot{Entries: []queuekit.Entry{e}, Own: 0, Token: e.Seq, Rev: rev, Alone: true}
 }
 
 // countOp counts the keys under dir: the in-memory index only, no values.
@@ -128,17 +128,17 @@ func countOp(dir string) clientv3.Op {
 }
 
 // resolveEnqueue settles a create whose outcome is unknown.
-func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queue.Kind, val string, err error) (queue.Entry, error) {
+func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queuekit.Kind, val string, err error) (queuekit.Entry, error) {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// The whole transaction failed: nothing was created.
 		s.kickKeepalive()
-		return queue.Entry{}, fmt.Errorf("etcdlock: enqueue %q: %w: %w", key, baton.ErrSessionLost, err)
+		return queuekit.Entry{}, fmt.Errorf("etcdlock: enqueue %q: %w: %w", key, baton.ErrSessionLost, err)
 	}
 	if ctx.Err() == nil {
 		resp, gerr := s.c.cli.Get(ctx, key)
 		if gerr == nil {
 			if kvs := resp.Kvs; len(kvs) == 1 && kvs[0].Lease == int64(s.id) && string(kvs[0].Value) == val {
-				return queue.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex, ID: grantID(key, kvs[0].CreateRevision)}, nil
+				return queuekit.Entry{Key: key, Kind: kind, Seq: uint64(kvs[0].CreateRevision), Owner: s.hex, ID: grantID(key, kvs[0].CreateRevision)}, nil
 			}
 		}
 	}
@@ -146,29 +146,29 @@ func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queu
 	// this lease is never used for a new entry again; the cleanup deletes
 	// the key if it appears, and the lease's revoke (when its other
 	// entries are done) removes it for certain.
-	s.taint(dir, queue.Entry{Key: key, Kind: kind, Owner: s.hex})
+	s.taint(dir, queuekit.Entry{Key: key, Kind: kind, Owner: s.hex})
 	if aerr := s.alive(); aerr != nil {
-		return queue.Entry{}, aerr
+		return queuekit.Entry{}, aerr
 	}
-	return queue.Entry{}, opErr(ctx, "enqueue", key, err)
+	return queuekit.Entry{}, opErr(ctx, "enqueue", key, err)
 }
 
 // taint retires s from the pool for new entries and hands e (Seq 0: exact
 // revision unknown) to the cleanup.
-func (s *session) taint(dir string, e queue.Entry) {
+func (s *session) taint(dir string, e queuekit.Entry) {
 	s.c.mu.Lock()
 	s.tainted = true
 	s.c.mu.Unlock()
 	s.abandon(dir, e)
 }
 
-// snapshot builds a queue.Snapshot from a sorted range of dir. Keys that are
+// snapshot builds a queuekit.Snapshot from a sorted range of dir. Keys that are
 // not direct children "<dir>/<lease hex>" on a lease (see isEntry) are left
 // out, so a lock named "a/b" does not mix into the queue of "a", and a
 // foreign key such as "<dir>/-1", or "<dir>/1234abcd" put without a lease,
 // never blocks the queue.
-func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, rev int64) queue.Snapshot {
-	snap := queue.Snapshot{Own: -1, Rev: rev, Entries: make([]queue.Entry, 0, len(kvs))}
+func (s *session) snapshot(dir string, own queuekit.Entry, kvs []*mvccpb.KeyValue, rev int64) queuekit.Snapshot {
+	snap := queuekit.Snapshot{Own: -1, Rev: rev, Entries: make([]queuekit.Entry, 0, len(kvs))}
 	pfx := dir + "/"
 	for _, kv := range kvs {
 		k := string(kv.Key)
@@ -179,7 +179,7 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 		if !isEntry(rest, kv.Lease) {
 			continue
 		}
-		e := queue.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease)), ID: grantID(k, kv.CreateRevision)}
+		e := queuekit.Entry{Key: k, Kind: valueKind(kv.Value), Seq: uint64(kv.CreateRevision), Owner: leaseHex(clientv3.LeaseID(kv.Lease)), ID: grantID(k, kv.CreateRevision)}
 		if k == own.Key && e.Seq == own.Seq && kv.Lease == int64(s.id) {
 			snap.Own = len(snap.Entries)
 			snap.Token = e.Seq // the raw token: List adds the floor
@@ -196,7 +196,7 @@ func (s *session) snapshot(dir string, own queue.Entry, kvs []*mvccpb.KeyValue, 
 // recipe fails with baton.ErrSessionLost instead of granting; a session
 // already Lost returns that error even if the server still shows the key,
 // because the keepalive deadline passes before the server's expiry.
-func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
+func (s *session) List(ctx context.Context, dir string, own queuekit.Entry) (queuekit.Snapshot, error) {
 	s.mu.Lock()
 	f, ok := s.fresh[dir]
 	if ok && f.e == own {
@@ -205,7 +205,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	s.mu.Unlock()
 	if !ok || f.e != own || f.snap.Partial {
 		if err := s.alive(); err != nil {
-			return queue.Snapshot{}, err
+			return queuekit.Snapshot{}, err
 		}
 		// A read on a dead session would hang on a partitioned connection
 		// until the caller's deadline (etcd #19597): end it with the session.
@@ -215,9 +215,9 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		if err != nil {
 			if aerr := s.alive(); aerr != nil {
-				return queue.Snapshot{}, aerr
+				return queuekit.Snapshot{}, aerr
 			}
-			return queue.Snapshot{}, opErr(ctx, "list", dir, err)
+			return queuekit.Snapshot{}, opErr(ctx, "list", dir, err)
 		}
 		f.snap = s.snapshot(dir, own, resp.Kvs, resp.Header.Revision)
 	}
@@ -228,17 +228,17 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 // keepalive loop to look at the lease now; a session already Lost fails
 // the read even if the server still shows the key; the own entry's token
 // gets the floor.
-func (s *session) settle(dir string, own queue.Entry, snap queue.Snapshot) (queue.Snapshot, error) {
+func (s *session) settle(dir string, own queuekit.Entry, snap queuekit.Snapshot) (queuekit.Snapshot, error) {
 	if snap.Own < 0 && own.Key != "" {
 		s.kickKeepalive()
 	}
 	if err := s.alive(); err != nil {
-		return queue.Snapshot{}, err
+		return queuekit.Snapshot{}, err
 	}
 	if snap.Own >= 0 {
 		tok, err := engine.FloorToken(snap.Token, s.c.opts.TokenFloor)
 		if err != nil {
-			return queue.Snapshot{}, fmt.Errorf("etcdlock: lock %q: %w", dir, err)
+			return queuekit.Snapshot{}, fmt.Errorf("etcdlock: lock %q: %w", dir, err)
 		}
 		snap.Token = tok
 	}
@@ -252,7 +252,7 @@ func (s *session) settle(dir string, own queue.Entry, snap queue.Snapshot) (queu
 // revision was compacted away (etcd #9715: the recipe re-reads and watches
 // again from a fresh revision), when the session ends, or when ctx ends.
 // Any close means "re-read"; the watches are cancelled on every exit.
-func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot) (<-chan struct{}, error) {
+func (s *session) Watch(ctx context.Context, e queuekit.Entry, snap queuekit.Snapshot) (<-chan struct{}, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (s *session) Watch(ctx context.Context, e queue.Entry, snap queue.Snapshot)
 // Data reads what e's key stores between its marker and its holder record
 // (see entryValue). ok is false when the key is gone or holds a later
 // grant (another create revision).
-func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
+func (s *session) Data(ctx context.Context, e queuekit.Entry) ([]byte, bool, error) {
 	if err := s.alive(); err != nil {
 		return nil, false, err
 	}
@@ -328,12 +328,12 @@ func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error)
 }
 
 // WatchDir returns a channel closed at the first event under "<dir>/"
-// after snap was read (queue.DirWatcher): the watch starts at snap.Rev+1,
+// after snap was read (queuekit.DirWatcher): the watch starts at snap.Rev+1,
 // so a change in between closes it at once. Any event counts, puts
 // included (a new lease), as do a compaction or a cancelled watch (the
 // caller re-reads either way). It also closes when the session or ctx
 // ends; the watch is cancelled on every exit.
-func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) (<-chan struct{}, error) {
+func (s *session) WatchDir(ctx context.Context, dir string, snap queuekit.Snapshot) (<-chan struct{}, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
@@ -366,13 +366,13 @@ func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot)
 // Delete removes exactly e: the delete is guarded by e's create revision,
 // so a retried release never deletes a newer entry of the same lease at the
 // same key (etcd #22082). A missing key is success.
-func (s *session) Delete(ctx context.Context, e queue.Entry) error {
+func (s *session) Delete(ctx context.Context, e queuekit.Entry) error {
 	return s.delete(ctx, e)
 }
 
 // delete is Delete, with more operations in the guarded delete's
 // transaction.
-func (s *session) delete(ctx context.Context, e queue.Entry, more ...clientv3.Op) error {
+func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3.Op) error {
 	dir := entryDir(e)
 	s.mu.Lock()
 	if f, ok := s.fresh[dir]; ok && f.e == e {
@@ -424,14 +424,14 @@ func retryDelete(err error) bool {
 
 // guard is the condition under which deleting e's key deletes e: its create
 // revision, or, when that is unknown (Seq 0), its lease.
-func guard(e queue.Entry, id clientv3.LeaseID) clientv3.Cmp {
+func guard(e queuekit.Entry, id clientv3.LeaseID) clientv3.Cmp {
 	if e.Seq == 0 {
 		return clientv3.Compare(clientv3.LeaseValue(e.Key), "=", id)
 	}
 	return clientv3.Compare(clientv3.CreateRevision(e.Key), "=", int64(e.Seq))
 }
 
-func entryDir(e queue.Entry) string {
+func entryDir(e queuekit.Entry) string {
 	if i := strings.LastIndexByte(e.Key, '/'); i >= 0 {
 		return e.Key[:i]
 	}
@@ -441,9 +441,9 @@ func entryDir(e queue.Entry) string {
 // Abandon hands e to the session's cleanup, which deletes it as soon as the
 // server answers; until then the session is not used for e's directory
 // again. If the session ends first, the lease's revoke or expiry removes it.
-func (s *session) Abandon(e queue.Entry) { s.abandon(entryDir(e), e) }
+func (s *session) Abandon(e queuekit.Entry) { s.abandon(entryDir(e), e) }
 
-func (s *session) abandon(dir string, e queue.Entry) {
+func (s *session) abandon(dir string, e queuekit.Entry) {
 	s.mu.Lock()
 	delete(s.fresh, dir)
 	s.mu.Unlock()
@@ -476,7 +476,7 @@ func (s *session) cleanup() {
 		}
 		s.c.mu.Lock()
 		var dir string
-		var e queue.Entry
+		var e queuekit.Entry
 		found := false
 		for d, pe := range s.pending {
 			dir, e, found = d, pe, true

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -166,7 +166,7 @@ func ExampleClient_Semaphore() {
 		fmt.Println(err)
 		return
 	}
-	s.OnDisagreement(func(d queue.Disagreement) { fmt.Println(d) })
+	s.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
 	a, _ := s.Acquire(ctx)
 	b, _ := s.Acquire(ctx)
 	_, err = s.TryAcquire(ctx)

@@ -1,7 +1,7 @@
 package etcdlock
 
-import "github.com/baton-go/baton/queue"
+import "github.com/baton-go/baton/engine/queuekit"
 
-// Backend returns the queue.Backend the client's recipes run on, so tests
+// Backend returns the queuekit.Backend the client's recipes run on, so tests
 // can drive sessions directly.
-func (c *Client) Backend() queue.Backend { return backend{c} }
+func (c *Client) Backend() queuekit.Backend { return backend{c} }

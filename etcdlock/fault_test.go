@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
-	"github.com/baton-go/baton/queue/drillhook"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -26,7 +26,7 @@ func TestStaleReleaseKeepsNewerLock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Session(%q) = %v", name, err)
 	}
-	old, err := s1.Enqueue(ctx, name, queue.KindMutex)
+	old, err := s1.Enqueue(ctx, name, queuekit.KindMutex)
 	if err != nil {
 		t.Fatalf("Enqueue = %v", err)
 	}
@@ -43,7 +43,7 @@ func TestStaleReleaseKeepsNewerLock(t *testing.T) {
 	if s2.ID() != s1.ID() {
 		t.Fatalf("Session(%q) again = lease %s, want the pooled lease %s", name, s2.ID(), s1.ID())
 	}
-	cur, err := s2.Enqueue(ctx, name, queue.KindMutex)
+	cur, err := s2.Enqueue(ctx, name, queuekit.KindMutex)
 	if err != nil {
 		t.Fatalf("Enqueue again = %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/heldtest"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue/drillhook"
 )
 
 // TestHeldLeasesFollowSession holds many locks of different names on one

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 )
 
 // foreignSuffixes are key names under a lock that no recipe writes: signs,
@@ -77,7 +77,7 @@ func TestForeignKeysNeverBlock(t *testing.T) {
 			}
 		case e.Holder:
 			holders++
-			if e.Kind != queue.KindLease || e.Token != p.Token() {
+			if e.Kind != queuekit.KindLease || e.Token != p.Token() {
 				t.Errorf("Inspect(%q): holder %+v, want the lease with token %d", sem, e, p.Token())
 			}
 		}

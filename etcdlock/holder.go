@@ -5,7 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // recordStart starts every holder record (engine.ProcessData writes the
@@ -28,8 +28,8 @@ func newValues(o Options) values {
 	rec := engine.ProcessData(o.Process)
 	return values{
 		record: rec,
-		read:   string(queue.KindRead) + recordSep + rec,
-		write:  string(queue.KindWrite) + recordSep + rec,
+		read:   string(queuekit.KindRead) + recordSep + rec,
+		write:  string(queuekit.KindWrite) + recordSep + rec,
 	}
 }
 
@@ -37,8 +37,8 @@ func newValues(o Options) values {
 // none, as `etcdctl lock` and concurrency.Mutex write the empty value;
 // other recipes store their marker so readers can tell a reader from a
 // writer.
-func kindValue(k queue.Kind) string {
-	if k == queue.KindMutex {
+func kindValue(k queuekit.Kind) string {
+	if k == queuekit.KindMutex {
 		return ""
 	}
 	return string(k)
@@ -51,17 +51,17 @@ func kindValue(k queue.Kind) string {
 // `etcdctl elect NAME PROPOSAL` writes the proposal, so that `etcdctl
 // elect -l` and concurrency.Election read baton's leader's ID: it has no
 // record.
-func (v values) entryValue(k queue.Kind, data []byte) string {
+func (v values) entryValue(k queuekit.Kind, data []byte) string {
 	switch {
-	case k == queue.KindLatch:
+	case k == queuekit.KindLatch:
 		return string(data)
 	case len(data) > 0:
 		return kindValue(k) + string(data) + recordSep + v.record
-	case k == queue.KindMutex:
+	case k == queuekit.KindMutex:
 		return v.record
-	case k == queue.KindRead:
+	case k == queuekit.KindRead:
 		return v.read
-	case k == queue.KindWrite:
+	case k == queuekit.KindWrite:
 		return v.write
 	}
 	return kindValue(k) + recordSep + v.record
@@ -81,8 +81,8 @@ func splitRecord(v []byte) (head, record []byte) {
 
 // entryData is what an entry of kind k stores after its marker and before
 // its record: the inverse of entryValue.
-func entryData(k queue.Kind, v []byte) []byte {
-	if k == queue.KindLatch {
+func entryData(k queuekit.Kind, v []byte) []byte {
+	if k == queuekit.KindLatch {
 		return v
 	}
 	head, _ := splitRecord(v)
@@ -93,19 +93,19 @@ func entryData(k queue.Kind, v []byte) []byte {
 // valueKind reads an entry's kind back. An unknown value (another tool's
 // key at a directory child, or an election candidate's ID) counts as a
 // mutex entry: it blocks rather than being overlooked.
-func valueKind(v []byte) queue.Kind {
+func valueKind(v []byte) queuekit.Kind {
 	head, _ := splitRecord(v)
 	switch {
-	case bytes.Equal(head, []byte(queue.KindRead)):
-		return queue.KindRead
-	case bytes.Equal(head, []byte(queue.KindWrite)):
-		return queue.KindWrite
-	case bytes.Equal(head, []byte(queue.KindLatch)):
-		return queue.KindLatch
-	case bytes.HasPrefix(head, []byte(queue.KindLease)):
-		return queue.KindLease
+	case bytes.Equal(head, []byte(queuekit.KindRead)):
+		return queuekit.KindRead
+	case bytes.Equal(head, []byte(queuekit.KindWrite)):
+		return queuekit.KindWrite
+	case bytes.Equal(head, []byte(queuekit.KindLatch)):
+		return queuekit.KindLatch
+	case bytes.HasPrefix(head, []byte(queuekit.KindLease)):
+		return queuekit.KindLease
 	}
-	return queue.KindMutex
+	return queuekit.KindMutex
 }
 
 // process reads the holder record of an entry's value, the zero Process

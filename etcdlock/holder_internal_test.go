@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // TestValueLayout: every kind's value carries the holder record after
@@ -13,24 +13,24 @@ import (
 func TestValueLayout(t *testing.T) {
 	v := newValues(Options{Process: baton.Process{Host: "web-1", PID: 42, Program: "job"}})
 	const rec = "host=web-1&pid=42&prog=job"
-	permits := queue.PermitsData(3)
+	permits := queuekit.PermitsData(3)
 	for _, tc := range []struct {
-		kind  queue.Kind
+		kind  queuekit.Kind
 		data  []byte
 		value string
 		rec   bool
 	}{
-		{queue.KindMutex, nil, rec, true},
-		{queue.KindRead, nil, "__READ__ " + rec, true},
-		{queue.KindWrite, nil, "__WRIT__ " + rec, true},
-		{queue.KindLease, permits, "lease-baton:permits=3 " + rec, true},
-		{queue.KindLatch, []byte("web-1:42"), "web-1:42", false},
+		{queuekit.KindMutex, nil, rec, true},
+		{queuekit.KindRead, nil, "__READ__ " + rec, true},
+		{queuekit.KindWrite, nil, "__WRIT__ " + rec, true},
+		{queuekit.KindLease, permits, "lease-baton:permits=3 " + rec, true},
+		{queuekit.KindLatch, []byte("web-1:42"), "web-1:42", false},
 	} {
 		got := v.entryValue(tc.kind, tc.data)
 		if got != tc.value {
 			t.Errorf("entryValue(%s, %q) = %q, want %q", tc.kind, tc.data, got, tc.value)
 		}
-		if tc.kind != queue.KindLatch {
+		if tc.kind != queuekit.KindLatch {
 			if k := valueKind([]byte(got)); k != tc.kind {
 				t.Errorf("valueKind(%q) = %s, want %s", got, k, tc.kind)
 			}
@@ -44,13 +44,13 @@ func TestValueLayout(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		value string
-		kind  queue.Kind
+		kind  queuekit.Kind
 	}{
-		{"", queue.KindMutex}, // etcdctl lock, concurrency.Mutex
-		{"__READ__", queue.KindRead},
-		{"__WRIT__", queue.KindWrite},
-		{"lease-baton:permits=3", queue.KindLease},
-		{"some proposal", queue.KindMutex}, // etcdctl elect
+		{"", queuekit.KindMutex}, // etcdctl lock, concurrency.Mutex
+		{"__READ__", queuekit.KindRead},
+		{"__WRIT__", queuekit.KindWrite},
+		{"lease-baton:permits=3", queuekit.KindLease},
+		{"some proposal", queuekit.KindMutex}, // etcdctl elect
 	} {
 		if k := valueKind([]byte(tc.value)); k != tc.kind {
 			t.Errorf("valueKind(%q) = %s, want %s", tc.value, k, tc.kind)
@@ -59,7 +59,7 @@ func TestValueLayout(t *testing.T) {
 			t.Errorf("process(%q) = %+v, want none", tc.value, p)
 		}
 	}
-	if n, ok := queue.ParsePermits(entryData(queue.KindLease, []byte("lease-baton:permits=3"))); !ok || n != 3 {
+	if n, ok := queuekit.ParsePermits(entryData(queuekit.KindLease, []byte("lease-baton:permits=3"))); !ok || n != 3 {
 		t.Errorf("an older baton's lease reads N = %d, %v; want 3", n, ok)
 	}
 }

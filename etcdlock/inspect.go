@@ -11,14 +11,14 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 var (
-	_ queue.Inspector = (*Client)(nil)
-	_ queue.Remover   = (*Client)(nil)
+	_ queuekit.Inspector = (*Client)(nil)
+	_ queuekit.Remover   = (*Client)(nil)
 )
 
 // subQueues are key prefixes under a lock that hold queues of their own
@@ -38,7 +38,7 @@ var subQueues = []string{"locks", "leases"}
 // name is not a lease ID, or which has no lease, is foreign (see isEntry):
 // it follows the queues, flagged Foreign, at Position -1, and clean never
 // removes it.
-func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+func (c *Client) Inspect(ctx context.Context, name string) ([]queuekit.EntryInfo, error) {
 	r, err := c.inspect(ctx, name)
 	return r.entries, err
 }
@@ -46,7 +46,7 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, e
 // inspection is what Inspect reads, with what only the one shape
 // (baton.Inspection) holds beyond the entries.
 type inspection struct {
-	entries []queue.EntryInfo
+	entries []queuekit.EntryInfo
 	// left is each live lease's time to live on the server, by lease hex.
 	left map[string]time.Duration
 	// permits is the N stored by a queue's leases, by queue ("leases/").
@@ -66,11 +66,11 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 	if err != nil {
 		return inspection{}, opErr(ctx, "inspect", n, err)
 	}
-	queues := map[string][]queue.EntryInfo{}
+	queues := map[string][]queuekit.EntryInfo{}
 	r := inspection{left: map[string]time.Duration{}, permits: map[string]int{}}
 	permits := r.permits
-	leases := map[int64][]*queue.EntryInfo{}
-	var foreign []queue.EntryInfo
+	leases := map[int64][]*queuekit.EntryInfo{}
+	var foreign []queuekit.EntryInfo
 	for _, kv := range resp.Kvs {
 		rel := strings.TrimPrefix(string(kv.Key), n+"/")
 		sub, hex := "", rel
@@ -92,7 +92,7 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 		if err != nil {
 			return inspection{}, fmt.Errorf("etcdlock: inspect %q: %w", n, err)
 		}
-		queues[sub] = append(queues[sub], queue.EntryInfo{
+		queues[sub] = append(queues[sub], queuekit.EntryInfo{
 			Entry:   sub + hex + "@" + strconv.FormatInt(kv.CreateRevision, 10),
 			Kind:    kind,
 			Token:   tok,
@@ -100,10 +100,10 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 			Process: process(kv.Value),
 		})
 	}
-	var out []queue.EntryInfo
+	var out []queuekit.EntryInfo
 	for _, sub := range []string{"", "locks/", "leases/"} {
 		q := queues[sub]
-		queue.MarkHolders(q, permits[sub])
+		queuekit.MarkHolders(q, permits[sub])
 		out = append(out, q...)
 	}
 	for i := range out {
@@ -142,8 +142,8 @@ func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 // says why it is foreign, and that etcdctl lock and concurrency.Mutex,
 // which take every key under the prefix for a contender, wait behind it:
 // the one reason a lock can look stuck to them while baton's queue is free.
-func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo {
-	e := queue.EntryInfo{Position: -1, Entry: rel + "@" + strconv.FormatInt(rev, 10), Foreign: true}
+func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queuekit.EntryInfo {
+	e := queuekit.EntryInfo{Position: -1, Entry: rel + "@" + strconv.FormatInt(rev, 10), Foreign: true}
 	why := "its name is not a lease ID"
 	if lease != 0 {
 		e.Session = leaseHex(lease)
@@ -159,10 +159,10 @@ func foreignInfo(rel string, rev int64, lease clientv3.LeaseID) queue.EntryInfo 
 // entryKind reads an entry's kind from its value, and the N a baton
 // semaphore lease stores after its marker ("lease-baton:permits=3 host=…"),
 // 0 when absent.
-func entryKind(v []byte) (queue.Kind, int) {
+func entryKind(v []byte) (queuekit.Kind, int) {
 	k := valueKind(v)
-	if k == queue.KindLease {
-		n, _ := queue.ParsePermits(entryData(k, v))
+	if k == queuekit.KindLease {
+		n, _ := queuekit.ParsePermits(entryData(k, v))
 		return k, n
 	}
 	return k, 0

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-func inspectQueue(t *testing.T, c *etcdlock.Client, name string) []queue.EntryInfo {
+func inspectQueue(t *testing.T, c *etcdlock.Client, name string) []queuekit.EntryInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -65,7 +65,7 @@ func TestInspectQueue(t *testing.T) {
 		e.DeadSession || e.Age != 0 || !strings.Contains(e.Note, "lease TTL") {
 		t.Errorf("Inspect(%q)[0] = %+v, want the holder %s@%d with its lease TTL and unknown age", name, e, wantHex, l.Token())
 	}
-	if e := q[1]; e.Holder || e.Position != 1 || e.Token <= l.Token() || e.DeadSession || e.Kind != queue.KindMutex {
+	if e := q[1]; e.Holder || e.Position != 1 || e.Token <= l.Token() || e.DeadSession || e.Kind != queuekit.KindMutex {
 		t.Errorf("Inspect(%q)[1] = %+v, want a live waiting mutex entry after the holder", name, e)
 	}
 	if e := q[2]; e.DeadSession || e.Foreign || e.Holder || e.Position != 2 || e.Session != strconv.FormatInt(int64(lease.ID), 16) ||

@@ -12,9 +12,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
-	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 )
@@ -76,7 +76,7 @@ func newClientOn(t *testing.T, cli *clientv3.Client, opts etcdlock.Options) *etc
 	return c
 }
 
-func mutex(t *testing.T, c *etcdlock.Client, name string) *queue.Mutex {
+func mutex(t *testing.T, c *etcdlock.Client, name string) *queuekit.Mutex {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {

@@ -3,15 +3,15 @@ package etcdlock
 import (
 	"context"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-var _ queue.PermitSession = (*session)(nil)
+var _ queuekit.PermitSession = (*session)(nil)
 
 // EnqueuePermit creates this lease's semaphore entry "<dir>/<lease hex>"
 // (value "lease-baton:permits=<N>") with Enqueue's transaction
-// (queue.PermitSession). The transaction counts the keys under dir: when
+// (queuekit.PermitSession). The transaction counts the keys under dir: when
 // they are at most n, ours included, fewer than n entries are before ours
 // and the permit is granted without a read, so an uncontended
 // acquire+release is two requests, the create and the guarded delete. (The
@@ -19,13 +19,13 @@ var _ queue.PermitSession = (*session)(nil)
 // can only overstate the queue, and a larger count means a read.) When
 // other keys are there, a grant reads them (serializable, at the create's
 // revision: see othersAt) so that the semaphore can judge their N.
-func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []byte) (queue.Entry, queue.Snapshot, error) {
-	e, count, err := s.create(ctx, dir, queue.KindLease, data)
+func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []byte) (queuekit.Entry, queuekit.Snapshot, error) {
+	e, count, err := s.create(ctx, dir, queuekit.KindLease, data)
 	if err != nil {
-		return queue.Entry{}, queue.Snapshot{}, err
+		return queuekit.Entry{}, queuekit.Snapshot{}, err
 	}
 	if count < 1 || count > int64(n) {
-		return e, queue.Snapshot{Own: -1}, nil
+		return e, queuekit.Snapshot{Own: -1}, nil
 	}
 	snap := s.own(e, int64(e.Seq))
 	if count > 1 {
@@ -34,7 +34,7 @@ func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []b
 	snap, err = s.settle(dir, e, snap)
 	if err != nil {
 		// The entry exists: the caller's cleanup needs it.
-		return e, queue.Snapshot{Own: -1}, nil
+		return e, queuekit.Snapshot{Own: -1}, nil
 	}
 	return e, snap, nil
 }
@@ -43,10 +43,10 @@ func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []b
 // most others other keys, and keeps their data for Data: the semaphore
 // judges the N of the leases beside a grant, so that a client whose larger
 // N lets it in past leases taken with a smaller one is told, not only the
-// client that must wait (queue.Semaphore, "N must agree"). It costs one
+// client that must wait (queuekit.Semaphore, "N must agree"). It costs one
 // serializable range at the create's revision, on a contended grant only.
 // If the read fails, the grant stands on the count alone (alone).
-func (s *session) othersAt(ctx context.Context, dir string, e queue.Entry, others int, alone queue.Snapshot) queue.Snapshot {
+func (s *session) othersAt(ctx context.Context, dir string, e queuekit.Entry, others int, alone queuekit.Snapshot) queuekit.Snapshot {
 	rctx, cancel := s.bound(ctx)
 	defer cancel()
 	resp, err := s.c.cli.Get(rctx, dir+"/", clientv3.WithPrefix(), clientv3.WithMaxCreateRev(int64(e.Seq)),
@@ -71,7 +71,7 @@ func (s *session) othersAt(ctx context.Context, dir string, e queue.Entry, other
 }
 
 // WatchTurn watches, from the revision after snap's read, what can end e's
-// wait for a permit (queue.PermitSession): when snap holds exactly n
+// wait for a permit (queuekit.PermitSession): when snap holds exactly n
 // entries before e, e is first in line and wakes at any deletion under
 // dir (one prefix watch, puts filtered out; a deletion behind e wakes it
 // for nothing, but only e, and only to read n+1 keys); otherwise it
@@ -79,7 +79,7 @@ func (s *session) othersAt(ctx context.Context, dir string, e queue.Entry, other
 // the touch of Pass when it is granted), and its own key for deletion, as
 // Watch does (etcd #19597). A compaction, a cancelled watch, the session's
 // end or ctx's end close the channel too: the caller reads again.
-func (s *session) WatchTurn(ctx context.Context, e queue.Entry, snap queue.Snapshot, n int) (<-chan struct{}, error) {
+func (s *session) WatchTurn(ctx context.Context, e queuekit.Entry, snap queuekit.Snapshot, n int) (<-chan struct{}, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
@@ -119,12 +119,12 @@ func (s *session) WatchTurn(ctx context.Context, e queue.Entry, snap queue.Snaps
 	return woken, nil
 }
 
-// Pass touches e's key (queue.PermitSession): a put that keeps its value,
+// Pass touches e's key (queuekit.PermitSession): a put that keeps its value,
 // lease and create revision, so e's order and token are unchanged, and the
 // waiter watching e as its predecessor wakes to find itself first in line.
 // It is guarded by e's create revision (a later grant on the same key is
 // never touched) and bounded like one attempt of Delete.
-func (s *session) Pass(ctx context.Context, e queue.Entry) error {
+func (s *session) Pass(ctx context.Context, e queuekit.Entry) error {
 	ctx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
 	defer cancel()
 	_, err := s.c.cli.Txn(ctx).If(guard(e, s.id)).

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 )
 
-func semaphore(t *testing.T, c *etcdlock.Client, name string, n int) *queue.Semaphore {
+func semaphore(t *testing.T, c *etcdlock.Client, name string, n int) *queuekit.Semaphore {
 	t.Helper()
 	s, err := c.Semaphore(name, n)
 	if err != nil {
@@ -262,12 +262,12 @@ func TestPermitGrantedAtFirstReadPasses(t *testing.T) {
 // disagreements records a semaphore's reports.
 type disagreements struct {
 	mu  sync.Mutex
-	got []queue.Disagreement
+	got []queuekit.Disagreement
 }
 
-func watchDisagreements(s *queue.Semaphore) *disagreements {
+func watchDisagreements(s *queuekit.Semaphore) *disagreements {
 	r := &disagreements{}
-	s.OnDisagreement(func(d queue.Disagreement) {
+	s.OnDisagreement(func(d queuekit.Disagreement) {
 		r.mu.Lock()
 		r.got = append(r.got, d)
 		r.mu.Unlock()
@@ -275,10 +275,10 @@ func watchDisagreements(s *queue.Semaphore) *disagreements {
 	return r
 }
 
-func (r *disagreements) all() []queue.Disagreement {
+func (r *disagreements) all() []queuekit.Disagreement {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]queue.Disagreement(nil), r.got...)
+	return append([]queuekit.Disagreement(nil), r.got...)
 }
 
 // TestPermitDisagreementAtGrant: with the one permit of N=1 held, a client

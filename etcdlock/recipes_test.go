@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
-	"github.com/baton-go/baton/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -189,8 +189,8 @@ func TestUnrecordedReader(t *testing.T) {
 	if err != nil || len(es) != 2 {
 		t.Fatalf("Inspect = %+v, %v; want two readers", es, err)
 	}
-	if old, ours := es[0], es[1]; !old.Holder || old.Kind != queue.KindRead || old.Process.PID != 0 ||
-		!ours.Holder || ours.Kind != queue.KindRead || ours.Process.PID != os.Getpid() {
+	if old, ours := es[0], es[1]; !old.Holder || old.Kind != queuekit.KindRead || old.Process.PID != 0 ||
+		!ours.Holder || ours.Kind != queuekit.KindRead || ours.Process.PID != os.Getpid() {
 		t.Errorf("entries = %+v, want the unrecorded reader, then ours with this pid, both holding", es)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -47,9 +47,9 @@ type session struct {
 	cleaning bool             // the cleanup goroutine runs
 
 	// Guarded by c.mu: the pool's bookkeeping.
-	busy      map[string]bool        // dirs where a recipe has an entry on s
-	pending   map[string]queue.Entry // dirs with an abandoned entry not yet deleted
-	tainted   bool                   // a create's outcome stayed unknown: never reuse
+	busy      map[string]bool           // dirs where a recipe has an entry on s
+	pending   map[string]queuekit.Entry // dirs with an abandoned entry not yet deleted
+	tainted   bool                      // a create's outcome stayed unknown: never reuse
 	idleSince time.Time
 }
 
@@ -57,8 +57,8 @@ type session struct {
 // (the entry alone, or a read at the transaction's revision: see Enqueue),
 // handed to the first List of that entry to save a round trip.
 type fresh struct {
-	e    queue.Entry
-	snap queue.Snapshot
+	e    queuekit.Entry
+	snap queuekit.Snapshot
 	// data holds what the other entries of snap store (entry ID → data
 	// after the marker), when the read had their values: Data answers
 	// from it, so judging them costs no request of its own.
@@ -79,7 +79,7 @@ func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time
 		changed:   make(chan struct{}),
 		fresh:     make(map[string]fresh),
 		busy:      make(map[string]bool),
-		pending:   make(map[string]queue.Entry),
+		pending:   make(map[string]queuekit.Entry),
 		idleSince: sent,
 	}
 }

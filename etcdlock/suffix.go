@@ -9,7 +9,7 @@ package etcdlock
 // A key under a lock whose suffix is anything else ("-1", "+5", "0x10",
 // " 7", "07", "ABC") is foreign: no recipe wrote it. It takes no part in
 // the queue — it neither blocks anyone nor is ever granted — and Inspect
-// reports it as foreign (queue.EntryInfo.Foreign); Remove refuses it,
+// reports it as foreign (queuekit.EntryInfo.Foreign); Remove refuses it,
 // since baton deletes only its own kind of keys. See also isEntry.
 func leaseSuffix(s string) (uint64, bool) {
 	if s == "" || len(s) > 16 || s[0] == '0' {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 func init() { engine.Register(engine.Driver{Open: open, Check: check}, "mem") }
@@ -73,25 +73,25 @@ func (k conn) Inspect(_ context.Context, name string) (baton.Inspection, error) 
 	srv := k.c.srv
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	var all []queue.EntryInfo
+	var all []queuekit.EntryInfo
 	for _, sub := range []string{"", "/locks", "/leases"} {
 		d := srv.dirs[dir+sub]
 		if d == nil {
 			continue
 		}
-		q := make([]queue.EntryInfo, 0, len(d.entries))
+		q := make([]queuekit.EntryInfo, 0, len(d.entries))
 		permits := 0
 		for _, en := range d.entries {
-			if n, ok := queue.ParsePermits(en.data); ok {
+			if n, ok := queuekit.ParsePermits(en.data); ok {
 				permits = n
 			}
-			q = append(q, queue.EntryInfo{
+			q = append(q, queuekit.EntryInfo{
 				Entry: strings.TrimPrefix(en.e.Key, dir+"/"), Kind: en.e.Kind,
 				Session: en.s.id, Process: engine.ParseProcess(en.proc),
 			})
 		}
-		queue.MarkHolders(q, permits)
+		queuekit.MarkHolders(q, permits)
 		all = append(all, q...)
 	}
-	return queue.Inspection(name, "mem", all), nil
+	return queuekit.Inspection(name, "mem", all), nil
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // Client is one client of a Server, as one process of the system under
 // test would have: one session at a time, shared by all its locks, and
 // replaced by a new one at the next call after it was lost. Its recipes
-// are package queue's, the same code that runs on ZooKeeper and etcd.
+// are package queuekit's, the same code that runs on ZooKeeper and etcd.
 //
 // The fault methods (Partition, Heal, Expire, LoseResponse) script what a
 // network or a server does to a real client; they are safe to call from
@@ -57,43 +57,43 @@ func (c *Client) SessionID() string {
 	return c.cur.id
 }
 
-// Mutex returns the reentrant mutex called name (queue.Mutex).
-func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+// Mutex returns the reentrant mutex called name (queuekit.Mutex).
+func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewMutex(c.b, name, c.opts())
+	return queuekit.NewMutex(c.b, name, c.opts())
 }
 
-// RWMutex returns the fair read/write lock called name (queue.RWMutex).
-func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+// RWMutex returns the fair read/write lock called name (queuekit.RWMutex).
+func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewRWMutex(c.b, name, c.opts())
+	return queuekit.NewRWMutex(c.b, name, c.opts())
 }
 
 // Semaphore returns the semaphore called name with n permits
-// (queue.Semaphore). Its entries live in the directories name+"/locks"
+// (queuekit.Semaphore). Its entries live in the directories name+"/locks"
 // (the guard) and name+"/leases" (the permits).
-func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewSemaphore(c.b, name, n, c.opts())
+	return queuekit.NewSemaphore(c.b, name, n, c.opts())
 }
 
-// Election returns the leader election called name (queue.Election).
-func (c *Client) Election(name string) (*queue.Election, error) {
+// Election returns the leader election called name (queuekit.Election).
+func (c *Client) Election(name string) (*queuekit.Election, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	return queue.NewElection(c.b, name, c.opts())
+	return queuekit.NewElection(c.b, name, c.opts())
 }
 
 // opts configures the client's recipes: the server's observer and clock.
-func (c *Client) opts() queue.MutexOptions {
-	return queue.MutexOptions{Observer: c.srv.obs, Clock: c.srv.clk}
+func (c *Client) opts() queuekit.MutexOptions {
+	return queuekit.MutexOptions{Observer: c.srv.obs, Clock: c.srv.clk}
 }
 
 func (c *Client) usable() error {
@@ -220,11 +220,11 @@ func (c *Client) notifyLocked() {
 	c.changed = make(chan struct{})
 }
 
-// backend is the client's queue.Backend. It is unexported so that a
+// backend is the client's queuekit.Backend. It is unexported so that a
 // Client's methods are only what a test calls.
 type backend struct{ c *Client }
 
-var _ queue.Backend = backend{}
+var _ queuekit.Backend = backend{}
 
 // Engine returns "mem".
 func (b backend) Engine() string { return "mem" }
@@ -232,7 +232,7 @@ func (b backend) Engine() string { return "mem" }
 // Session returns a handle on the client's current session, opening a new
 // session when there is none or the last one was lost. A partitioned
 // client waits for Heal.
-func (b backend) Session(ctx context.Context, _ string) (queue.Session, error) {
+func (b backend) Session(ctx context.Context, _ string) (queuekit.Session, error) {
 	c := b.c
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
@@ -265,7 +265,7 @@ func (b backend) Session(ctx context.Context, _ string) (queue.Session, error) {
 
 // Done tells the session that a recipe call, or the lease it granted, is
 // over.
-func (b backend) Done(s queue.Session, _ string) {
+func (b backend) Done(s queuekit.Session, _ string) {
 	if h, ok := s.(*handle); ok {
 		h.release()
 	}

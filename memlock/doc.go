@@ -18,7 +18,7 @@
 // a leader that must drain on loss. Such a test needs a holder to be paused,
 // cut off, expired, and another client to take over, in a fixed order and
 // in milliseconds. memlock runs the very recipes the real engines run
-// (package queue: Mutex, RWMutex, Semaphore, Election) with the full
+// (package queuekit: Mutex, RWMutex, Semaphore, Election) with the full
 // contract of package baton, so what a test observes is what the code will
 // observe on ZooKeeper or etcd: tokens that strictly increase per name,
 // owners, reentrancy, FIFO order, Suspended and Lost before anyone else is

@@ -14,7 +14,7 @@ import (
 )
 
 // The basic setup: a server on a virtual clock, one client per simulated
-// process, and the recipes of package queue on it.
+// process, and the recipes of package queuekit on it.
 func Example() {
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	srv := memlock.NewServer(memlock.Options{Clock: fake, SessionTTL: 10 * time.Second})

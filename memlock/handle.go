@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // handle is what Backend.Session hands one recipe call: the client's
@@ -19,9 +19,9 @@ type handle struct {
 }
 
 var (
-	_ queue.Session     = (*handle)(nil)
-	_ queue.DirWatcher  = (*handle)(nil)
-	_ queue.DataSession = (*handle)(nil)
+	_ queuekit.Session     = (*handle)(nil)
+	_ queuekit.DirWatcher  = (*handle)(nil)
+	_ queuekit.DataSession = (*handle)(nil)
 )
 
 func (h *handle) srv() *Server { return h.s.c.srv }
@@ -66,7 +66,7 @@ func (h *handle) reachLocked(ctx context.Context) error {
 }
 
 // Enqueue creates this session's entry of kind in dir.
-func (h *handle) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+func (h *handle) Enqueue(ctx context.Context, dir string, kind queuekit.Kind) (queuekit.Entry, error) {
 	return h.EnqueueData(ctx, dir, kind, nil)
 }
 
@@ -77,7 +77,7 @@ func (h *handle) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queu
 // the others deleted; only when none landed is the entry created again.
 // An adoption is reported to the server's Observer (baton.EventRecovered),
 // after the server's mutex is released.
-func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+func (h *handle) EnqueueData(ctx context.Context, dir string, kind queuekit.Kind, data []byte) (queuekit.Entry, error) {
 	srv := h.srv()
 	attempt := engine.NewOwnerID()
 	var adopted *baton.Event
@@ -92,7 +92,7 @@ func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, d
 	defer srv.mu.Unlock()
 	for {
 		if err := h.reachLocked(ctx); err != nil {
-			return queue.Entry{}, err
+			return queuekit.Entry{}, err
 		}
 		en := srv.createLocked(h.s, srv.dirLocked(dir), kind, data, attempt)
 		if !h.done {
@@ -104,13 +104,13 @@ func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, d
 		// The answer is lost: never create blindly again. A lost session
 		// adopts nothing; its entries go with it.
 		if err := h.reachLocked(ctx); err != nil {
-			return queue.Entry{}, err
+			return queuekit.Entry{}, err
 		}
 		if e, dups, ok := h.recoverLocked(dir, attempt); ok {
 			if srv.obs != nil {
 				adopted = &baton.Event{
 					Kind: baton.EventRecovered, Time: srv.clk.Now(), Engine: "mem", Name: dir,
-					Acquire: queue.AcquireID(ctx), Owner: e.Key, Session: h.s.id, Count: dups,
+					Acquire: queuekit.AcquireID(ctx), Owner: e.Key, Session: h.s.id, Count: dups,
 				}
 			}
 			return e, nil
@@ -120,11 +120,11 @@ func (h *handle) EnqueueData(ctx context.Context, dir string, kind queue.Kind, d
 
 // recoverLocked finds the entries of attempt made by this session in dir,
 // keeps the smallest and deletes the rest (dups of them).
-func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok bool) {
+func (h *handle) recoverLocked(dir, attempt string) (e queuekit.Entry, dups int, ok bool) {
 	srv := h.srv()
 	d := srv.dirs[dir]
 	if d == nil {
-		return queue.Entry{}, 0, false
+		return queuekit.Entry{}, 0, false
 	}
 	var mine []*entry
 	for _, en := range d.entries {
@@ -133,7 +133,7 @@ func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok
 		}
 	}
 	if len(mine) == 0 {
-		return queue.Entry{}, 0, false
+		return queuekit.Entry{}, 0, false
 	}
 	for _, dup := range mine[1:] {
 		srv.removeLocked(dup)
@@ -144,22 +144,22 @@ func (h *handle) recoverLocked(dir, attempt string) (e queue.Entry, dups int, ok
 // List reads dir. The token is the directory's counter at this read plus
 // the token floor; a sum past math.MaxUint64 fails the read (see
 // engine.FloorToken) instead of wrapping.
-func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
+func (h *handle) List(ctx context.Context, dir string, own queuekit.Entry) (queuekit.Snapshot, error) {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if err := h.reachLocked(ctx); err != nil {
-		return queue.Snapshot{}, err
+		return queuekit.Snapshot{}, err
 	}
 	d := srv.dirs[dir]
 	if d == nil {
-		return queue.Snapshot{Own: -1, Token: srv.floor}, nil
+		return queuekit.Snapshot{Own: -1, Token: srv.floor}, nil
 	}
 	snap := srv.snapshotLocked(d, own)
 	if snap.Own >= 0 {
 		tok, err := engine.FloorToken(snap.Token, srv.floor)
 		if err != nil {
-			return queue.Snapshot{}, fmt.Errorf("memlock: lock %q: %w", dir, err)
+			return queuekit.Snapshot{}, fmt.Errorf("memlock: lock %q: %w", dir, err)
 		}
 		snap.Token = tok
 	}
@@ -168,7 +168,7 @@ func (h *handle) List(ctx context.Context, dir string, own queue.Entry) (queue.S
 
 // Watch returns a channel closed once e is gone (at once if it already
 // is) or the session ends.
-func (h *handle) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<-chan struct{}, error) {
+func (h *handle) Watch(ctx context.Context, e queuekit.Entry, _ queuekit.Snapshot) (<-chan struct{}, error) {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -186,7 +186,7 @@ func (h *handle) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<-
 
 // WatchDir returns a channel closed once dir's entries differ from snap's
 // (at once if they already do) or the session ends.
-func (h *handle) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) (<-chan struct{}, error) {
+func (h *handle) WatchDir(ctx context.Context, dir string, snap queuekit.Snapshot) (<-chan struct{}, error) {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -208,7 +208,7 @@ func (h *handle) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) 
 }
 
 // Delete removes exactly e; an entry already gone is success.
-func (h *handle) Delete(ctx context.Context, e queue.Entry) error {
+func (h *handle) Delete(ctx context.Context, e queuekit.Entry) error {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -226,7 +226,7 @@ func (h *handle) Delete(ctx context.Context, e queue.Entry) error {
 
 // Abandon deletes e now if the session is connected, when it reconnects if
 // it is cut off; a lost session's entries go with it.
-func (h *handle) Abandon(e queue.Entry) {
+func (h *handle) Abandon(e queuekit.Entry) {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -243,7 +243,7 @@ func (h *handle) Abandon(e queue.Entry) {
 }
 
 // Data returns what is stored with e; ok is false once e is gone.
-func (h *handle) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
+func (h *handle) Data(ctx context.Context, e queuekit.Entry) ([]byte, bool, error) {
 	srv := h.srv()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()

@@ -11,7 +11,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/clock"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // DefaultSessionTTL is the session TTL when Options.SessionTTL is zero: a
@@ -40,7 +40,7 @@ type Options struct {
 	// engine is rebuilt from scratch).
 	TokenFloor uint64
 	// Observer, if set, is told of every acquire and lease of the server's
-	// clients (see queue.MutexOptions.Observer), timed on Clock; nil
+	// clients (see queuekit.MutexOptions.Observer), timed on Clock; nil
 	// reports nothing.
 	Observer baton.Observer
 }
@@ -80,7 +80,7 @@ type dir struct {
 
 // entry is one queue entry as the server holds it.
 type entry struct {
-	e       queue.Entry
+	e       queuekit.Entry
 	d       *dir
 	s       *session
 	data    []byte
@@ -213,11 +213,11 @@ func (srv *Server) dirLocked(name string) *dir {
 }
 
 // createLocked appends a new entry of session s to d.
-func (srv *Server) createLocked(s *session, d *dir, kind queue.Kind, data []byte, attempt string) *entry {
+func (srv *Server) createLocked(s *session, d *dir, kind queuekit.Kind, data []byte, attempt string) *entry {
 	d.seq++
 	d.token++
 	en := &entry{
-		e: queue.Entry{
+		e: queuekit.Entry{
 			Key:   fmt.Sprintf("%s/%s%010d", d.name, kind, d.seq),
 			Kind:  kind,
 			Seq:   d.seq,
@@ -281,8 +281,8 @@ func (d *dir) changedLocked() {
 
 // snapshotLocked reads d for the owner of own, with the raw token (the
 // caller adds the floor).
-func (srv *Server) snapshotLocked(d *dir, own queue.Entry) queue.Snapshot {
-	snap := queue.Snapshot{Own: -1, Token: d.token, Entries: make([]queue.Entry, len(d.entries))}
+func (srv *Server) snapshotLocked(d *dir, own queuekit.Entry) queuekit.Snapshot {
+	snap := queuekit.Snapshot{Own: -1, Token: d.token, Entries: make([]queuekit.Entry, len(d.entries))}
 	for i, en := range d.entries {
 		snap.Entries[i] = en.e
 		if own.Key != "" && en.e.Key == own.Key {

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 )
 
 // Result classifies how an acquire ended, for the result label. The order

@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	batonotel "github.com/baton-go/baton/otel"
 	"github.com/baton-go/baton/testkit/obsviewtest"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	batonprom "github.com/baton-go/baton/prom"
 	"github.com/baton-go/baton/testkit/obsviewtest"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 )
 
 // spec is one recipe's side of an acquire: which script, on which keys,
@@ -54,7 +54,7 @@ type spec struct {
 
 // specFor describes the keys and script of the acquire req (see keys.go
 // for the layout).
-func (c *Client) specFor(req *leasing.Request) *spec {
+func (c *Client) specFor(req *leasekit.Request) *spec {
 	s := c.rawSpec(req)
 	s.boxed = rediseval.BoxKeys(s.keys)
 	s.detailArg, s.publishArg = s.detail, s.publish
@@ -71,21 +71,21 @@ func (c *Client) specFor(req *leasing.Request) *spec {
 }
 
 // rawSpec is specFor without what is derived from the rest.
-func (c *Client) rawSpec(req *leasing.Request) *spec {
+func (c *Client) rawSpec(req *leasekit.Request) *spec {
 	k := c.keysOf(req.Name)
 	b := k.base
 	switch req.Kind {
-	case leasing.KindRead, leasing.KindWrite:
+	case leasekit.KindRead, leasekit.KindWrite:
 		s := &spec{
 			script: evAcquireWrite,
 			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter, b + sfxRWProcs},
 			wake:   k.wake, queued: true, waiterPrefix: "w:",
 		}
-		if req.Kind == leasing.KindRead {
+		if req.Kind == leasekit.KindRead {
 			s.script, s.zset, s.zsetKey, s.procs, s.waiterPrefix = evAcquireRead, true, 1, b+sfxRWProcs, "r:"
 		}
 		return s
-	case leasing.KindPermit:
+	case leasekit.KindPermit:
 		return &spec{
 			script:  evAcquirePermit,
 			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter, b + sfxSemProcs},
@@ -94,7 +94,7 @@ func (c *Client) rawSpec(req *leasing.Request) *spec {
 			zset: true, procs: b + sfxSemProcs, companion: b + sfxSemN,
 			onReply: func(v []any) { storedN(req, b+sfxSemN, v) },
 		}
-	case leasing.KindLeader:
+	case leasekit.KindLeader:
 		return &spec{
 			script: evAcquireHash,
 			keys:   []string{b + sfxElect, b + sfxElectWaiters, k.counter},
@@ -112,7 +112,7 @@ func (c *Client) rawSpec(req *leasing.Request) *spec {
 // storedN reports the N a permit script answered (the one stored by the
 // holders, in key) when it is not req's: each stored N once per
 // Semaphore.
-func storedN(req *leasing.Request, key string, v []any) {
+func storedN(req *leasekit.Request, key string, v []any) {
 	if len(v) < 3 {
 		return
 	}
@@ -120,7 +120,7 @@ func storedN(req *leasing.Request, key string, v []any) {
 	if stored == 0 || int(stored) == req.N {
 		return
 	}
-	req.Seen([]leasing.Permits{{ID: strconv.FormatInt(stored, 10), Lease: key, N: int(stored)}}, false)
+	req.Seen([]leasekit.Permits{{ID: strconv.FormatInt(stored, 10), Lease: key, N: int(stored)}}, false)
 }
 
 // ref is how the keeper renews and releases the grant of owner. A hash
@@ -276,7 +276,7 @@ func badCounter(err error) bool {
 // release channel is watched, so that a release in between is not missed.
 type attempts struct {
 	c      *Client
-	req    *leasing.Request
+	req    *leasekit.Request
 	s      *spec
 	waiter string
 	num    string // the waiter's number, when woken alone (wakeone.go)
@@ -288,18 +288,18 @@ type attempts struct {
 }
 
 // Bind builds the spec of a mutex or of one side of a read/write lock
-// once, when the lock object is made (leasing.Binder); a semaphore's and
+// once, when the lock object is made (leasekit.Binder); a semaphore's and
 // an election's depend on each acquire's N or candidate ID.
-func (s *store) Bind(name string, kind leasing.Kind) any {
+func (s *store) Bind(name string, kind leasekit.Kind) any {
 	switch kind {
-	case leasing.KindMutex, leasing.KindRead, leasing.KindWrite:
-		return s.c.specFor(&leasing.Request{Name: name, Kind: kind})
+	case leasekit.KindMutex, leasekit.KindRead, leasekit.KindWrite:
+		return s.c.specFor(&leasekit.Request{Name: name, Kind: kind})
 	}
 	return nil
 }
 
-// Begin starts one acquire for package leasing.
-func (s *store) Begin(req *leasing.Request) leasing.Attempts {
+// Begin starts one acquire for package leasekit.
+func (s *store) Begin(req *leasekit.Request) leasekit.Attempts {
 	sp, _ := req.Bound.(*spec)
 	if sp == nil {
 		sp = s.c.specFor(req)
@@ -325,20 +325,20 @@ func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	return a.c.hub.watch(a.s.wake)
 }
 
-func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
+func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	ttl := a.c.o.TTL
 	if a.req.Fixed > 0 {
 		ttl = a.req.Fixed
 	}
 	owner := engine.NewOwnerID()
-	res := leasing.Result{Sent: time.Now(), Ref: a.s.ref(owner, 0, false)}
+	res := leasekit.Result{Sent: time.Now(), Ref: a.s.ref(owner, 0, false)}
 	r, done, err := a.c.attempt(ctx, a.s, owner, a.waiter, ttl, a.req.Wait && n > 0)
 	a.lastDone, a.tried = done, true
 	switch {
 	case err != nil && badCounter(err):
-		return res, leasing.Permanent(fmt.Errorf("%w: %w", ErrBadCounter, err))
+		return res, leasekit.Permanent(fmt.Errorf("%w: %w", ErrBadCounter, err))
 	case err != nil && permanent(err):
-		return res, leasing.Permanent(err)
+		return res, leasekit.Permanent(err)
 	case err != nil:
 		return res, err
 	case !r.granted:
@@ -351,7 +351,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	res.Granted, res.Token, res.Ref = true, r.token, a.s.ref(owner, r.token, true)
 	if a.c.o.ReplicaAcks > 0 && r.acks < a.c.o.ReplicaAcks {
 		a.c.unwind(ctx, res.Ref)
-		return leasing.Result{}, leasing.Permanent(fmt.Errorf("%w: %w: %d of %d replicas acknowledged within %v",
+		return leasekit.Result{}, leasekit.Permanent(fmt.Errorf("%w: %w: %d of %d replicas acknowledged within %v",
 			baton.ErrUnavailable, ErrNotReplicated, r.acks, a.c.o.ReplicaAcks, a.c.o.ReplicaAckTimeout))
 	}
 	return res, nil
@@ -359,7 +359,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 
 // Forget frees, in the background and owner-checked, whatever a failed
 // attempt may have taken (nothing after an unwound grant).
-func (a *attempts) Forget(res leasing.Result) {
+func (a *attempts) Forget(res leasekit.Result) {
 	if res.Ref.Owner != "" {
 		a.c.k.Abandon(res.Ref)
 	}

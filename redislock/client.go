@@ -13,9 +13,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/internal/rediseval"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
 )
 
 // ErrNotReplicated is wrapped (with baton.ErrUnavailable) by an acquire
@@ -52,7 +52,7 @@ type Client struct {
 	procArg any
 	st      *store
 	k       *keeper.Keeper
-	eng     *leasing.Engine // the recipes, on st
+	eng     *leasekit.Engine // the recipes, on st
 	hub     *hub
 	wo      wakeOne // one waiter woken per release (wakeone.go)
 
@@ -99,7 +99,7 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 		c.st.warm.release()
 		return nil, fmt.Errorf("redislock: %w", err)
 	}
-	c.eng = &leasing.Engine{
+	c.eng = &leasekit.Engine{
 		Name: "redis", Pkg: "redislock", Opts: o.common(), Keeper: c.k, Store: c.st,
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: o.TTL / 3, Millis: true,
 	}
@@ -303,7 +303,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		}
 		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4]), Process: engine.ParseProcess(str(f[6]))}
 		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
-			tok, ok := leasing.Token(raw, c.o.TokenFloor)
+			tok, ok := leasekit.Token(raw, c.o.TokenFloor)
 			if !ok {
 				return Inspection{}, fmt.Errorf("redislock: inspect %q: %w: token %d + TokenFloor %d overflows uint64",
 					n, baton.ErrInvalidOption, raw, c.o.TokenFloor)

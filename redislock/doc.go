@@ -3,7 +3,7 @@
 // by Lua scripts on the server's clock, kept alive by package keeper,
 // through the caller's go-redis client (github.com/redis/go-redis/v9, any
 // redis.UniversalClient). Recipes: Mutex (reentrant), RWMutex, Semaphore
-// and Election, whose API and acquire loop are package leasing's, shared by
+// and Election, whose API and acquire loop are package leasekit's, shared by
 // every lease engine; this package supplies the scripts, the key layout and
 // the pub/sub wake-ups.
 //

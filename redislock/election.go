@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Election is a leader election on one hash key
@@ -18,9 +18,9 @@ import (
 // release are published on the name's channel, which is how Observe learns
 // about changes without polling, with a bounded poll (ObservePeriod) for
 // leaderships that end by expiry. It implements baton.Elector, with the
-// operations of leasing.Election.
+// operations of leasekit.Election.
 type Election struct {
-	*leasing.Election
+	*leasekit.Election
 	key string
 }
 

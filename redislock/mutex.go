@@ -2,18 +2,18 @@ package redislock
 
 import (
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Mutex is an exclusive lock: one hash key "<prefix>:{<name>}:mutex"
 // holding the grant's owner, token and holder record, with the lease time
 // as its expiry.
-// It implements baton.Locker, with the lock operations of package leasing
+// It implements baton.Locker, with the lock operations of package leasekit
 // (Lock, TryLock, LockFor, TryLockFor; fixed lease times in whole
 // milliseconds). Locking it again with a context derived from one of its
 // own leases re-enters (see the baton package doc).
 type Mutex struct {
-	*leasing.Mutex
+	*leasekit.Mutex
 	key string
 }
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/internal/recorder"
-	"github.com/baton-go/baton/keeper"
 	"github.com/baton-go/baton/redislock"
 )
 

@@ -6,21 +6,21 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
 const (
 	// DefaultTTL is the renewed lease time of a key: a dead holder's lock
 	// is free again within it, and a live holder renews every TTL/3.
-	DefaultTTL = leasing.DefaultTTL
+	DefaultTTL = leasekit.DefaultTTL
 
 	// DefaultPrefix starts every key and channel: "baton:{name}:mutex".
 	DefaultPrefix = "baton"
 
 	// DefaultBatchSize is how many renewals one pipeline carries: 10 000
 	// held leases cost 20 round trips every TTL/3.
-	DefaultBatchSize = leasing.DefaultBatchSize
+	DefaultBatchSize = leasekit.DefaultBatchSize
 
 	// DefaultReplicaAckTimeout is how long WAIT waits for the replicas
 	// when Options.ReplicaAcks > 0.
@@ -95,7 +95,7 @@ type Options struct {
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,64}$`)
 
 // validate checks o and fills in the defaults: the settings every lease
-// engine shares through package leasing, then Redis' own.
+// engine shares through package leasekit, then Redis' own.
 func (o Options) validate() (Options, error) {
 	lo, err := o.common().Validate("redislock")
 	if err != nil {
@@ -113,13 +113,13 @@ func (o Options) validate() (Options, error) {
 	}
 	switch {
 	case o.TTL%time.Millisecond != 0:
-		return Options{}, leasing.Invalid("redislock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
+		return Options{}, leasekit.Invalid("redislock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
 	case !prefixRE.MatchString(o.Prefix):
-		return Options{}, leasing.Invalid("redislock", "Prefix %q, want [A-Za-z0-9_.:/-]{1,64}", o.Prefix)
+		return Options{}, leasekit.Invalid("redislock", "Prefix %q, want [A-Za-z0-9_.:/-]{1,64}", o.Prefix)
 	case o.ReplicaAcks < 0:
-		return Options{}, leasing.Invalid("redislock", "ReplicaAcks %d, want ≥ 0", o.ReplicaAcks)
+		return Options{}, leasekit.Invalid("redislock", "ReplicaAcks %d, want ≥ 0", o.ReplicaAcks)
 	case o.ReplicaAckTimeout < time.Millisecond || o.ReplicaAckTimeout >= o.TTL/4:
-		return Options{}, leasing.Invalid("redislock", "ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
+		return Options{}, leasekit.Invalid("redislock", "ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
 	}
 	return o, nil
 }
@@ -130,6 +130,6 @@ func isZero(p baton.Process) bool {
 }
 
 // common is the part of o every lease engine shares.
-func (o Options) common() leasing.Options {
-	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
+func (o Options) common() leasekit.Options {
+	return leasekit.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
 }

@@ -2,10 +2,10 @@ package redislock
 
 import (
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// RWMutex is a read/write lock, with the operations of leasing.RWMutex.
+// RWMutex is a read/write lock, with the operations of leasekit.RWMutex.
 // The writer is a hash key like a Mutex's; readers are members
 // "<owner>:<token>" of a sorted set scored by their expiry on the server's
 // clock (milliseconds), so a dead reader's hold expires by itself while
@@ -18,7 +18,7 @@ import (
 // A context derived from a read lease of the same RWMutex is refused the
 // write side (baton.ErrUpgradeRefused): two readers upgrading would
 // deadlock. A writer asking for the read side re-enters its write lease.
-type RWMutex struct{ *leasing.RWMutex }
+type RWMutex struct{ *leasekit.RWMutex }
 
 var _ baton.Locker = (*RWMutex)(nil)
 

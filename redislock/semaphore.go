@@ -2,7 +2,7 @@ package redislock
 
 import (
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Semaphore hands out up to N permits. Each permit is a member
@@ -22,12 +22,12 @@ import (
 // so that a rolling change of N does not fail acquires. Each client admits
 // by its own N: the one with the larger N lets more holders in than the
 // others expect, which is what the report is for.
-type Semaphore struct{ *leasing.Semaphore }
+type Semaphore struct{ *leasekit.Semaphore }
 
 // Disagreement describes permits held under a different N: Lease is the
 // key storing the N the holders used. It is queue's type: the CLI and
 // callers handle every engine's reports alike.
-type Disagreement = leasing.Disagreement
+type Disagreement = leasekit.Disagreement
 
 var _ baton.Locker = (*Semaphore)(nil)
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,12 +53,12 @@ import (
 // the release script skips their intents, so they wake by their own
 // backoff and by releases of their own client.
 type wakeOne struct {
-	on              bool   // this client's mutex and election waiters are woken one at a time
-	wakes           bool   // this client's releases wake other clients' waiters one at a time
-	leasing.Waiters        // ID: the client's id, the first part of its waiters' ids
-	channel         string // the client's channel: root + id
-	rootArg         any    // the release script's ARGV[5], boxed once
-	countOK         any    // ARGV[6]: "1" when PUBLISH counts every subscriber (not a Cluster)
+	on               bool   // this client's mutex and election waiters are woken one at a time
+	wakes            bool   // this client's releases wake other clients' waiters one at a time
+	leasekit.Waiters        // ID: the client's id, the first part of its waiters' ids
+	channel          string // the client's channel: root + id
+	rootArg          any    // the release script's ARGV[5], boxed once
+	countOK          any    // ARGV[6]: "1" when PUBLISH counts every subscriber (not a Cluster)
 }
 
 // init sets w up for a client of rdb with options o (validated).
@@ -81,7 +81,7 @@ func (w *wakeOne) init(rdb redis.UniversalClient, o Options) {
 }
 
 // pollFloor is the least time before the next poll of one of n waiters
-// (see above and leasing.PollFloor).
+// (see above and leasekit.PollFloor).
 func (c *Client) pollFloor(n int64) time.Duration {
-	return leasing.PollFloor(n, c.o.Backoff, c.o.TTL)
+	return leasekit.PollFloor(n, c.o.Backoff, c.o.TTL)
 }

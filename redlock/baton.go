@@ -11,8 +11,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/internal/rediseval"
-	"github.com/baton-go/baton/leasing"
 )
 
 // Baton returns c as the *baton.Client every engine gives, so that code
@@ -145,7 +145,7 @@ func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, 
 func (k batonConn) entry(owner string, h *holding, n int) (baton.Entry, error) {
 	be := baton.Entry{Mode: "mutex", Owner: owner, Process: h.process}
 	if h.token > 0 {
-		tok, ok := leasing.Token(h.token, k.c.o.TokenFloor)
+		tok, ok := leasekit.Token(h.token, k.c.o.TokenFloor)
 		if !ok {
 			return be, fmt.Errorf("%w: token %d + TokenFloor %d overflows uint64", baton.ErrInvalidOption, h.token, k.c.o.TokenFloor)
 		}

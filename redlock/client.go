@@ -11,8 +11,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,7 +53,7 @@ type Client struct {
 	drift  time.Duration
 	st     *store
 	k      *keeper.Keeper
-	eng    *leasing.Engine // the mutex, on st
+	eng    *leasekit.Engine // the mutex, on st
 	keyIdx string
 	keyCtr string
 	ttlArg any // o.TTL in ms, boxed once: every acquire sends it
@@ -160,7 +160,7 @@ func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	// No AttemptTimeout: an attempt bounds itself (acquireBudget) and its
 	// node requests (NodeTimeout).
-	c.eng = &leasing.Engine{
+	c.eng = &leasekit.Engine{
 		Name: "redlock", Pkg: "redlock", Opts: o.common(), Keeper: c.k, Store: c.st,
 		Ctx: c.ctx, Err: c.checkOpen,
 	}

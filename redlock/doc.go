@@ -18,7 +18,7 @@
 //	// pass lease.Token() to the resource (package fence)
 //
 // Redlock has only the mutex (reentrant through the lease's context, as
-// everywhere in baton); its acquire loop is package leasing's, shared by
+// everywhere in baton); its acquire loop is package leasekit's, shared by
 // every lease engine, over the attempt below. The nodes are plain, independent servers: not a
 // Cluster, not replicas of each other, not behind Sentinel.
 //

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 )
 
 // A granted attempt returns as soon as a majority granted, and the nodes

@@ -9,9 +9,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/internal/rediseval"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ import (
 // Redlock has only the mutex: a read/write lock or a semaphore would need
 // the quorum token's argument for several holders at once, which it does
 // not give. Nor has it LockFor: every key is written with the TTL.
-type Mutex struct{ m *leasing.Mutex }
+type Mutex struct{ m *leasekit.Mutex }
 
 var _ baton.Locker = (*Mutex)(nil)
 
@@ -74,7 +74,7 @@ type attemptResult struct {
 	waiters int64
 }
 
-// attempts are one Mutex acquire's attempts for package leasing: each
+// attempts are one Mutex acquire's attempts for package leasekit: each
 // verifies the node indexes until that has succeeded once, then runs one
 // Redlock attempt under a new owner. An attempt that fails frees what it
 // took itself (see attempt). A waiting acquire keeps one waiter id for
@@ -114,8 +114,8 @@ type waiting struct {
 }
 
 // Begin starts one acquire. Redlock serves only the mutex.
-func (s *store) Begin(req *leasing.Request) leasing.Attempts {
-	if req.Kind != leasing.KindMutex || req.Fixed > 0 {
+func (s *store) Begin(req *leasekit.Request) leasekit.Attempts {
+	if req.Kind != leasekit.KindMutex || req.Fixed > 0 {
 		panic("redlock: only the renewed mutex is served") // the Client hands out nothing else
 	}
 	a := &attempts{c: s.c, name: req.Name, wait: req.Wait}
@@ -145,14 +145,14 @@ func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	return ch, unwatch
 }
 
-var _ leasing.Store = (*store)(nil)
+var _ leasekit.Store = (*store)(nil)
 
-func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
+func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	if err := a.c.verifyFirst(ctx); err != nil {
 		if errors.Is(err, baton.ErrInvalidOption) {
-			return leasing.Result{}, leasing.Permanent(err)
+			return leasekit.Result{}, leasekit.Permanent(err)
 		}
-		return leasing.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
+		return leasekit.Result{}, fmt.Errorf("verifying the node indexes: %w", err)
 	}
 	a.w.record = a.wait && n > 0 && a.refused
 	a.tried = a.tried || a.w.record
@@ -166,7 +166,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 		owner = a.w.id + "/" + owner
 	}
 	r := a.c.attempt(ctx, a.name, owner, a.w)
-	res := leasing.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
+	res := leasekit.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
 	switch r.outcome {
 	case granted:
 		res.Granted, res.Token = true, r.token
@@ -192,12 +192,12 @@ func (a *attempts) Try(ctx context.Context, n int) (leasing.Result, error) {
 	}
 	if errors.Is(r.err, ErrBadCounter) {
 		// Retrying cannot help until an operator repairs the counters.
-		return res, leasing.Permanent(r.err)
+		return res, leasekit.Permanent(r.err)
 	}
 	return res, r.err
 }
 
-func (a *attempts) Forget(leasing.Result) {}
+func (a *attempts) Forget(leasekit.Result) {}
 
 // End removes the intents of a waiter that gave up (see unwait).
 func (a *attempts) End(_ context.Context, granted bool) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
@@ -13,7 +13,7 @@ const (
 	// DefaultTTL is the lease time of a lock key on every node: a dead
 	// holder's lock is free again within it, and a live holder extends it
 	// every TTL/3.
-	DefaultTTL = leasing.DefaultTTL
+	DefaultTTL = leasekit.DefaultTTL
 
 	// DefaultPrefix prefixes every key baton writes on the nodes.
 	DefaultPrefix = "baton:redlock:"
@@ -29,7 +29,7 @@ const (
 
 	// DefaultBatchSize is how many held leases one renewal script covers on
 	// each node: 10 000 held leases cost 20 scripts per node every TTL/3.
-	DefaultBatchSize = leasing.DefaultBatchSize
+	DefaultBatchSize = leasekit.DefaultBatchSize
 
 	// MinNodes is the fewest nodes a Client accepts: with two, a majority
 	// is both and one node down stops everything.
@@ -102,7 +102,7 @@ type Options struct {
 }
 
 // validate checks o and fills in the defaults: the settings every lease
-// engine shares through package leasing, then Redlock's own.
+// engine shares through package leasekit, then Redlock's own.
 func (o Options) validate() (Options, error) {
 	lo, err := o.common().Validate("redlock")
 	if err != nil {
@@ -123,21 +123,21 @@ func (o Options) validate() (Options, error) {
 	}
 	switch {
 	case o.TTL%time.Millisecond != 0:
-		return Options{}, leasing.Invalid("redlock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
+		return Options{}, leasekit.Invalid("redlock", "TTL %v, want whole milliseconds (the keys' PX)", o.TTL)
 	case o.NodeTimeout < 0 || o.NodeTimeout > o.TTL/4:
-		return Options{}, leasing.Invalid("redlock", "NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
+		return Options{}, leasekit.Invalid("redlock", "NodeTimeout %v, want in (0, TTL/4 = %v]", o.NodeTimeout, o.TTL/4)
 	case o.DriftFactor < 0 || o.DriftFactor >= 0.1:
-		return Options{}, leasing.Invalid("redlock", "DriftFactor %v, want in [0, 0.1)", o.DriftFactor)
+		return Options{}, leasekit.Invalid("redlock", "DriftFactor %v, want in [0, 0.1)", o.DriftFactor)
 	}
 	if m := o.DriftMargin + o.drift(); m >= o.TTL/2 {
-		return Options{}, leasing.Invalid("redlock", "DriftMargin %v + drift %v = %v, want < TTL/2 = %v", o.DriftMargin, o.drift(), m, o.TTL/2)
+		return Options{}, leasekit.Invalid("redlock", "DriftMargin %v + drift %v = %v, want < TTL/2 = %v", o.DriftMargin, o.drift(), m, o.TTL/2)
 	}
 	return o, nil
 }
 
 // common is the part of o every lease engine shares.
-func (o Options) common() leasing.Options {
-	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
+func (o Options) common() leasekit.Options {
+	return leasekit.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
 }
 
 // drift is the Redlock clock-drift allowance: TTL·DriftFactor + 2ms.

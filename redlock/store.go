@@ -7,7 +7,7 @@ import (
 	"github.com/baton-go/baton/internal/rediseval"
 	"time"
 
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 )
 
 // store is the keeper.Store of a Client: a batch is one script per node,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // One waiter per release, as in package redislock: a release wakes the
@@ -52,7 +52,7 @@ import (
 // takes part, the holder's own key or not, so a grant that never reached
 // node l still hands over there.
 //
-// A refused attempt's poll comes no sooner than leasing.PollFloor of the
+// A refused attempt's poll comes no sooner than leasekit.PollFloor of the
 // largest number of waiters a node answered: the waiters of one lock
 // together poll about once per Backoff.Max/2 whatever their number,
 // capped at TTL/2 so that an intent never expires between polls and a
@@ -62,10 +62,10 @@ import (
 // free), and no sooner than retryFloor when a majority did not answer at
 // all (slow or unreachable nodes) and the waiter knows of other waiters.
 type wakeOne struct {
-	leasing.Waiters        // ID: the client's id, "<random>-<listen>", the first part of its waiters' ids
-	channel         string // the client's channel
-	rootArg         any    // the channels' root, the release script's ARGV[1], boxed once
-	listen          int    // the node whose messages the client listens to
+	leasekit.Waiters        // ID: the client's id, "<random>-<listen>", the first part of its waiters' ids
+	channel          string // the client's channel
+	rootArg          any    // the channels' root, the release script's ARGV[1], boxed once
+	listen           int    // the node whose messages the client listens to
 }
 
 // init sets w up for a client with options o (validated).
@@ -79,7 +79,7 @@ func (w *wakeOne) init(o Options, nodes int) {
 
 // pollFloor is the least time before the next poll of one of n waiters.
 func (c *Client) pollFloor(n int64) time.Duration {
-	return leasing.PollFloor(n, c.o.Backoff, c.o.TTL)
+	return leasekit.PollFloor(n, c.o.Backoff, c.o.TTL)
 }
 
 // retryFloor is the least time before a waiter that knows of n waiters
@@ -92,7 +92,7 @@ func (c *Client) pollFloor(n int64) time.Duration {
 // TTL/10, a waiter still makes several attempts before that, and a
 // release's wake-up still cuts the wait short.
 func (c *Client) retryFloor(n int64) time.Duration {
-	return leasing.PollFloor(n, c.o.Backoff, c.o.TTL/5)
+	return leasekit.PollFloor(n, c.o.Backoff, c.o.TTL/5)
 }
 
 // waitersKey is the waiters set of lock name on every node (by arrival);

@@ -5,8 +5,8 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/queue"
 )
 
 // Baton returns c as the *baton.Client every engine gives, so that code
@@ -54,7 +54,7 @@ func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error
 			continue
 		}
 		in.Holders = append(in.Holders, e)
-		if n, ok := queue.ParsePermits([]byte(r.data)); ok && r.Kind == kindPermit && !e.Dead {
+		if n, ok := queuekit.ParsePermits([]byte(r.data)); ok && r.Kind == kindPermit && !e.Dead {
 			in.Permits = n
 		}
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
 )
 
 // Client is one process's handle on the locks table of one database. It
@@ -28,7 +28,7 @@ type Client struct {
 	q      *statements
 	st     *store
 	k      *keeper.Keeper
-	eng    *leasing.Engine // the recipes, on st
+	eng    *leasekit.Engine // the recipes, on st
 	engine string
 	hubp   atomic.Pointer[tableHub] // set at the first use, once the server is identified
 	// holder is the holder record every grant and intent row stores
@@ -91,7 +91,7 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.eng = &leasing.Engine{
+	c.eng = &leasekit.Engine{
 		Name: c.engine, Pkg: "sqllock", Opts: o.common(), Keeper: c.k, Store: c.st,
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),
 	}

@@ -260,7 +260,7 @@
 // database for TTL − DriftMargin fails with baton.ErrSessionLost (on
 // SQLite, a busy database counts as reached: it is embedded and cannot be
 // partitioned away; so does a MySQL deadlock victim). The waiting itself
-// is package leasing's acquire loop, shared by every lease engine; this
+// is package leasekit's acquire loop, shared by every lease engine; this
 // package supplies the attempts (statements), the wake-ups and the
 // contention rule.
 //

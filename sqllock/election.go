@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // MaxCandidateID is the longest candidate ID (in bytes) an Election
@@ -31,7 +31,7 @@ const MaxCandidateID = 1024
 // ObservePeriod (and at once when a release of the name is seen: a
 // LISTEN/NOTIFY wake-up on PostgreSQL, or a release in this process), so
 // a change of leader is reported within about one period.
-type Election struct{ *leasing.Election }
+type Election struct{ *leasekit.Election }
 
 var _ baton.Elector = (*Election)(nil)
 
@@ -55,7 +55,7 @@ func (e *Election) Campaign(ctx context.Context) (*baton.Leader, error) {
 // bytes; longer fails with an error wrapping baton.ErrInvalidOption).
 func (e *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, error) {
 	if len(id) > MaxCandidateID {
-		return nil, leasing.Invalid("sqllock", "election %q: candidate ID of %d bytes, want ≤ %d", e.Name(), len(id), MaxCandidateID)
+		return nil, leasekit.Invalid("sqllock", "election %q: candidate ID of %d bytes, want ≤ %d", e.Name(), len(id), MaxCandidateID)
 	}
 	return e.Election.CampaignAs(ctx, id)
 }

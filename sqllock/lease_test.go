@@ -10,7 +10,7 @@ import (
 
 	"github.com/baton-go/baton"
 	batonengine "github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/keeper"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/sqllock"
 )
 

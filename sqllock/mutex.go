@@ -9,17 +9,17 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
 )
 
 // Mutex is an exclusive lock on one row (slot 0 of its name). It
-// implements baton.Locker, with the lock operations of package leasing
+// implements baton.Locker, with the lock operations of package leasekit
 // (Lock, TryLock, LockFor, TryLockFor). Locking it again with a context
 // derived from one of its own leases re-enters (see the baton package
 // doc).
-type Mutex struct{ *leasing.Mutex }
+type Mutex struct{ *leasekit.Mutex }
 
 var _ baton.Locker = (*Mutex)(nil)
 
@@ -48,12 +48,12 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 // serve them all (the holders' renewals and releases queue behind them).
 type mutexAttempts struct {
 	c   *Client
-	req *leasing.Request
+	req *leasekit.Request
 	wi  *waitIntent
 	hw  *mutexWaiter // this waiter in the process's hub, from the first Watch
 }
 
-func (c *Client) mutexAttempts(req *leasing.Request) *mutexAttempts {
+func (c *Client) mutexAttempts(req *leasekit.Request) *mutexAttempts {
 	wi := &waitIntent{c: c, name: req.Name, owner: engine.NewOwnerID(), slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
 	return &mutexAttempts{c: c, req: req, wi: wi}
 }
@@ -70,13 +70,13 @@ func (a *mutexAttempts) Watch(int) (<-chan struct{}, func()) {
 
 func noUnwatch() {}
 
-func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error) {
 	ttl := a.c.o.TTL
 	if a.req.Fixed > 0 {
 		ttl = a.req.Fixed
 	}
 	owner := engine.NewOwnerID()
-	res := leasing.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner, Aux: int64(0)}}
+	res := leasekit.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner, Aux: int64(0)}}
 	var (
 		stmt   func(context.Context) attempt
 		intent keeper.Ref // the intent row the statement may write or delete
@@ -137,7 +137,7 @@ func (a *mutexAttempts) late(ref, intent keeper.Ref) func(attempt) {
 	}
 }
 
-func (a *mutexAttempts) Forget(res leasing.Result) { a.c.k.Abandon(res.Ref) }
+func (a *mutexAttempts) Forget(res leasekit.Result) { a.c.k.Abandon(res.Ref) }
 
 func (a *mutexAttempts) End(ctx context.Context, granted bool) {
 	if a.hw != nil {

@@ -5,22 +5,22 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/leasing"
 )
 
 // Defaults. Their effects are stated so they can be tuned knowingly.
 const (
 	// DefaultTTL is the lease time of a row: a dead holder's lock is free
 	// again within it, and a live holder renews every TTL/3.
-	DefaultTTL = leasing.DefaultTTL
+	DefaultTTL = leasekit.DefaultTTL
 
 	// DefaultTablePrefix prefixes the table (and sequence) names.
 	DefaultTablePrefix = "baton_"
 
 	// DefaultBatchSize is how many held leases one renewal statement
 	// covers: 10 000 held leases cost 20 statements every TTL/3.
-	DefaultBatchSize = leasing.DefaultBatchSize
+	DefaultBatchSize = leasekit.DefaultBatchSize
 )
 
 // Options configure New. The zero value means the documented defaults.
@@ -82,7 +82,7 @@ type Options struct {
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 
 // validate checks o and fills in the defaults: the settings every lease
-// engine shares through package leasing, then the table prefix.
+// engine shares through package leasekit, then the table prefix.
 func (o Options) validate() (Options, error) {
 	lo, err := o.common().Validate("sqllock")
 	if err != nil {
@@ -93,12 +93,12 @@ func (o Options) validate() (Options, error) {
 		o.TablePrefix = DefaultTablePrefix
 	}
 	if !prefixRE.MatchString(o.TablePrefix) {
-		return Options{}, leasing.Invalid("sqllock", "TablePrefix %q, want [a-z_][a-z0-9_]{0,39}", o.TablePrefix)
+		return Options{}, leasekit.Invalid("sqllock", "TablePrefix %q, want [a-z_][a-z0-9_]{0,39}", o.TablePrefix)
 	}
 	return o, nil
 }
 
 // common is the part of o every lease engine shares.
-func (o Options) common() leasing.Options {
-	return leasing.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
+func (o Options) common() leasekit.Options {
+	return leasekit.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, TokenFloor: o.TokenFloor, BatchSize: o.BatchSize, Backoff: o.Backoff, Observer: o.Observer}
 }

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
-	"github.com/baton-go/baton/queue"
 )
 
 // The multi-row recipes (RWMutex, Semaphore, Election) keep every row of
@@ -83,21 +83,21 @@ type recipe struct {
 }
 
 // recipeFor describes the rows of the acquire req.
-func recipeFor(req *leasing.Request) recipe {
+func recipeFor(req *leasekit.Request) recipe {
 	r := recipe{name: req.Name}
 	switch req.Kind {
-	case leasing.KindRead:
+	case leasekit.KindRead:
 		r.kind, r.waitKind, r.grant = kindRead, kindReadWait, readGrant
-	case leasing.KindWrite:
+	case leasekit.KindWrite:
 		r.kind, r.waitKind = kindWrite, kindWriteWait
 		r.grant = func(others []recipeRow, ticket uint64) bool {
 			return exclusiveGrant(others, ticket, kindWriteWait, kindReadWait)
 		}
-	case leasing.KindPermit:
-		r.kind, r.waitKind, r.data = kindPermit, kindPermitWait, string(queue.PermitsData(req.N))
+	case leasekit.KindPermit:
+		r.kind, r.waitKind, r.data = kindPermit, kindPermitWait, string(queuekit.PermitsData(req.N))
 		r.grant = func(others []recipeRow, ticket uint64) bool { return permitGrant(others, ticket, req.N) }
 		r.seen = func(others []recipeRow) { req.Seen(permitsOf(req.Name, others), true) }
-	case leasing.KindLeader:
+	case leasekit.KindLeader:
 		r.kind, r.waitKind, r.data = kindLeader, kindCandidate, req.ID
 		r.grant = func(others []recipeRow, ticket uint64) bool { return exclusiveGrant(others, ticket, kindCandidate) }
 	}
@@ -125,22 +125,22 @@ type attemptResult struct {
 // background) and the waiter goes on under a new owner.
 type recipeAttempts struct {
 	c     *Client
-	req   *leasing.Request
+	req   *leasekit.Request
 	r     recipe
 	owner string
 	mine  intent
 }
 
-func (c *Client) recipeAttempts(req *leasing.Request) *recipeAttempts {
+func (c *Client) recipeAttempts(req *leasekit.Request) *recipeAttempts {
 	return &recipeAttempts{c: c, req: req, r: recipeFor(req), owner: engine.NewOwnerID(), mine: intent{slot: -1}}
 }
 
 func (a *recipeAttempts) Watch(int) (<-chan struct{}, func()) { return a.c.hub().watch(a.req.Name) }
 
-func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error) {
+func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error) {
 	sent := time.Now()
 	res, err := a.c.st.attemptRecipe(ctx, &a.r, a.owner, &a.mine, a.req.Wait)
-	out := leasing.Result{Sent: sent, Ref: keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: res.slot}}
+	out := leasekit.Result{Sent: sent, Ref: keeper.Ref{Key: a.req.Name, Owner: a.owner, Aux: res.slot}}
 	switch {
 	case errors.Is(err, errGuardBusy):
 		// Refused, the intent row kept: another attempt holds the guard,
@@ -162,7 +162,7 @@ func (a *recipeAttempts) Try(ctx context.Context, _ int) (leasing.Result, error)
 
 // Forget releases what the failed attempt may have written and the
 // intent row, and makes the next attempt under a new owner.
-func (a *recipeAttempts) Forget(res leasing.Result) {
+func (a *recipeAttempts) Forget(res leasekit.Result) {
 	a.drop(res.Ref.Aux.(int64))
 	a.owner = engine.NewOwnerID()
 }

@@ -4,12 +4,12 @@ import (
 	"slices"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // RWMutex is a read/write lock on the rows of one name (see recipe.go for
-// the layout), with the operations of leasing.RWMutex. Its API is
-// queue.RWMutex's, so code and the CLI use the engines alike.
+// the layout), with the operations of leasekit.RWMutex. Its API is
+// queuekit.RWMutex's, so code and the CLI use the engines alike.
 //
 // Waiters keep an intent row ("rwait", "wwait") with a ticket, and are
 // served in ticket order, as on the queue engines: a reader is granted
@@ -31,7 +31,7 @@ import (
 // read lease asking for the write side fails with baton.ErrUpgradeRefused:
 // two readers upgrading would each wait for the other forever. Release the
 // read side, then acquire the write side, and re-validate what you read.
-type RWMutex struct{ *leasing.RWMutex }
+type RWMutex struct{ *leasekit.RWMutex }
 
 var _ baton.Locker = (*RWMutex)(nil)
 

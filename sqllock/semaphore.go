@@ -4,8 +4,8 @@ import (
 	"strconv"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // Semaphore hands out up to N permits, one row each (kind "permit") among
@@ -23,7 +23,7 @@ import (
 // # N must agree
 //
 // Every permit and intent row stores the N it was taken with ("baton:
-// permits=3", queue.PermitsData). Every attempt reads the name's rows
+// permits=3", queuekit.PermitsData). Every attempt reads the name's rows
 // anyway (to count the permits), and the live rows of other owners it
 // read are checked against this client's N, whether the attempt granted
 // or not: each row taken with another N is reported once to the function
@@ -35,12 +35,12 @@ import (
 // change of N would fail acquires that are otherwise fine. No stored N
 // wins: each client admits by its own N (as on Redis and ZooKeeper), and
 // the report is what tells the operator that they differ.
-type Semaphore struct{ *leasing.Semaphore }
+type Semaphore struct{ *leasekit.Semaphore }
 
 // Disagreement describes a permit or waiter row taken by a client
 // configured with a different N. It is queue's type: the CLI and callers
 // handle every engine's reports alike.
-type Disagreement = leasing.Disagreement
+type Disagreement = leasekit.Disagreement
 
 var _ baton.Locker = (*Semaphore)(nil)
 
@@ -70,14 +70,14 @@ func permitGrant(others []recipeRow, ticket uint64, n int) bool {
 
 // permitsOf lists the N stored by the permit and waiter rows among
 // others, for the disagreement check: each row is judged once, by owner.
-func permitsOf(name string, others []recipeRow) []leasing.Permits {
-	var ps []leasing.Permits
+func permitsOf(name string, others []recipeRow) []leasekit.Permits {
+	var ps []leasekit.Permits
 	for _, o := range others {
 		if o.kind != kindPermit && o.kind != kindPermitWait {
 			continue
 		}
-		m, _ := queue.ParsePermits([]byte(o.data))
-		ps = append(ps, leasing.Permits{ID: o.owner, Lease: name + "/" + strconv.FormatInt(o.slot, 10) + "/" + o.owner, N: m})
+		m, _ := queuekit.ParsePermits([]byte(o.data))
+		ps = append(ps, leasekit.Permits{ID: o.owner, Lease: name + "/" + strconv.FormatInt(o.slot, 10) + "/" + o.owner, N: m})
 	}
 	return ps
 }

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit"
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/keeper"
-	"github.com/baton-go/baton/leasing"
 )
 
 // store is the keeper.Store of a Client: batched owner-checked renewals
@@ -361,10 +361,10 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	return uint64(tok), true, nil
 }
 
-// Begin starts one acquire for package leasing: the Mutex's single row,
+// Begin starts one acquire for package leasekit: the Mutex's single row,
 // or the rows of a multi-row recipe (see recipe.go).
-func (s *store) Begin(req *leasing.Request) leasing.Attempts {
-	if req.Kind == leasing.KindMutex {
+func (s *store) Begin(req *leasekit.Request) leasekit.Attempts {
+	if req.Kind == leasekit.KindMutex {
 		return s.c.mutexAttempts(req)
 	}
 	return s.c.recipeAttempts(req)
@@ -377,8 +377,8 @@ func (s *store) Prepare(ctx context.Context) error { return s.c.ensureSchema(ctx
 func (s *store) Watch(name string) (<-chan struct{}, func()) { return s.c.hub().watch(name) }
 
 var (
-	_ leasing.Store    = (*store)(nil)
-	_ leasing.Preparer = (*store)(nil)
-	_ leasing.Watcher  = (*store)(nil)
-	_ leasing.Leaders  = (*store)(nil)
+	_ leasekit.Store    = (*store)(nil)
+	_ leasekit.Preparer = (*store)(nil)
+	_ leasekit.Watcher  = (*store)(nil)
+	_ leasekit.Leaders  = (*store)(nil)
 )

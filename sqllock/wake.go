@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // One mutex waiter per release. A release (in this process, or a NOTIFY
@@ -261,7 +261,7 @@ func (h *tableHub) mutexWaiters(name string) int {
 
 // pollFloor is the least time before a refused mutex waiter's next poll
 // when n waiters of the lock wait in this process (see above and
-// leasing.PollFloor).
+// leasekit.PollFloor).
 func (c *Client) pollFloor(n int) time.Duration {
-	return leasing.PollFloor(int64(n), c.o.Backoff, c.o.TTL)
+	return leasekit.PollFloor(int64(n), c.o.Backoff, c.o.TTL)
 }

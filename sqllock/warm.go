@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/fence"
-	"github.com/baton-go/baton/keeper"
 )
 
 // warmConn is a connection of the pool kept for one kind of the keeper's

@@ -6,7 +6,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // Baton returns c as the *baton.Client every engine gives. baton.As
@@ -38,7 +38,7 @@ func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error
 	if err != nil {
 		return baton.Inspection{}, err
 	}
-	in := queue.Inspection(name, "zk", servingOrder(es))
+	in := queuekit.Inspection(name, "zk", servingOrder(es))
 	in.Permits = permits
 	return in, nil
 }
@@ -46,9 +46,9 @@ func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error
 // servingOrder moves a semaphore's guard entries after the other entries,
 // as waiters: its leases are served first (the guard's head already has
 // its lease, or is about to create it), then the guard queue in order.
-func servingOrder(es []queue.EntryInfo) []queue.EntryInfo {
-	out := make([]queue.EntryInfo, 0, len(es))
-	var guard []queue.EntryInfo
+func servingOrder(es []queuekit.EntryInfo) []queuekit.EntryInfo {
+	out := make([]queuekit.EntryInfo, 0, len(es))
+	var guard []queuekit.EntryInfo
 	for _, e := range es {
 		if !strings.HasPrefix(e.Entry, "locks/") {
 			out = append(out, e)

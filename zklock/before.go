@@ -6,14 +6,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
-var _ queue.PredecessorLister = (*session)(nil)
+var _ queuekit.PredecessorLister = (*session)(nil)
 
 // ListBefore reads dir with the same one getChildren as List (ZooKeeper
 // cannot read less), but returns only own and the n newest entries before
-// it (queue.PredecessorLister). Scanning a name allocates nothing; keys
+// it (queuekit.PredecessorLister). Scanning a name allocates nothing; keys
 // are built for the returned entries alone. A waiter woken at the head of a
 // queue of thousands thus builds one key, not thousands, and sorts
 // nothing: in a 2 000-entry directory List spent more time on keys and
@@ -23,30 +23,30 @@ var _ queue.PredecessorLister = (*session)(nil)
 // readers to the nearest writer, and a second, wider window would cost a
 // second read of the same directory. Partial is set, with Ahead counting
 // the entries before own, when older entries were left out.
-func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n int) (queue.Snapshot, error) {
+func (s *session) ListBefore(ctx context.Context, dir string, own queuekit.Entry, n int) (queuekit.Snapshot, error) {
 	parent, r, err := s.readDir(ctx, dir)
 	if err != nil || r.kids == nil {
-		return queue.Snapshot{Own: -1}, err
+		return queuekit.Snapshot{Own: -1}, err
 	}
 	ownName, ok := strings.CutPrefix(own.Key, parent+"/")
 	if !ok || !slices.Contains(r.kids, ownName) {
-		return queue.Snapshot{Own: -1}, nil
+		return queuekit.Snapshot{Own: -1}, nil
 	}
-	if own.Kind == queue.KindRead {
+	if own.Kind == queuekit.KindRead {
 		n = len(r.kids)
 	}
 	top, ahead := newestBefore(r.kids, own.Seq, max(n, 1))
-	snap := queue.Snapshot{Own: len(top), Entries: make([]queue.Entry, 0, len(top)+1), Partial: ahead > len(top),
+	snap := queuekit.Snapshot{Own: len(top), Entries: make([]queuekit.Entry, 0, len(top)+1), Partial: ahead > len(top),
 		Alone: len(r.kids) == ahead+1}
 	for _, p := range top {
-		snap.Entries = append(snap.Entries, queue.Entry{Key: parent + "/" + p.name, Kind: p.kind, Seq: p.seq})
+		snap.Entries = append(snap.Entries, queuekit.Entry{Key: parent + "/" + p.name, Kind: p.kind, Seq: p.seq})
 	}
 	snap.Entries = append(snap.Entries, own)
 	if snap.Partial {
 		snap.Ahead = ahead
 	}
 	if snap.Token, err = s.token(parent, r.st); err != nil {
-		return queue.Snapshot{}, err
+		return queuekit.Snapshot{}, err
 	}
 	return snap, nil
 }
@@ -54,7 +54,7 @@ func (s *session) ListBefore(ctx context.Context, dir string, own queue.Entry, n
 // named is a parsed child name.
 type named struct {
 	name string
-	kind queue.Kind
+	kind queuekit.Kind
 	seq  uint64
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/batontest/testenv"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // TestListBeforeWindow checks the window a waiter reads: the newest
@@ -27,21 +27,21 @@ func TestListBeforeWindow(t *testing.T) {
 		t.Fatalf("session = %v", err)
 	}
 	name := "baton-test/ListBeforeWindow/" + newUUID()[:8]
-	kinds := []queue.Kind{queue.KindWrite, queue.KindRead, queue.KindRead, queue.KindWrite, queue.KindRead, queue.KindRead, queue.KindRead}
-	es := make([]queue.Entry, len(kinds))
+	kinds := []queuekit.Kind{queuekit.KindWrite, queuekit.KindRead, queuekit.KindRead, queuekit.KindWrite, queuekit.KindRead, queuekit.KindRead, queuekit.KindRead}
+	es := make([]queuekit.Entry, len(kinds))
 	for i, k := range kinds {
 		if es[i], err = s.Enqueue(ctx, name, k); err != nil {
 			t.Fatalf("Enqueue %d = %v", i, err)
 		}
 	}
-	keys := func(snap queue.Snapshot) []string {
+	keys := func(snap queuekit.Snapshot) []string {
 		var ks []string
 		for _, e := range snap.Entries {
 			ks = append(ks, e.Key)
 		}
 		return ks
 	}
-	check := func(what string, own queue.Entry, n int, want []queue.Entry, partial bool, ahead int) {
+	check := func(what string, own queuekit.Entry, n int, want []queuekit.Entry, partial bool, ahead int) {
 		t.Helper()
 		snap, err := s.ListBefore(ctx, name, own, n)
 		if err != nil {
@@ -77,7 +77,7 @@ func TestListBeforeWindow(t *testing.T) {
 	if err := s.Delete(ctx, es[2]); err != nil {
 		t.Fatalf("Delete = %v", err)
 	}
-	check("predecessor gone", w, 1, []queue.Entry{es[1], w}, true, 2)
+	check("predecessor gone", w, 1, []queuekit.Entry{es[1], w}, true, 2)
 	if err := s.Delete(ctx, w); err != nil {
 		t.Fatalf("Delete = %v", err)
 	}

@@ -40,7 +40,7 @@
 //
 // # Read/write lock, semaphore and leader election
 //
-// The recipes of package queue run on the same session and the same
+// The recipes of package queuekit run on the same session and the same
 // entries, each with Curator's layout, so a Java service and a Go service
 // on the same path share them:
 //
@@ -64,7 +64,7 @@
 //     acquirer that must wait, and the one granted while other leases are
 //     held (a client with N=1000 joining a held semaphore of 1). No stored
 //     N wins: every client admits by its own N, as Curator's do
-//     (queue.Semaphore, "N must agree").
+//     (queuekit.Semaphore, "N must agree").
 //   - Election = LeaderLatch: "_c_<uuid>-latch-<seq>" whose data is the
 //     candidate ID (LeaderLatch's participant id). The first entry leads.
 //     A candidate only ever counts its own entry of its current session,

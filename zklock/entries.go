@@ -13,7 +13,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -21,7 +21,7 @@ import (
 // "_c_<uuid>-<kind><sequence>".
 const protectedPrefix = "_c_"
 
-var kinds = []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLatch, queue.KindLease}
+var kinds = []queuekit.Kind{queuekit.KindMutex, queuekit.KindRead, queuekit.KindWrite, queuekit.KindLatch, queuekit.KindLease}
 
 // newUUID returns a random (version 4) UUID in Curator's 36-character form.
 func newUUID() string {
@@ -52,7 +52,7 @@ func putUUID(dst []byte) {
 
 // protectedPath returns "<parent>/_c_<uuid>-<kind>" and the length of its
 // "<parent>/" part, built with a single allocation.
-func protectedPath(parent string, kind queue.Kind) (path string, dirLen int) {
+func protectedPath(parent string, kind queuekit.Kind) (path string, dirLen int) {
 	dirLen = len(parent) + 1
 	b := make([]byte, 0, dirLen+len(protectedPrefix)+36+1+len(kind))
 	b = append(b, parent...)
@@ -70,18 +70,18 @@ func protectedPath(parent string, kind queue.Kind) (path string, dirLen int) {
 // sort key is the sequence after the recipe's marker. Names that are not
 // entries of a known kind (or whose sequence overflowed into a negative
 // number) are not entries.
-func parseEntry(parent, name string) (queue.Entry, bool) {
+func parseEntry(parent, name string) (queuekit.Entry, bool) {
 	k, seq, ok := parseName(name)
 	if !ok {
-		return queue.Entry{}, false
+		return queuekit.Entry{}, false
 	}
-	return queue.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
+	return queuekit.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
 }
 
 // parseName is parseEntry without the key: it allocates nothing, so a read
 // can scan a directory of thousands of children and build keys only for
 // the entries it returns.
-func parseName(name string) (queue.Kind, uint64, bool) {
+func parseName(name string) (queuekit.Kind, uint64, bool) {
 	i := len(name)
 	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
 		i--
@@ -101,7 +101,7 @@ func parseName(name string) (queue.Kind, uint64, bool) {
 	return "", 0, false
 }
 
-func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
+func knownKind(k queuekit.Kind) bool { return slices.Contains(kinds, k) }
 
 // Enqueue creates this session's EPHEMERAL_SEQUENTIAL entry
 // "<dir>/_c_<uuid>-<kind><seq>" (Curator's protected create). When the
@@ -113,26 +113,26 @@ func knownKind(k queue.Kind) bool { return slices.Contains(kinds, k) }
 // meanwhile it fails with ErrSessionLost: nothing is adopted across
 // sessions. Missing parents are created as container nodes. The entry's
 // data is the client's holder record (see holderSep).
-func (s *session) Enqueue(ctx context.Context, dir string, kind queue.Kind) (queue.Entry, error) {
+func (s *session) Enqueue(ctx context.Context, dir string, kind queuekit.Kind) (queuekit.Entry, error) {
 	return s.create(ctx, dir, kind, s.c.proc)
 }
 
 // EnqueueData is Enqueue with data as the entry's znode data (see
-// queue.DataSession): the semaphore's "baton:permits=N", followed by the
+// queuekit.DataSession): the semaphore's "baton:permits=N", followed by the
 // holder record, and the election's candidate ID alone, which Curator's
 // LeaderLatch reads as the participant id.
-func (s *session) EnqueueData(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+func (s *session) EnqueueData(ctx context.Context, dir string, kind queuekit.Kind, data []byte) (queuekit.Entry, error) {
 	return s.create(ctx, dir, kind, s.c.entryData(kind, data))
 }
 
 // create is Enqueue and EnqueueData with the znode data as given.
-func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data []byte) (queue.Entry, error) {
+func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, data []byte) (queuekit.Entry, error) {
 	if !knownKind(kind) {
-		return queue.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
+		return queuekit.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
 	}
 	parent, err := s.c.dirPath(dir)
 	if err != nil {
-		return queue.Entry{}, err
+		return queuekit.Entry{}, err
 	}
 	path, dirLen := protectedPath(parent, kind)
 	prefix := path[dirLen : len(path)-len(kind)] // "_c_<uuid>-"
@@ -153,7 +153,7 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 	create := func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) }
 	for {
 		if err := s.awaitHeld(ctx); err != nil {
-			return queue.Entry{}, err
+			return queuekit.Entry{}, err
 		}
 		var (
 			o       *op[string]
@@ -170,24 +170,24 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 		case err == nil:
 			e, ok := parseEntry(parent, created[len(parent)+1:])
 			if !ok {
-				return queue.Entry{}, fmt.Errorf("zklock: server named the entry %q, not a sequential node", created)
+				return queuekit.Entry{}, fmt.Errorf("zklock: server named the entry %q, not a sequential node", created)
 			}
 			if st, _ := s.Observe(); st == baton.Lost {
-				return queue.Entry{}, s.lostErr() // the entry dies with the session
+				return queuekit.Entry{}, s.lostErr() // the entry dies with the session
 			}
 			e.Owner = s.idString()
 			return e, nil
 		case ctx.Err() != nil && err == ctx.Err():
 			// The create may still land: the session's cleanup removes it.
 			s.abandonCreate(parent, prefix, o)
-			return queue.Entry{}, s.ctxErr(ctx)
+			return queuekit.Entry{}, s.ctxErr(ctx)
 		case errors.Is(err, zk.ErrNoNode):
 			if err := s.mkdirs(ctx, parent); err != nil {
-				return queue.Entry{}, err
+				return queuekit.Entry{}, err
 			}
 			if retry > 0 { // a reaper raced us: don't spin
 				if err := backoff(); err != nil {
-					return queue.Entry{}, err
+					return queuekit.Entry{}, err
 				}
 			}
 			retry++
@@ -198,7 +198,7 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 			e, found, rerr := s.resolve(ctx, dir, parent, prefix)
 			if rerr != nil {
 				s.abandonCreate(parent, prefix, o)
-				return queue.Entry{}, rerr
+				return queuekit.Entry{}, rerr
 			}
 			if found {
 				return e, nil
@@ -206,10 +206,10 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 			// Nothing landed: re-create, but never instantly.
 			if err := backoff(); err != nil {
 				s.abandonCreate(parent, prefix, o)
-				return queue.Entry{}, err
+				return queuekit.Entry{}, err
 			}
 		default:
-			return queue.Entry{}, s.opErr(ctx, "create "+path, err)
+			return queuekit.Entry{}, s.opErr(ctx, "create "+path, err)
 		}
 	}
 }
@@ -217,10 +217,10 @@ func (s *session) create(ctx context.Context, dir string, kind queue.Kind, data 
 // resolve recovers a create of unknown result once the session is
 // connected again: see recoverCreate. Transient failures are retried with
 // backoff while the session lives.
-func (s *session) resolve(ctx context.Context, dir, parent, prefix string) (queue.Entry, bool, error) {
+func (s *session) resolve(ctx context.Context, dir, parent, prefix string) (queuekit.Entry, bool, error) {
 	for attempt := 0; ; attempt++ {
 		if err := s.awaitHeld(ctx); err != nil {
-			return queue.Entry{}, false, err
+			return queuekit.Entry{}, false, err
 		}
 		e, found, err := s.recoverCreate(ctx, dir, parent, prefix)
 		if err == nil || !isUnknown(err) {
@@ -231,7 +231,7 @@ func (s *session) resolve(ctx context.Context, dir, parent, prefix string) (queu
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return queue.Entry{}, false, s.ctxErr(ctx)
+			return queuekit.Entry{}, false, s.ctxErr(ctx)
 		}
 	}
 }
@@ -242,19 +242,19 @@ func (s *session) resolve(ctx context.Context, dir, parent, prefix string) (queu
 // deletes the others. A node of another session is neither adopted nor
 // touched. An adoption is reported to the client's Observer
 // (baton.EventRecovered, Count the duplicates deleted).
-func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string) (queue.Entry, bool, error) {
+func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string) (queuekit.Entry, bool, error) {
 	id := s.sessionID()
 	kids, err := call(ctx, s, func() ([]string, error) {
 		k, _, err := s.conn.Children(parent)
 		return k, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return queue.Entry{}, false, nil
+		return queuekit.Entry{}, false, nil
 	}
 	if err != nil {
-		return queue.Entry{}, false, err
+		return queuekit.Entry{}, false, err
 	}
-	var mine []queue.Entry
+	var mine []queuekit.Entry
 	for _, k := range kids {
 		if !strings.HasPrefix(k, prefix) {
 			continue
@@ -271,7 +271,7 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 			return st, err
 		})
 		if err != nil {
-			return queue.Entry{}, false, err
+			return queuekit.Entry{}, false, err
 		}
 		if st != nil && st.EphemeralOwner == id {
 			mine = append(mine, e)
@@ -280,12 +280,12 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 	// The owner check only means something while the session is the one
 	// that was checked: a lost session adopts nothing.
 	if st, _ := s.Observe(); st == baton.Lost {
-		return queue.Entry{}, false, s.lostErr()
+		return queuekit.Entry{}, false, s.lostErr()
 	}
 	if len(mine) == 0 {
-		return queue.Entry{}, false, nil
+		return queuekit.Entry{}, false, nil
 	}
-	slices.SortFunc(mine, func(a, b queue.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(mine, func(a, b queuekit.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, dup := range mine[1:] {
 		_, err := call(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(dup.Key, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -296,7 +296,7 @@ func (s *session) recoverCreate(ctx context.Context, dir, parent, prefix string)
 	e.Owner = s.idString()
 	if o := s.c.opts.Observer; o != nil {
 		engine.Emit(ctx, o, baton.Event{
-			Kind: baton.EventRecovered, Engine: "zk", Name: dir, Acquire: queue.AcquireID(ctx),
+			Kind: baton.EventRecovered, Engine: "zk", Name: dir, Acquire: queuekit.AcquireID(ctx),
 			Owner: e.Key, Session: e.Owner, Count: len(mine) - 1,
 		})
 	}
@@ -357,18 +357,18 @@ func (s *session) mkdirsOnce(ctx context.Context, path string) error {
 // token. A sum that would overflow is an error, not a grant. Only the
 // caller's own entry carries an Owner: reading other owners would cost a
 // round trip per child.
-func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.Snapshot, error) {
+func (s *session) List(ctx context.Context, dir string, own queuekit.Entry) (queuekit.Snapshot, error) {
 	parent, r, err := s.readDir(ctx, dir)
 	if err != nil || r.kids == nil {
-		return queue.Snapshot{Own: -1}, err
+		return queuekit.Snapshot{Own: -1}, err
 	}
-	snap := queue.Snapshot{Own: -1, Entries: make([]queue.Entry, 0, len(r.kids))}
+	snap := queuekit.Snapshot{Own: -1, Entries: make([]queuekit.Entry, 0, len(r.kids))}
 	for _, k := range r.kids {
 		if e, ok := parseEntry(parent, k); ok {
 			snap.Entries = append(snap.Entries, e)
 		}
 	}
-	slices.SortFunc(snap.Entries, func(a, b queue.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(snap.Entries, func(a, b queuekit.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range snap.Entries {
 		if snap.Entries[i].Key == own.Key {
 			snap.Own = i
@@ -377,7 +377,7 @@ func (s *session) List(ctx context.Context, dir string, own queue.Entry) (queue.
 	}
 	if snap.Own >= 0 {
 		if snap.Token, err = s.token(parent, r.st); err != nil {
-			return queue.Snapshot{}, err
+			return queuekit.Snapshot{}, err
 		}
 		snap.Alone = len(r.kids) == snap.Own+1
 	}
@@ -437,7 +437,7 @@ func (s *session) token(parent string, st *zk.Stat) (uint64, error) {
 // ends; the goroutine that converts the watch ends with it. go-zookeeper
 // cannot remove the watch itself: it stays registered, once per entry,
 // until e changes or the session ends.
-func (s *session) Watch(ctx context.Context, e queue.Entry, _ queue.Snapshot) (<-chan struct{}, error) {
+func (s *session) Watch(ctx context.Context, e queuekit.Entry, _ queuekit.Snapshot) (<-chan struct{}, error) {
 	dw, err := s.dataWatch(ctx, e.Key)
 	out := make(chan struct{})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -491,7 +491,7 @@ func (s *session) dataWatch(ctx context.Context, path string) (*dataWatch, error
 
 // Data reads e's znode data; ok is false when e is gone. A lease's holder
 // record is left out: the semaphore reads its N from the rest.
-func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error) {
+func (s *session) Data(ctx context.Context, e queuekit.Entry) ([]byte, bool, error) {
 	data, err := callIdem(ctx, s, func() ([]byte, error) {
 		d, _, err := s.conn.Get(e.Key)
 		return d, err
@@ -502,14 +502,14 @@ func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error)
 	if err != nil {
 		return nil, false, s.opErr(ctx, "read "+e.Key, err)
 	}
-	if e.Kind == queue.KindLease {
+	if e.Kind == queuekit.KindLease {
 		data, _ = splitHolder(data)
 	}
 	return data, true, nil
 }
 
 // WatchDir returns a channel closed once dir's entries differ from snap's
-// (queue.DirWatcher). It sets a children watch with the read it compares,
+// (queuekit.DirWatcher). It sets a children watch with the read it compares,
 // so no change after that read can be missed; a change between snap's read
 // and this one closes the channel at once. A missing directory gets an
 // exists watch instead, which fires when it is created. The goroutine that
@@ -517,7 +517,7 @@ func (s *session) Data(ctx context.Context, e queue.Entry) ([]byte, bool, error)
 // ends (go-zookeeper's watch channel is buffered, so leaving it unread
 // blocks nothing; the watch itself stays registered until it fires or the
 // session ends, as go-zookeeper cannot remove watches).
-func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot) (<-chan struct{}, error) {
+func (s *session) WatchDir(ctx context.Context, dir string, snap queuekit.Snapshot) (<-chan struct{}, error) {
 	parent, err := s.c.dirPath(dir)
 	if err != nil {
 		return nil, err
@@ -573,7 +573,7 @@ func (s *session) WatchDir(ctx context.Context, dir string, snap queue.Snapshot)
 // Delete removes exactly e (any version). A missing node is success, so a
 // retry after an unknown result is safe; Delete itself retries across a
 // short disconnection while ctx lasts.
-func (s *session) Delete(ctx context.Context, e queue.Entry) error {
+func (s *session) Delete(ctx context.Context, e queuekit.Entry) error {
 	if st, _ := s.Observe(); st == baton.Lost {
 		return s.lostErr()
 	}
@@ -585,7 +585,7 @@ func (s *session) Delete(ctx context.Context, e queue.Entry) error {
 }
 
 // Abandon hands e to the session's cleaner. It never blocks.
-func (s *session) Abandon(e queue.Entry) {
+func (s *session) Abandon(e queuekit.Entry) {
 	s.cmu.Lock()
 	s.orphans[e.Key] = struct{}{}
 	s.cmu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/zklock"
 )
 
@@ -85,7 +85,7 @@ func ExampleClient_Semaphore() {
 		fmt.Println(err)
 		return
 	}
-	s.OnDisagreement(func(d queue.Disagreement) { fmt.Println(d) })
+	s.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
 	a, _ := s.Acquire(ctx)
 	b, _ := s.Acquire(ctx)
 	_, err = s.TryAcquire(ctx)

@@ -3,19 +3,19 @@ package zklock
 import (
 	"context"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // RecoverCreate runs protected-create recovery for the attempt uuid in the
 // lock directory of name, on the client's current session.
-func (c *Client) RecoverCreate(ctx context.Context, name, uuid string) (queue.Entry, bool, error) {
+func (c *Client) RecoverCreate(ctx context.Context, name, uuid string) (queuekit.Entry, bool, error) {
 	s, err := c.session(ctx)
 	if err != nil {
-		return queue.Entry{}, false, err
+		return queuekit.Entry{}, false, err
 	}
 	dir, err := c.dirPath(name)
 	if err != nil {
-		return queue.Entry{}, false, err
+		return queuekit.Entry{}, false, err
 	}
 	return s.recoverCreate(ctx, name, dir, protectedPrefix+uuid+"-")
 }
@@ -39,7 +39,7 @@ func (c *Client) Watches() int {
 // a client of servers (only their four-letter words are used), for
 // entries of the sessions given; it returns live as completed.
 func RecheckMissing(ctx context.Context, servers, sessions []string, live map[string]bool) map[string]bool {
-	out := make([]queue.EntryInfo, len(sessions))
+	out := make([]queuekit.EntryInfo, len(sessions))
 	for i, s := range sessions {
 		out[i].Session = s
 	}

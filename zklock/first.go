@@ -6,11 +6,11 @@ import (
 	"path"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/go-zookeeper/zk"
 )
 
-var _ queue.FirstReleaser = (*session)(nil)
+var _ queuekit.FirstReleaser = (*session)(nil)
 
 // releasedPrefix starts the data a first holder's release leaves on its
 // lock directory: releasedPrefix + the released node's name.
@@ -18,7 +18,7 @@ const releasedPrefix = "baton:released="
 
 // ReleaseFirst deletes e, granted as the first entry of its directory with
 // others behind it, and in the same multi sets the directory's data to e's
-// name (queue.FirstReleaser). The waiter behind e then reads the directory's
+// name (queuekit.FirstReleaser). The waiter behind e then reads the directory's
 // data and stat, a few dozen bytes, where it would read every child: in a
 // queue of 2 000 the getChildren answer is about 100 KB, and decoding it
 // was most of a handoff's time.
@@ -27,7 +27,7 @@ const releasedPrefix = "baton:released="
 // that can only be the waiter behind e. Curator and zk.Lock read no
 // directory data, and a directory whose ACL refuses the write is released
 // with a plain delete.
-func (s *session) ReleaseFirst(ctx context.Context, e queue.Entry) error {
+func (s *session) ReleaseFirst(ctx context.Context, e queuekit.Entry) error {
 	if st, _ := s.Observe(); st == baton.Lost {
 		return s.lostErr()
 	}
@@ -59,7 +59,7 @@ func multiErr(res []zk.MultiResponse, err error) error {
 	return err
 }
 
-// AfterFirst reads dir's data and stat (queue.FirstReleaser). If the data
+// AfterFirst reads dir's data and stat (queuekit.FirstReleaser). If the data
 // names gone, gone was released as the first of the queue, so own, which
 // was directly behind it, is first now: nothing can be created before a
 // node once it exists. The token is the Pzxid of the same stat, as List's,
@@ -67,13 +67,13 @@ func multiErr(res []zk.MultiResponse, err error) error {
 //
 // Own is not read: an answer on this session proves the session alive,
 // hence its ephemeral node there, as List's answer does for a holder.
-func (s *session) AfterFirst(ctx context.Context, dir string, own, gone queue.Entry) (queue.Snapshot, bool, error) {
+func (s *session) AfterFirst(ctx context.Context, dir string, own, gone queuekit.Entry) (queuekit.Snapshot, bool, error) {
 	parent, err := s.c.dirPath(dir)
 	if err != nil {
-		return queue.Snapshot{}, false, err
+		return queuekit.Snapshot{}, false, err
 	}
 	if path.Dir(gone.Key) != parent || path.Dir(own.Key) != parent {
-		return queue.Snapshot{}, false, nil
+		return queuekit.Snapshot{}, false, nil
 	}
 	type read struct {
 		data []byte
@@ -84,20 +84,20 @@ func (s *session) AfterFirst(ctx context.Context, dir string, own, gone queue.En
 		return read{d, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return queue.Snapshot{}, false, nil
+		return queuekit.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return queue.Snapshot{}, false, s.opErr(ctx, "read "+parent, err)
+		return queuekit.Snapshot{}, false, s.opErr(ctx, "read "+parent, err)
 	}
 	if st, _ := s.Observe(); st == baton.Lost {
-		return queue.Snapshot{}, false, s.lostErr()
+		return queuekit.Snapshot{}, false, s.lostErr()
 	}
 	if string(r.data) != releasedPrefix+path.Base(gone.Key) {
-		return queue.Snapshot{}, false, nil
+		return queuekit.Snapshot{}, false, nil
 	}
 	t, err := s.token(parent, r.st)
 	if err != nil {
-		return queue.Snapshot{}, false, err
+		return queuekit.Snapshot{}, false, err
 	}
-	return queue.Snapshot{Entries: []queue.Entry{own}, Own: 0, Token: t, Alone: r.st.NumChildren == 1}, true, nil
+	return queuekit.Snapshot{Entries: []queuekit.Entry{own}, Own: 0, Token: t, Alone: r.st.NumChildren == 1}, true, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/batontest/zkframes"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/internal/leasetest"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 )
@@ -21,7 +21,7 @@ const opGetData = 4
 
 // lockAsync starts m.Lock on its own goroutine; the lease (nil on error)
 // arrives on the returned channel.
-func lockAsync(t *testing.T, ctx context.Context, m *queue.Mutex, who string) <-chan *baton.Lease {
+func lockAsync(t *testing.T, ctx context.Context, m *queuekit.Mutex, who string) <-chan *baton.Lease {
 	got := make(chan *baton.Lease, 1)
 	go func() { // owner: the test; ends when the Lock returns
 		l, err := m.Lock(ctx)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/heldtest"
-	"github.com/baton-go/baton/queue/drillhook"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
 

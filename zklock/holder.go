@@ -5,7 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // The holder record rides in the data of the create that makes an entry
@@ -18,7 +18,7 @@ import (
 //   - semaphore leases: "baton:permits=<N>\n<record>". The N stays first,
 //     as baton has always written it; the record follows on a line of its
 //     own. Curator's InterProcessSemaphoreV2 reads no lease data, and Data
-//     hands the recipes the part before the newline, so queue.ParsePermits
+//     hands the recipes the part before the newline, so queuekit.ParsePermits
 //     reads the N as before. (A baton built before the record reads such a
 //     lease as another program's and does not judge its N.)
 //   - election candidates: the candidate ID alone, no record. Curator's
@@ -40,11 +40,11 @@ func holderRecord(p baton.Process) []byte {
 // entryData is the data an entry of kind is created with, given the
 // recipe's own data (nil: none). Only a lease's pays an allocation: a
 // mutex's create reuses the client's record.
-func (c *Client) entryData(kind queue.Kind, own []byte) []byte {
+func (c *Client) entryData(kind queuekit.Kind, own []byte) []byte {
 	switch {
 	case own == nil:
 		return c.proc
-	case kind == queue.KindLease:
+	case kind == queuekit.KindLease:
 		b := make([]byte, 0, len(own)+1+len(c.proc))
 		b = append(b, own...)
 		b = append(b, holderSep)

@@ -15,14 +15,14 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/go-zookeeper/zk"
 )
 
 var (
-	_ queue.Inspector    = (*Client)(nil)
-	_ queue.Remover      = (*Client)(nil)
-	_ queue.TokenBounder = (*Client)(nil)
+	_ queuekit.Inspector    = (*Client)(nil)
+	_ queuekit.Remover      = (*Client)(nil)
+	_ queuekit.TokenBounder = (*Client)(nil)
 )
 
 // subQueues are the children of a lock directory that are queues of their
@@ -48,14 +48,14 @@ const fourLetterTimeout = 2 * time.Second
 // Each entry's Process is the holder record its creator stored in its data
 // (see holderSep): zero for an election candidate, a Curator entry or an
 // entry of a baton built before the record.
-func (c *Client) Inspect(ctx context.Context, name string) ([]queue.EntryInfo, error) {
+func (c *Client) Inspect(ctx context.Context, name string) ([]queuekit.EntryInfo, error) {
 	out, _, err := c.inspect(ctx, name)
 	return out, err
 }
 
 // inspect is Inspect, also returning a semaphore's N as its first lease
 // with a stored N has it (0 when none has).
-func (c *Client) inspect(ctx context.Context, name string) ([]queue.EntryInfo, int, error) {
+func (c *Client) inspect(ctx context.Context, name string) ([]queuekit.EntryInfo, int, error) {
 	dir, err := c.dirPath(name)
 	if err != nil {
 		return nil, 0, err
@@ -127,9 +127,9 @@ func (s *session) children(ctx context.Context, dir string) ([]string, error) {
 // inspectQueue reads the entries among kids of dir, in queue order, with
 // rel prefixed to their names, and the N the first of its leases with a
 // stored N was taken with (0: none).
-func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []string) ([]queue.EntryInfo, int, error) {
+func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []string) ([]queuekit.EntryInfo, int, error) {
 	type node struct {
-		e    queue.Entry
+		e    queuekit.Entry
 		name string
 	}
 	var nodes []node
@@ -141,7 +141,7 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.e.Seq, b.e.Seq) })
 
 	now := time.Now()
-	out := make([]queue.EntryInfo, 0, len(nodes))
+	out := make([]queuekit.EntryInfo, 0, len(nodes))
 	permits := 0
 	for _, n := range nodes {
 		type got struct {
@@ -158,9 +158,9 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 		if err != nil {
 			return nil, 0, s.opErr(ctx, "read "+n.e.Key, err)
 		}
-		info := queue.EntryInfo{Entry: rel + n.name, Kind: n.e.Kind}
+		info := queuekit.EntryInfo{Entry: rel + n.name, Kind: n.e.Kind}
 		own := g.data
-		if n.e.Kind != queue.KindLatch { // a candidate's data is its ID alone
+		if n.e.Kind != queuekit.KindLatch { // a candidate's data is its ID alone
 			own, info.Process = splitHolder(g.data)
 		}
 		if g.st.EphemeralOwner != 0 {
@@ -172,24 +172,24 @@ func (s *session) inspectQueue(ctx context.Context, dir, rel string, kids []stri
 			info.Age = max(now.Sub(time.UnixMilli(g.st.Ctime)), time.Millisecond)
 		}
 		switch n.e.Kind {
-		case queue.KindLease:
+		case queuekit.KindLease:
 			// baton stores its N with each lease; Curator stores no N (by
 			// default the client's address).
-			if np, ok := queue.ParsePermits(own); ok {
+			if np, ok := queuekit.ParsePermits(own); ok {
 				if permits == 0 {
 					permits = np
 				} else if np != permits {
 					info.AddNote(fmt.Sprintf("taken with N=%d, the first lease with N=%d", np, permits))
 				}
 			}
-		case queue.KindLatch:
+		case queuekit.KindLatch:
 			if len(g.data) > 0 && len(g.data) <= 200 {
 				info.AddNote("candidate id " + strconv.Quote(string(g.data)))
 			}
 		}
 		out = append(out, info)
 	}
-	queue.MarkHolders(out, permits)
+	queuekit.MarkHolders(out, permits)
 	markDuplicates(out)
 	return out, permits, nil
 }
@@ -207,7 +207,7 @@ func protectedID(name string) (string, bool) {
 // session with a smaller entry of the same queue (q is sorted): the
 // leftovers of a create retried after a lost response (drill row 1 in
 // docs/faults.md). The smallest is the attempt's real entry, the one a correct client adopts.
-func markDuplicates(q []queue.EntryInfo) {
+func markDuplicates(q []queuekit.EntryInfo) {
 	first := map[string]int{}
 	for i := range q {
 		name := q[i].Entry[strings.LastIndexByte(q[i].Entry, '/')+1:]
@@ -344,7 +344,7 @@ const deadRechecks = 2
 // between moves to a bucket that is not in the list, out of one not yet
 // read. A live holder was reported dead that way in a test run; a dead
 // session stays missing from every dump.
-func (c *Client) recheckMissing(ctx context.Context, out []queue.EntryInfo, live map[string]bool) {
+func (c *Client) recheckMissing(ctx context.Context, out []queuekit.EntryInfo, live map[string]bool) {
 	missing := func() bool {
 		for _, e := range out {
 			if e.Session != "" && !live[e.Session] {

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/zklock"
 )
 
-func inspectQueue(t *testing.T, c *zklock.Client, name string) []queue.EntryInfo {
+func inspectQueue(t *testing.T, c *zklock.Client, name string) []queuekit.EntryInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -50,7 +50,7 @@ func TestInspectQueue(t *testing.T) {
 	}
 	sessions := []int64{c.SessionID(), w.SessionID()}
 	for i, e := range q {
-		if e.Position != i || e.Kind != queue.KindMutex || e.Holder != (i == 0) || e.Token != 0 ||
+		if e.Position != i || e.Kind != queuekit.KindMutex || e.Holder != (i == 0) || e.Token != 0 ||
 			e.Age <= 0 || e.Duplicate || e.DeadSession || e.Session != fmt.Sprintf("0x%x", sessions[i]) {
 			t.Errorf("Inspect(%q)[%d] = %+v, want position %d, a mutex entry of session 0x%x, holder=%v, token unknown, an age, no flags",
 				name, i, e, i, sessions[i], i == 0)
@@ -86,7 +86,7 @@ func TestInspectSemaphore(t *testing.T) {
 	q := inspectQueue(t, c, name)
 	leases := 0
 	for _, e := range q {
-		if e.Kind != queue.KindLease {
+		if e.Kind != queuekit.KindLease {
 			continue
 		}
 		leases++
@@ -187,7 +187,7 @@ func TestInspectDataWithoutRecord(t *testing.T) {
 		if i == 2 {
 			want = baton.Process{Host: "web-1", PID: 42}
 		}
-		if e.Process.Host != want.Host || e.Process.PID != want.PID || (e.Kind == queue.KindLease && !e.Holder) {
+		if e.Process.Host != want.Host || e.Process.PID != want.PID || (e.Kind == queuekit.KindLease && !e.Holder) {
 			t.Errorf("Inspect[%d] = %+v, want process %+v (and a lease among N=3 holding)", i, e, want)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 )
@@ -139,8 +139,8 @@ func TestSemaphoreCuratorLayout(t *testing.T) {
 	curatorCreate(t, foreign(t), dir+"/leases", "lease-", []byte("127.0.0.1"))
 
 	other, _ := dial(t, "", zklock.Options{}).Semaphore(name, 2)
-	var reports []queue.Disagreement
-	other.OnDisagreement(func(d queue.Disagreement) { reports = append(reports, d) })
+	var reports []queuekit.Disagreement
+	other.OnDisagreement(func(d queuekit.Disagreement) { reports = append(reports, d) })
 	if l2, err := try(t, other.TryAcquire); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Fatalf("TryAcquire with a baton and a Curator lease of 2 = (%v, %v), want ErrNotAcquired", l2 != nil, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/zklock"
 )
 
@@ -32,9 +32,9 @@ func TestSemaphoreSizeDisagreement(t *testing.T) {
 	}
 	var (
 		mu  sync.Mutex
-		got []queue.Disagreement
+		got []queuekit.Disagreement
 	)
-	many.OnDisagreement(func(d queue.Disagreement) {
+	many.OnDisagreement(func(d queuekit.Disagreement) {
 		mu.Lock()
 		got = append(got, d)
 		mu.Unlock()
@@ -46,7 +46,7 @@ func TestSemaphoreSizeDisagreement(t *testing.T) {
 		}
 		release(t, l)
 	}
-	want := []queue.Disagreement{{Name: name, Lease: held.Owner(), Permits: 1, Want: 1000}}
+	want := []queuekit.Disagreement{{Name: name, Lease: held.Owner(), Permits: 1, Want: 1000}}
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(got, want) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -75,7 +75,7 @@ type Options struct {
 	// baton.ErrAuth, since no retry can fix it.
 	TLS *tls.Config
 	// Observer, if set, is told of every acquire and lease of the client's
-	// recipes (see queue.MutexOptions.Observer) and of each create of
+	// recipes (see queuekit.MutexOptions.Observer) and of each create of
 	// unknown outcome that recovery resolved by adopting the entry
 	// (baton.EventRecovered); nil reports nothing.
 	Observer baton.Observer
@@ -207,9 +207,9 @@ type Client struct {
 }
 
 var (
-	_ queue.Backend     = backend{}
-	_ queue.DirWatcher  = (*session)(nil)
-	_ queue.DataSession = (*session)(nil)
+	_ queuekit.Backend     = backend{}
+	_ queuekit.DirWatcher  = (*session)(nil)
+	_ queuekit.DataSession = (*session)(nil)
 )
 
 // Dial connects to servers and returns once the first session is
@@ -396,14 +396,14 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 // Engine returns "zk".
 func (c *Client) Engine() string { return "zk" }
 
-// backend is the queue.Backend the client's recipes run on. It is a type
+// backend is the queuekit.Backend the client's recipes run on. It is a type
 // of its own so that the engine plumbing stays off the Client's API.
 type backend struct{ c *Client }
 
 func (b backend) Engine() string { return b.c.Engine() }
 
 // Session returns the current session once it is Held.
-func (b backend) Session(ctx context.Context, dir string) (queue.Session, error) {
+func (b backend) Session(ctx context.Context, dir string) (queuekit.Session, error) {
 	s, err := b.c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -412,16 +412,16 @@ func (b backend) Session(ctx context.Context, dir string) (queue.Session, error)
 }
 
 // Done does nothing: all recipes share the client's one session.
-func (b backend) Done(queue.Session, string) {}
+func (b backend) Done(queuekit.Session, string) {}
 
 // Mutex returns the reentrant mutex called name, wire-compatible with
 // Curator's InterProcessMutex on the same path. Its znode directory is the
 // chroot plus "/" plus the normalised name.
-func (c *Client) Mutex(name string) (*queue.Mutex, error) {
+func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	m, err := queue.NewMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	m, err := queuekit.NewMutex(backend{c}, name, queuekit.MutexOptions{Observer: c.opts.Observer})
 	return mapped(c, m, err)
 }
 
@@ -429,11 +429,11 @@ func (c *Client) Mutex(name string) (*queue.Mutex, error) {
 // Curator's InterProcessReadWriteLock on the same path: readers' entries
 // "_c_<uuid>-__READ__<seq>" and writers' "_c_<uuid>-__WRIT__<seq>" share
 // the directory and interleave by sequence.
-func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
+func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	rw, err := queue.NewRWMutex(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	rw, err := queuekit.NewRWMutex(backend{c}, name, queuekit.MutexOptions{Observer: c.opts.Observer})
 	return mapped(c, rw, err)
 }
 
@@ -443,11 +443,11 @@ func (c *Client) RWMutex(name string) (*queue.RWMutex, error) {
 // "leases/_c_<uuid>-lease-<seq>" with the data "baton:permits=<n>" and the
 // holder record on the next line. n below
 // 1 returns an error wrapping baton.ErrInvalidOption.
-func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
+func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	s, err := queue.NewSemaphore(backend{c}, name, n, queue.MutexOptions{Observer: c.opts.Observer})
+	s, err := queuekit.NewSemaphore(backend{c}, name, n, queuekit.MutexOptions{Observer: c.opts.Observer})
 	return mapped(c, s, err)
 }
 
@@ -457,11 +457,11 @@ func (c *Client) Semaphore(name string, n int) (*queue.Semaphore, error) {
 // participant id). The first entry leads; since a candidate only ever
 // counts its own entry of its current session, it leads only while that
 // entry's ephemeral owner is its live session.
-func (c *Client) Election(name string) (*queue.Election, error) {
+func (c *Client) Election(name string) (*queuekit.Election, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
-	e, err := queue.NewElection(backend{c}, name, queue.MutexOptions{Observer: c.opts.Observer})
+	e, err := queuekit.NewElection(backend{c}, name, queuekit.MutexOptions{Observer: c.opts.Observer})
 	return mapped(c, e, err)
 }
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine/queuekit"
+	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/internal/recorder"
-	"github.com/baton-go/baton/queue"
-	"github.com/baton-go/baton/queue/drillhook"
 	"github.com/baton-go/baton/zklock"
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
@@ -58,7 +58,7 @@ func lockName(t *testing.T) string {
 	return "baton-test/" + strings.ReplaceAll(t.Name(), "/", "-") + "/" + zklock.NewUUID()[:8]
 }
 
-func mutex(t *testing.T, c *zklock.Client, name string) *queue.Mutex {
+func mutex(t *testing.T, c *zklock.Client, name string) *queuekit.Mutex {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -67,7 +67,7 @@ func mutex(t *testing.T, c *zklock.Client, name string) *queue.Mutex {
 	return m
 }
 
-func lock(t *testing.T, m *queue.Mutex) *baton.Lease {
+func lock(t *testing.T, m *queuekit.Mutex) *baton.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -184,7 +184,7 @@ func TestExclusionAndHandoff(t *testing.T) {
 func TestTokensIncrease(t *testing.T) {
 	a, b := dial(t, "", zklock.Options{}), dial(t, "", zklock.Options{})
 	name := lockName(t)
-	ms := []*queue.Mutex{mutex(t, a, name), mutex(t, b, name)}
+	ms := []*queuekit.Mutex{mutex(t, a, name), mutex(t, b, name)}
 	var last uint64
 	for i := range 6 {
 		l := lock(t, ms[i%2])

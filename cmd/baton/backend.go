@@ -11,7 +11,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // backend is a connected engine, as much of it as the commands need.
@@ -40,14 +40,14 @@ func (b *backend) close() { _ = b.client.Close() }
 // queue returns the raw entries of the engines whose locks are queues of
 // entries an operator may remove (ZooKeeper, etcd): `clean` lists and
 // removes them through it; ok is false on the others. If it is also a
-// queue.TokenBounder, clean and the exporter bound the tokens it cannot
+// queuekit.TokenBounder, clean and the exporter bound the tokens it cannot
 // read exactly.
 func (b *backend) queue() (q queueAdmin, ok bool) { return baton.As[queueAdmin](b.client) }
 
 // queueAdmin is what `clean` needs of a queue engine.
 type queueAdmin interface {
-	queue.Inspector
-	queue.Remover
+	queuekit.Inspector
+	queuekit.Remover
 }
 
 // backendType is one engine of the CLI, registered by its backend_*.go

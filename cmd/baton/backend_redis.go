@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/leasing"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/redislock"
 )
 
@@ -37,13 +37,13 @@ func init() {
 
 // checkRedisTTL refuses a --ttl the Redis and Redlock engines cannot
 // honour (engine names it), offline: their lease times are whole
-// milliseconds (PEXPIRE, PX), and below leasing.MinTTL the renewal and
+// milliseconds (PEXPIRE, PX), and below leasekit.MinTTL the renewal and
 // drift margins stop making sense. Truncating instead would turn a TTL
 // under 1ms into 0, which the engines read as "unset": their 15s default.
 func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
 	switch {
-	case ttl < leasing.MinTTL:
-		return usagef("%s: --ttl %v: the %s engine needs a TTL of at least %v", cmd, ttl, engine, leasing.MinTTL)
+	case ttl < leasekit.MinTTL:
+		return usagef("%s: --ttl %v: the %s engine needs a TTL of at least %v", cmd, ttl, engine, leasekit.MinTTL)
 	case ttl%time.Millisecond != 0:
 		return usagef("%s: --ttl %v: the %s engine keeps TTLs in whole milliseconds", cmd, ttl, engine)
 	}

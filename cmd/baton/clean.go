@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // cleanMain is `baton clean`: residue removal (dry run unless --apply), or
@@ -58,7 +58,7 @@ func refuseDirectory(name, entry string) error {
 // smallest sibling), and an entry no live session owns. A foreign key is
 // never residue, whatever else is flagged: it is not baton's (on etcd, a
 // user's key under the lock's prefix).
-func residueReason(e queue.EntryInfo) string {
+func residueReason(e queuekit.EntryInfo) string {
 	switch {
 	case e.Foreign:
 		return ""
@@ -72,7 +72,7 @@ func residueReason(e queue.EntryInfo) string {
 
 // cleanResidue lists, and with --apply removes through qa, the entries
 // of q that residueReason accepts.
-func cleanResidue(a *adminSession, qa queueAdmin, q []queue.EntryInfo, w io.Writer) int {
+func cleanResidue(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.Writer) int {
 	verb := "would remove"
 	if a.cfg.apply {
 		verb = "removing"
@@ -127,8 +127,8 @@ type evidence struct {
 
 // forceRelease releases one exact live entry: it prints the evidence and
 // the fence to raise; with --apply it saves the evidence, then removes.
-func forceRelease(a *adminSession, qa queueAdmin, q []queue.EntryInfo, w io.Writer) int {
-	var target *queue.EntryInfo
+func forceRelease(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.Writer) int {
+	var target *queuekit.EntryInfo
 	for i := range q {
 		if q[i].Entry == a.cfg.forceRelease {
 			target = &q[i]
@@ -149,7 +149,7 @@ func forceRelease(a *adminSession, qa queueAdmin, q []queue.EntryInfo, w io.Writ
 		Queue:   toJSON(q),
 	}
 	fence, exact := target.Token, target.Token != 0
-	if bounder, ok := qa.(queue.TokenBounder); ok && !exact {
+	if bounder, ok := qa.(queuekit.TokenBounder); ok && !exact {
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 		b, err := bounder.TokenBound(ctx, a.name)
 		cancel()
@@ -279,7 +279,7 @@ type entryJSON struct {
 	Note        string            `json:"note,omitempty"`
 }
 
-func entryToJSON(e queue.EntryInfo) entryJSON {
+func entryToJSON(e queuekit.EntryInfo) entryJSON {
 	return entryJSON{
 		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
 		Session: e.Session, Host: e.Process.Host, PID: e.Process.PID, Program: e.Process.Program, Labels: e.Process.Labels,
@@ -288,7 +288,7 @@ func entryToJSON(e queue.EntryInfo) entryJSON {
 	}
 }
 
-func toJSON(q []queue.EntryInfo) []entryJSON {
+func toJSON(q []queuekit.EntryInfo) []entryJSON {
 	out := make([]entryJSON, 0, len(q))
 	for _, e := range q {
 		out = append(out, entryToJSON(e))
@@ -297,23 +297,23 @@ func toJSON(q []queue.EntryInfo) []entryJSON {
 }
 
 // kindName is the word clean shows for an entry's recipe.
-func kindName(k queue.Kind) string {
+func kindName(k queuekit.Kind) string {
 	switch k {
-	case queue.KindMutex:
+	case queuekit.KindMutex:
 		return "mutex"
-	case queue.KindRead:
+	case queuekit.KindRead:
 		return "read"
-	case queue.KindWrite:
+	case queuekit.KindWrite:
 		return "write"
-	case queue.KindLatch:
+	case queuekit.KindLatch:
 		return "leader"
-	case queue.KindLease:
+	case queuekit.KindLease:
 		return "lease"
 	}
 	return string(k)
 }
 
-func stateName(e queue.EntryInfo) string {
+func stateName(e queuekit.EntryInfo) string {
 	if e.Holder {
 		return "holder"
 	}

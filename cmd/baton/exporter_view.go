@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // lockRead is one read of one lock by the exporter: the engine's
@@ -30,10 +30,10 @@ type viewFunc func(ctx context.Context, name string) (lockRead, error)
 
 // viewOf returns the reader of b's locks: the same on every engine, the
 // client's Inspect, with the token bound of the engines that have one
-// (queue.TokenBounder) when a holder's token is unknown.
+// (queuekit.TokenBounder) when a holder's token is unknown.
 func viewOf(b *backend) viewFunc {
 	c := b.client
-	tb, bounds := baton.As[queue.TokenBounder](c)
+	tb, bounds := baton.As[queuekit.TokenBounder](c)
 	return func(ctx context.Context, name string) (lockRead, error) {
 		in, err := c.Inspect(ctx, name)
 		if err != nil {

@@ -1,7 +1,7 @@
 // Package acqtrack reports one acquire to a baton.Observer: its start,
 // each refused or failed attempt, and its outcome, and fills the
 // observer's part of the Grant so the lease reports its own state changes.
-// The queue recipes (package queue) and the lease recipes (package
+// The queue recipes (package queuekit) and the lease recipes (package
 // leasing) share it, so that every engine's acquire events have the same
 // kinds and fields.
 //

@@ -1,6 +1,6 @@
 // The queue package's tests, run against both queue engines (ZooKeeper
 // and etcd). They live in the etcdlock module because they need etcd's
-// client: the root module, which holds package queue, must not require it
+// client: the root module, which holds package queuekit, must not require it
 // (its users would get etcd's client and zap in their module graphs).
 package queue_test
 
@@ -15,9 +15,9 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
+	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
-	"github.com/baton-go/baton/queue"
 	"github.com/baton-go/baton/zklock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
@@ -38,9 +38,9 @@ func TestMain(m *testing.M) {
 // client is what the recipe tests need of an engine's client: both
 // *zklock.Client and *etcdlock.Client have it.
 type client interface {
-	RWMutex(name string) (*queue.RWMutex, error)
-	Semaphore(name string, n int) (*queue.Semaphore, error)
-	Election(name string) (*queue.Election, error)
+	RWMutex(name string) (*queuekit.RWMutex, error)
+	Semaphore(name string, n int) (*queuekit.Semaphore, error)
+	Election(name string) (*queuekit.Election, error)
 	Entries(ctx context.Context, name string) ([]string, error)
 	Close() error
 }
@@ -224,7 +224,7 @@ func waitEntries(t *testing.T, c client, name string, n int) {
 	t.Fatalf("Entries(%q) = %q, want %d entries", name, got, n)
 }
 
-func rwmutex(t *testing.T, c client, name string) *queue.RWMutex {
+func rwmutex(t *testing.T, c client, name string) *queuekit.RWMutex {
 	t.Helper()
 	rw, err := c.RWMutex(name)
 	if err != nil {
@@ -233,7 +233,7 @@ func rwmutex(t *testing.T, c client, name string) *queue.RWMutex {
 	return rw
 }
 
-func semaphore(t *testing.T, c client, name string, n int) *queue.Semaphore {
+func semaphore(t *testing.T, c client, name string, n int) *queuekit.Semaphore {
 	t.Helper()
 	s, err := c.Semaphore(name, n)
 	if err != nil {
@@ -242,7 +242,7 @@ func semaphore(t *testing.T, c client, name string, n int) *queue.Semaphore {
 	return s
 }
 
-func election(t *testing.T, c client, name string) *queue.Election {
+func election(t *testing.T, c client, name string) *queuekit.Election {
 	t.Helper()
 	el, err := c.Election(name)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/queue"
+	"github.com/baton-go/baton/engine/queuekit"
 )
 
 // TestSemaphoreBound: 12 clients contend for 3 permits; never more than 3
@@ -93,21 +93,21 @@ func TestSemaphoreDisagreement(t *testing.T) {
 	forEach(t, func(t *testing.T, e engine) {
 		type report struct {
 			mu  sync.Mutex
-			got []queue.Disagreement
+			got []queuekit.Disagreement
 		}
-		watch := func(s *queue.Semaphore) *report {
+		watch := func(s *queuekit.Semaphore) *report {
 			r := &report{}
-			s.OnDisagreement(func(d queue.Disagreement) {
+			s.OnDisagreement(func(d queuekit.Disagreement) {
 				r.mu.Lock()
 				r.got = append(r.got, d)
 				r.mu.Unlock()
 			})
 			return r
 		}
-		reports := func(r *report) []queue.Disagreement {
+		reports := func(r *report) []queuekit.Disagreement {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			return append([]queue.Disagreement(nil), r.got...)
+			return append([]queuekit.Disagreement(nil), r.got...)
 		}
 
 		name := uniq(t)
