@@ -9,21 +9,31 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/fence/redisfence"
 	"github.com/baton-go/baton/internal/leasetest"
 	"github.com/baton-go/baton/redislock"
 )
 
-// The README's Redis quick start: connect with your own go-redis client,
-// take a lock, write under its fencing token, release. (Not run here:
-// it needs a Redis server; TestQuickstart runs the same code against
-// $BATON_TEST_REDIS.)
+// The README's Redis quick start: your own go-redis client gives the lock
+// client, a *baton.Client, the type every engine gives; the code under the
+// lock is written against it. (Not run here: it needs a Redis server;
+// TestQuickstart runs the same code against $BATON_TEST_REDIS.)
 func Example_quickstart() {
 	ctx := context.Background()
 	rdb := quickstartRedis("127.0.0.1:6379")
 	defer rdb.Close()
-	if err := payOrder(ctx, rdb, "orders/42"); err != nil {
+	// Your go-redis client (Sentinel, Cluster, your pool settings) serves
+	// the locks too. Without one, baton.Open(ctx, "redis://127.0.0.1:6379",
+	// baton.WithTTL(10*time.Second)) opens a client of its own.
+	own, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks := own.Baton()
+	defer locks.Close()
+	if err := payOrder(ctx, locks, rdb, "orders/42"); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -40,13 +50,9 @@ func quickstartRedis(addr string) *redis.Client {
 }
 
 // payOrder takes the order's lock, marks the order paid in Redis under
-// the lease's fencing token, and releases the lock.
-func payOrder(ctx context.Context, rdb *redis.Client, order string) error {
-	locks, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer locks.Close()
+// the lease's fencing token, and releases the lock. It knows nothing of
+// Redis locks: on memlock, in its unit test, it runs unchanged.
+func payOrder(ctx context.Context, locks *baton.Client, rdb *redis.Client, order string) error {
 	m, err := locks.Mutex(order)
 	if err != nil {
 		return err
@@ -78,17 +84,25 @@ func TestQuickstart(t *testing.T) {
 	})
 	ctx := opCtx(t, 20*time.Second)
 
+	// Run 1 on a client over rdb, as the example; run 2 on one that
+	// baton.Open made from the URL: the same code on either.
+	own := newClient(t, rdb, redislock.Options{TTL: 10 * time.Second}).Baton()
+	opened, err := baton.Open(ctx, "redis://"+rdb.Options().Addr, baton.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatalf("baton.Open = %v", err)
+	}
+	t.Cleanup(func() { _ = opened.Close() })
 	var last uint64
-	for run := 1; run <= 2; run++ {
-		if err := payOrder(ctx, rdb, order); err != nil {
-			t.Fatalf("run %d: payOrder = %v", run, err)
+	for run, locks := range []*baton.Client{own, opened} {
+		if err := payOrder(ctx, locks, rdb, order); err != nil {
+			t.Fatalf("run %d: payOrder = %v", run+1, err)
 		}
 		if v, err := rdb.Get(ctx, keys.Data).Result(); err != nil || v != "paid" {
-			t.Fatalf("run %d: GET %s = %q, %v; want \"paid\"", run, keys.Data, v, err)
+			t.Fatalf("run %d: GET %s = %q, %v; want \"paid\"", run+1, keys.Data, v, err)
 		}
 		token, owner, err := orders.Current(ctx, order)
 		if err != nil || token <= last || owner == "" {
-			t.Fatalf("run %d: fence = (%d, %q), %v; want a token above %d and an owner", run, token, owner, err, last)
+			t.Fatalf("run %d: fence = (%d, %q), %v; want a token above %d and an owner", run+1, token, owner, err, last)
 		}
 		last = token
 	}

@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/fence"
@@ -19,9 +20,10 @@ import (
 	"github.com/baton-go/baton/sqllock"
 )
 
-// The README's SQL quick start on PostgreSQL: connect with database/sql
-// and pgx's driver, take a lock, write under its fencing token in your own
-// transaction, release. (Not run here: it needs a PostgreSQL server;
+// The README's SQL quick start on PostgreSQL: your own *sql.DB (pgx's
+// driver here) gives the lock client, a *baton.Client, the type every
+// engine gives; the write under the lock's fencing token is made in your
+// own transaction. (Not run here: it needs a PostgreSQL server;
 // TestQuickstart runs the same code against $BATON_TEST_POSTGRES.)
 func Example_quickstart() {
 	ctx := context.Background()
@@ -30,7 +32,16 @@ func Example_quickstart() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	if err := shipOrder(ctx, db, "orders/42"); err != nil {
+	// Your *sql.DB serves the locks too. Without one,
+	// baton.Open(ctx, "postgres://app@127.0.0.1:5432/app",
+	// baton.WithTTL(10*time.Second)) opens a client of its own.
+	own, err := sqllock.New(db, sqllock.Options{TTL: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks := own.Baton()
+	defer locks.Close()
+	if err := shipOrder(ctx, locks, db, "orders/42"); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -39,7 +50,7 @@ func Example_quickstart() {
 // same transaction that advances the order's fence to the lease's token,
 // then releases the lock. The orders table is the application's own:
 // CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL).
-func shipOrder(ctx context.Context, db *sql.DB, order string) error {
+func shipOrder(ctx context.Context, locks *baton.Client, db *sql.DB, order string) error {
 	// The fence keeps each resource's last accepted token in the table
 	// fencing_tokens, which Migrate creates (better once, at deployment);
 	// the lock client creates its own table, baton_locks, at first use.
@@ -47,11 +58,6 @@ func shipOrder(ctx context.Context, db *sql.DB, order string) error {
 	if err := fences.Migrate(ctx, db); err != nil {
 		return err
 	}
-	locks, err := sqllock.New(db, sqllock.Options{TTL: 10 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer locks.Close()
 	m, err := locks.Mutex(order)
 	if err != nil {
 		return err
@@ -76,7 +82,7 @@ func shipOrder(ctx context.Context, db *sql.DB, order string) error {
 // shipped under a larger token (the fence holds the last one) and
 // releases the lock, so that a TryLock right after gets it.
 func TestQuickstart(t *testing.T) {
-	db := quickstartSchema(t, testenv.Postgres(t))
+	db, quickstartURL := quickstartSchema(t, testenv.Postgres(t))
 	ctx := opCtx(t, 30*time.Second)
 	const order = "orders/42"
 	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL);
@@ -84,9 +90,18 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("create orders = %v", err)
 	}
 	fences := fence.Table{Dialect: fence.Postgres}
+	// Run 1 on a client over db, as the example; run 2 on one that
+	// baton.Open made from the same URL: the same code on either.
+	own := newClient(t, db, sqllock.Options{TTL: 10 * time.Second}).Baton()
+	opened, err := baton.Open(ctx, quickstartURL, baton.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatalf("baton.Open = %v", err)
+	}
+	t.Cleanup(func() { _ = opened.Close() })
 	var last uint64
-	for run := 1; run <= 2; run++ {
-		if err := shipOrder(ctx, db, order); err != nil {
+	for i, locks := range []*baton.Client{own, opened} {
+		run := i + 1
+		if err := shipOrder(ctx, locks, db, order); err != nil {
 			t.Fatalf("run %d: shipOrder = %v", run, err)
 		}
 		var state string
@@ -109,8 +124,8 @@ func TestQuickstart(t *testing.T) {
 // quickstartSchema opens the database at dsn with a fresh schema first on
 // its search_path, so that the quick start's fixed table names (orders,
 // fencing_tokens, baton_locks) are its own; the schema is dropped at the
-// end of the test.
-func quickstartSchema(t *testing.T, dsn string) *sql.DB {
+// end of the test. It returns the URL it opened too.
+func quickstartSchema(t *testing.T, dsn string) (*sql.DB, string) {
 	t.Helper()
 	admin := openDB(t, "pgx", dsn)
 	schema := "quickstart_" + strings.ToLower(batonengine.NewOwnerID()[:12])
@@ -129,5 +144,5 @@ func quickstartSchema(t *testing.T, dsn string) *sql.DB {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return openDB(t, "pgx", u.String())
+	return openDB(t, "pgx", u.String()), u.String()
 }
