@@ -34,6 +34,8 @@ type Engine struct {
 	AttemptTimeout time.Duration
 	// Millis requires fixed lease times in whole milliseconds.
 	Millis bool
+
+	inflight attemptsInFlight // the attempts' contexts (see attemptctx.go)
 }
 
 // Acquire is the acquire loop every recipe of every lease engine shares:
@@ -193,10 +195,13 @@ func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
 	if w.lastErr != nil {
 		d = min(d, max(time.Until(w.lostAt()), min(d, lostFloor)))
 	}
+	if actx := w.e.sharedAttemptCtx(ctx, d); actx != nil {
+		return a.Try(actx, n)
+	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	stop := context.AfterFunc(w.e.Ctx, cancel)
-	defer stop()
+	w.e.track(w, cancel)
+	defer w.e.untrack(w)
 	return a.Try(actx, n)
 }
 
