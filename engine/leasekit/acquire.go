@@ -77,12 +77,15 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 		}
 		return l, err
 	}
-	w := &wait{e: e, req: &req, key: key, t: t}
+	// The request lives in the wait, the one allocation of the acquire's
+	// own state: the store keeps a pointer to it.
+	w := &wait{e: e, key: key, t: t}
+	w.req = req
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
-	req.Endless = ctx.Done() == nil
-	a := e.Store.Begin(&req)
+	w.req.Endless = ctx.Done() == nil
+	a := e.Store.Begin(&w.req)
 	granted := false
 	defer func() { a.End(ctx, granted) }()
 	aw, _ := a.(AttemptWatcher)
@@ -116,7 +119,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 			t.Retry(ctx, -1, err)
 		} else {
 			w.lastOK, w.reached, w.lastErr = res.Sent, true, nil
-			if !req.Wait {
+			if !w.req.Wait {
 				return nil, w.errf("%w", baton.ErrNotAcquired)
 			}
 			t.Retry(ctx, -1, nil)
@@ -137,7 +140,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 // wait is one acquire's state across its attempts.
 type wait struct {
 	e   *Engine
-	req *Request
+	req Request
 	key any
 	// lastOK is when the last attempt that got the server's answer was
 	// sent; reached reports that one did.
