@@ -61,11 +61,11 @@ func sqlBaton(name string) func(testing.TB) *pair {
 var allocGuards = []allocGuard{
 	{"zk", 78, func(tb testing.TB) *pair { return newZKRig(tb).pair("baton") }},
 	{"etcd", 316, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
-	{"redis", 26, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
-	{"redlock", 207, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
-	{"postgres", 78, sqlBaton("postgres")},
-	{"mysql", 58, sqlBaton("mysql")},
-	{"sqlite", 107, sqlBaton("sqlite")},
+	{"redis", 25, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
+	{"redlock", 206, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
+	{"postgres", 66, sqlBaton("postgres")},
+	{"mysql", 46, sqlBaton("mysql")},
+	{"sqlite", 94, sqlBaton("sqlite")},
 }
 
 // allocsPerOp is the fewest allocations of one lock+unlock of p over 30,
