@@ -94,8 +94,12 @@ type grant struct {
 // the next holder may run before this process notices. Pass Token to the
 // resource and let it reject stale writes (package fence).
 type Lease struct {
-	g      grant
-	outer  *Lease // the lease found in the acquire context, for reentrancy
+	g     grant
+	outer *Lease // the lease found in the acquire context, for reentrancy
+	// ctx is made by the first Context or Done (under mu), cancelled
+	// at once if the lease has ended by then: most leases are released
+	// without anyone asking for it, and a cancellable context is two
+	// allocations of every lock+unlock.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	base   leaseBase // ctx's parent
@@ -151,7 +155,6 @@ func newLease(parent context.Context, g grant) (*Lease, *control) {
 	}
 	l.outer, _ = parent.Value(leaseKey{}).(*Lease)
 	l.base = leaseBase{parent: parent, l: l}
-	l.ctx, l.cancel = context.WithCancelCause(&l.base)
 	l.ctl.l = l
 	return l, &l.ctl
 }
@@ -171,10 +174,20 @@ func (l *Lease) Owner() string { return l.g.Owner }
 // Context returns a context cancelled when the lease is lost (cause wraps
 // ErrLost) or released (cause ErrReleased). It is not cancelled on
 // suspension: watch Observe for that.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(&l.base)
+		if l.state.Ended() {
+			l.cancel(l.cause)
+		}
+	}
+	return l.ctx
+}
 
 // Done is closed when the lease has ended (lost or released).
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease lives, else why it ended (wrapping ErrLost
 // or equal to ErrReleased).
@@ -265,7 +278,7 @@ func (l *Lease) emit(kind EventKind, err error, d, lead time.Duration) {
 		return
 	}
 	now := time.Now()
-	l.g.Observer.Observe(l.ctx, Event{
+	l.g.Observer.Observe(l.Context(), Event{
 		Kind: kind, Time: now, Engine: l.g.Engine, Name: l.g.Name, Recipe: l.g.Recipe,
 		Acquire: l.g.Acquire, Token: l.g.Token, Owner: l.g.Owner, Session: l.g.Session,
 		Hold: now.Sub(l.granted), Duration: d, Lead: lead, Err: err,
@@ -284,7 +297,9 @@ func (l *Lease) endLocked(s State, cause error) {
 	l.holds = 0
 	l.cause = cause
 	l.setLocked(s)
-	l.cancel(cause)
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
 }
 
 func (l *Lease) afterEnd() {

@@ -51,18 +51,21 @@ func sqlBaton(name string) func(testing.TB) *pair {
 // one more per lock+unlock fails it; one that saves allocations passes
 // (lower the number then). PostgreSQL's and SQLite's were re-measured
 // when each window began to include what the operation sets off in the
-// background (settle): 83 on PostgreSQL is 72 for the lock+unlock and 11
-// for its release's NOTIFY coming back to the client's LISTEN connection,
-// which the rig's client did not open before sqllock's first-use fix (it
-// counted 73 then); SQLite's in-process wake-up adds 1.
+// background (settle): PostgreSQL's includes 11 for its release's NOTIFY
+// coming back to the client's LISTEN connection; SQLite's in-process
+// wake-up adds 1. The lease engines' (and ZooKeeper's, by the lease's
+// lazy context) were lowered as the allocations were cut; the lease
+// engines' count an attempt under a context with a deadline, as
+// allocsPerOp's is, which costs five more than one under a context that
+// cannot end (see leasekit's attemptctx.go).
 var allocGuards = []allocGuard{
-	{"zk", 80, func(tb testing.TB) *pair { return newZKRig(tb).pair("baton") }},
+	{"zk", 78, func(tb testing.TB) *pair { return newZKRig(tb).pair("baton") }},
 	{"etcd", 316, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
-	{"redis", 38, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
-	{"redlock", 210, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
-	{"postgres", 83, sqlBaton("postgres")},
-	{"mysql", 63, sqlBaton("mysql")},
-	{"sqlite", 112, sqlBaton("sqlite")},
+	{"redis", 25, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
+	{"redlock", 206, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
+	{"postgres", 66, sqlBaton("postgres")},
+	{"mysql", 46, sqlBaton("mysql")},
+	{"sqlite", 94, sqlBaton("sqlite")},
 }
 
 // allocsPerOp is the fewest allocations of one lock+unlock of p over 30,

@@ -48,13 +48,31 @@ func TestLeaseLifecycle(t *testing.T) {
 	}
 }
 
-// TestNewLeaseAllocations: a grant costs the lease, its context and the
-// context's cancel func, through package engine as it did in the root.
+// TestNewLeaseAllocations: a grant costs the lease alone; its context and
+// the context's cancel func come with the first Context, and a lease
+// that has ended by then gets a context already cancelled with its cause.
 func TestNewLeaseAllocations(t *testing.T) {
 	ctx := context.Background()
 	g := engine.Grant{Name: "n", Engine: "mem", Token: 1, Owner: "o"}
 	n := testing.AllocsPerRun(100, func() { engine.NewLease(ctx, g) })
-	if n != 3 {
-		t.Errorf("engine.NewLease: %v allocations, want 3 (the lease, its context, its cancel func), as before package engine", n)
+	if n != 1 {
+		t.Errorf("engine.NewLease: %v allocations, want 1 (the lease)", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		l, _ := engine.NewLease(ctx, g)
+		_ = l.Context()
+	}); n != 3 {
+		t.Errorf("engine.NewLease + Context: %v allocations, want 3 (the lease, its context, its cancel func)", n)
+	}
+	l, ctl := engine.NewLease(ctx, g)
+	cause := errors.New("gone")
+	ctl.Lose(cause)
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done of a lease lost before its first Context is not closed")
+	}
+	if c := context.Cause(l.Context()); !errors.Is(c, cause) || !errors.Is(c, baton.ErrLost) {
+		t.Errorf("context.Cause = %v, want the loss (wrapping %v and baton.ErrLost)", c, cause)
 	}
 }

@@ -168,9 +168,13 @@ func (c *Client) attempt(ctx context.Context, s *spec, owner, waiter string, ttl
 
 // runAttempt is attempt's round trip and the reading of its answer.
 func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, ttl time.Duration, record bool) (reply, error) {
-	rec := "0"
+	rec := argNo
 	if record {
-		rec = "1"
+		rec = argYes
+	}
+	var w any = noWaiter // the first attempt records no intent: any placeholder
+	if waiter != "" {
+		w = waiter
 	}
 	ms := c.ttlArg
 	if ttl != c.o.TTL {
@@ -182,9 +186,9 @@ func (c *Client) runAttempt(ctx context.Context, s *spec, owner, waiter string, 
 		r   reply
 	)
 	if c.o.ReplicaAcks > 0 {
-		v, r.acks, err = c.evalWait(ctx, s, []any{owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg})
+		v, r.acks, err = c.evalWait(ctx, s, []any{owner, ms, w, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg})
 	} else {
-		v, err = c.evalsha(ctx, s.script, s.keys, s.boxed, owner, ms, waiter, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg).Slice()
+		v, err = c.evalsha(ctx, s.script, s.keys, s.boxed, owner, ms, w, c.ttlArg, rec, s.detailArg, s.publishArg, c.procArg).Slice()
 	}
 	if err != nil {
 		return reply{}, err
@@ -275,9 +279,12 @@ func badCounter(err error) bool {
 // attempt is followed at once by one that records the intent, after the
 // release channel is watched, so that a release in between is not missed.
 type attempts struct {
-	c      *Client
-	req    *leasekit.Request
-	s      *spec
+	c   *Client
+	req *leasekit.Request
+	s   *spec
+	// waiter is the waiter's id, made by the first attempt that records
+	// the intent (see need): an acquire granted at its first attempt, or
+	// one that does not wait, never needs one.
 	waiter string
 	num    string // the waiter's number, when woken alone (wakeone.go)
 	tried  bool
@@ -304,21 +311,32 @@ func (s *store) Begin(req *leasekit.Request) leasekit.Attempts {
 	if sp == nil {
 		sp = s.c.specFor(req)
 	}
-	a := &attempts{c: s.c, req: req, s: sp, lastDone: closedDone}
-	if sp.one && req.Wait {
-		a.waiter, a.num = s.c.wo.Next()
+	return &attempts{c: s.c, req: req, s: sp, lastDone: closedDone}
+}
+
+// need makes the waiter's id, before attempt n when it records the
+// waiting intent (from the second attempt of a waiting acquire on).
+func (a *attempts) need(n int) {
+	if a.waiter != "" || !a.req.Wait || n == 0 {
+		return
+	}
+	if a.s.one {
+		a.waiter, a.num = a.c.wo.Next()
 	} else {
 		a.waiter = engine.NewOwnerID()
 	}
-	return a
 }
+
+// noWatch is the unwatch of an attempt that watches nothing.
+func noWatch() {}
 
 // Watch watches the name's channel from the second attempt of a waiting
 // acquire on.
 func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	if !a.req.Wait || n == 0 {
-		return nil, func() {}
+		return nil, noWatch
 	}
+	a.need(n)
 	if a.num != "" {
 		return a.c.hub.watchWaiter(a.num)
 	}
@@ -330,6 +348,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	if a.req.Fixed > 0 {
 		ttl = a.req.Fixed
 	}
+	a.need(n)
 	owner := engine.NewOwnerID()
 	res := leasekit.Result{Sent: time.Now(), Ref: a.s.ref(owner, 0, false)}
 	r, done, err := a.c.attempt(ctx, a.s, owner, a.waiter, ttl, a.req.Wait && n > 0)
@@ -366,7 +385,7 @@ func (a *attempts) Forget(res leasekit.Result) {
 }
 
 func (a *attempts) End(_ context.Context, granted bool) {
-	if a.req.Wait && a.tried && !granted {
+	if a.waiter != "" && a.tried && !granted {
 		a.c.unwait(a.s, a.waiter, a.lastDone)
 	}
 }

@@ -21,3 +21,14 @@ var (
 	evRenew         = rediseval.New(renew)
 	evRelease       = rediseval.New(release)
 )
+
+// The scripts' constant arguments, boxed once: a string variable boxed
+// into an argument list is an allocation per call.
+var (
+	argNo, argYes any = "0", "1" // ARGV[5] of an acquire: record the intent
+	modeH, modeZ  any = "h", "z" // a lease kept as a hash's owner, or a zset member
+	// noWaiter is ARGV[3] of an attempt that records no intent: the
+	// scripts read the waiter only to record or drop its intent, and
+	// no intent is ever recorded under it.
+	noWaiter any = ""
+)

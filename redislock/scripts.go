@@ -15,6 +15,11 @@ import "github.com/redis/go-redis/v9"
 //	ARGV[3] waiter id (one per acquire call)  ARGV[7] channel to PUBLISH a grant on, or ""
 //	ARGV[4] waiting intent lifetime, ms       ARGV[8] the holder record (engine.ProcessData)
 //
+// An attempt that records no intent (ARGV[5] "0": the first of an
+// acquire, every TryLock's) sends "" as its waiter id: the scripts read
+// the waiter only to record, find or drop its intent, and no intent is
+// ever recorded under "".
+//
 // The holder record rides with the grant, in the same script: a hash
 // grant (mutex, writer, leader) keeps it in the hash's field "proc", and
 // a sorted-set grant (reader, permit) in a second sorted set beside the

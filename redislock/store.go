@@ -186,16 +186,15 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 }
 
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
-	if len(refs) == 0 {
+	var err error
+	switch {
+	case len(refs) == 0:
 		return nil
+	case len(refs) == 1 && s.c.direct(ctx):
+		err = s.releaseOne(ctx, refs[0]) // a lease's own release
+	default:
+		_, err = s.pipelined(ctx, nil, evRelease, refs, s.releaseArgs)
 	}
-	_, err := s.pipelined(ctx, nil, evRelease, refs, func(r keeper.Ref, a *aux) []any {
-		mode := "h"
-		if a.zset {
-			mode = "z"
-		}
-		return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg}
-	})
 	if err != nil {
 		return fmt.Errorf("redislock: release: %w", err)
 	}
@@ -203,4 +202,26 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 		s.c.hub.wake(auxOf(r).wake)
 	}
 	return nil
+}
+
+// releaseArgs are the release script's arguments for r.
+func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
+	mode := modeH
+	if a.zset {
+		mode = modeZ
+	}
+	return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg}
+}
+
+// releaseOne is Release of one ref on the caller's goroutine: one
+// EVALSHA whose argument list stays on the stack, where pipelined's
+// argument func and result slice cost three allocations per release.
+func (s *store) releaseOne(ctx context.Context, r keeper.Ref) error {
+	a := auxOf(r)
+	mode := modeH
+	if a.zset {
+		mode = modeZ
+	}
+	return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
+		r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg).Err()
 }

@@ -35,6 +35,9 @@ type Client struct {
 	// (engine.ProcessData of Options.Process), encoded and boxed once:
 	// an argument built per statement would cost an allocation per grant.
 	holder any
+	// ttlMicros is o.TTL in microseconds, boxed once: every acquire sends
+	// it.
+	ttlMicros any
 	// ownDB is set when the client opened db itself (Open): Close then
 	// closes it too.
 	ownDB bool
@@ -76,11 +79,12 @@ func New(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: sqllock: unknown dialect %v", baton.ErrInvalidOption, o.Dialect)
 	}
 	c := &Client{
-		db:     db,
-		o:      o,
-		q:      newStatements(o.Dialect, o.TablePrefix),
-		engine: o.Dialect.String(),
-		holder: engine.ProcessData(processOr(o.Process)),
+		db:        db,
+		o:         o,
+		q:         newStatements(o.Dialect, o.TablePrefix),
+		engine:    o.Dialect.String(),
+		holder:    engine.ProcessData(processOr(o.Process)),
+		ttlMicros: o.TTL.Microseconds(),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
 		// Each leaves at least two connections of the pool to acquires.
@@ -448,3 +452,32 @@ func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, err
 	}
 	return res.RowsAffected()
 }
+
+// micros is ttl in microseconds as a statement argument: the TTL's is
+// boxed once.
+func (c *Client) micros(ttl time.Duration) any {
+	if ttl == c.o.TTL {
+		return c.ttlMicros
+	}
+	return ttl.Microseconds()
+}
+
+// kindArg is kind as a statement argument: a string boxed per statement
+// is an allocation.
+func kindArg(kind string) any {
+	switch kind {
+	case kindMutex:
+		return argMutex
+	case kindRead:
+		return argRead
+	case kindWrite:
+		return argWrite
+	case kindPermit:
+		return argPermit
+	case kindLeader:
+		return argLeader
+	}
+	return kind
+}
+
+var argMutex, argRead, argWrite, argPermit, argLeader any = kindMutex, kindRead, kindWrite, kindPermit, kindLeader

@@ -46,24 +46,30 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 // SQLite: every write there waits for the one file lock, and with fifty
 // waiters the intent writes tripled the time a contended lock took to
 // serve them all (the holders' renewals and releases queue behind them).
+//
+// The waiter's intent and its place in the hub live in the one
+// allocation of the acquire's own state.
 type mutexAttempts struct {
-	c   *Client
-	req *leasekit.Request
-	wi  *waitIntent
-	hw  *mutexWaiter // this waiter in the process's hub, from the first Watch
+	c      *Client
+	req    *leasekit.Request
+	wi     waitIntent
+	hw     mutexWaiter // this waiter in the process's hub, from the first Watch
+	joined bool        // hw is in the hub
 }
 
 func (c *Client) mutexAttempts(req *leasekit.Request) *mutexAttempts {
-	wi := &waitIntent{c: c, name: req.Name, owner: engine.NewOwnerID(), slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
-	return &mutexAttempts{c: c, req: req, wi: wi}
+	a := &mutexAttempts{c: c, req: req}
+	a.wi = waitIntent{c: c, name: req.Name, slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
+	return a
 }
 
 // Watch joins the process's hub at the first attempt, and stays until
 // End: a mutex waiter keeps its place among the name's waiters (the
 // oldest is woken first, see wake.go).
 func (a *mutexAttempts) Watch(int) (<-chan struct{}, func()) {
-	if a.hw == nil {
-		a.hw = a.c.hub().join(a.req.Name)
+	if !a.joined {
+		a.c.hub().join(&a.hw, a.req.Name)
+		a.joined = true
 	}
 	return a.hw.arm(), noUnwatch
 }
@@ -78,24 +84,35 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 	owner := engine.NewOwnerID()
 	res := leasekit.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner, Aux: int64(0)}}
 	var (
-		stmt   func(context.Context) attempt
 		intent keeper.Ref // the intent row the statement may write or delete
 		write  bool
 	)
-	if pg := a.c.q.d == fence.Postgres; pg && a.req.Wait && (a.wi.slot >= 0 || a.wi.due()) {
+	pgWait := a.c.q.d == fence.Postgres && a.req.Wait && (a.wi.slot >= 0 || a.wi.due())
+	if pgWait {
 		write = a.wi.due()
 		if a.wi.slot < 0 {
 			a.wi.slot = a.wi.newSlot()
 		}
 		intent = keeper.Ref{Key: a.req.Name, Owner: a.wi.owner, Aux: a.wi.slot}
-		stmt = a.wi.pgAttempt(owner, ttl, write) // the intent in the same statement
-	} else {
-		stmt = func(ctx context.Context) attempt {
-			tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, "mutex", owner, ttl)
-			return attempt{tok, ok, err}
-		}
 	}
-	out, done := a.c.settle(ctx, a.req.Endless, stmt, a.late(res.Ref, intent))
+	var (
+		out  attempt
+		done = true
+	)
+	switch {
+	case a.c.inPlace(ctx, a.req.Endless) && pgWait:
+		out = a.wi.pgRun(ctx, owner, ttl, write, a.wi.slot, a.wi.owner)
+	case a.c.inPlace(ctx, a.req.Endless):
+		// The uncontended path: no closure for settle to run elsewhere.
+		out.tok, out.ok, out.err = a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
+	case pgWait:
+		out, done = a.c.settle(ctx, a.req.Endless, a.wi.pgAttempt(owner, ttl, write), a.late(res.Ref, intent))
+	default:
+		out, done = a.c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
+			tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
+			return attempt{tok, ok, err}
+		}, a.late(res.Ref, intent))
+	}
 	switch {
 	case !done:
 		a.wi.slot = -1 // late drops it, after the statement
@@ -140,7 +157,7 @@ func (a *mutexAttempts) late(ref, intent keeper.Ref) func(attempt) {
 func (a *mutexAttempts) Forget(res leasekit.Result) { a.c.k.Abandon(res.Ref) }
 
 func (a *mutexAttempts) End(ctx context.Context, granted bool) {
-	if a.hw != nil {
+	if a.joined {
 		a.hw.leave(granted)
 	}
 	if granted {
@@ -177,7 +194,7 @@ func (c *Client) contended(err error) bool {
 type waitIntent struct {
 	c       *Client
 	name    string
-	owner   string
+	owner   string    // the row's owner, made with its first slot (newSlot)
 	slot    int64     // -1 while no row may exist
 	written time.Time // last write of the row
 	since   time.Time // the acquire began
@@ -211,7 +228,7 @@ func (w *waitIntent) refresh(ctx context.Context) {
 	cancel()
 	if err != nil {
 		w.drop()
-		w.owner = engine.NewOwnerID()
+		w.owner = "" // a new one with the next slot
 	}
 }
 
@@ -233,8 +250,15 @@ func (w *waitIntent) due() bool {
 // intentRefresh is the age at which an intent row is refreshed.
 func intentRefresh(ttl time.Duration) time.Duration { return ttl * 3 / 8 }
 
-// newSlot picks the intent row's slot, at random in the intent range.
-func (w *waitIntent) newSlot() int64 { return intentSlotBase + rand.Int64N(intentSlotBase) }
+// newSlot picks the intent row's slot, at random in the intent range,
+// and makes the row's owner if it has none: most acquires never write
+// the row, and need neither.
+func (w *waitIntent) newSlot() int64 {
+	if w.owner == "" {
+		w.owner = engine.NewOwnerID()
+	}
+	return intentSlotBase + rand.Int64N(intentSlotBase)
+}
 
 // remove deletes the intent row of a granted waiter on the waiter's own
 // goroutine (one round trip, bounded), so that a contended grant does not

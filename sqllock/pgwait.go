@@ -44,16 +44,21 @@ SELECT token FROM t`
 // when write is set. After a grant the row is gone; after an error it may
 // exist.
 func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func(context.Context) attempt {
-	c, name, slot, iowner := w.c, w.name, w.slot, w.owner
-	return func(ctx context.Context) attempt {
-		tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, name, 0, "mutex", owner, ttl.Microseconds(), c.holder,
-			slot, iowner, c.o.TTL.Microseconds(), write)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return attempt{}
-		case err != nil:
-			return attempt{err: err}
-		}
-		return attempt{tok: uint64(tok), ok: true}
+	slot, iowner := w.slot, w.owner
+	return func(ctx context.Context) attempt { return w.pgRun(ctx, owner, ttl, write, slot, iowner) }
+}
+
+// pgRun runs pgAttempt's statement under ctx, the intent at slot under
+// iowner.
+func (w *waitIntent) pgRun(ctx context.Context, owner string, ttl time.Duration, write bool, slot int64, iowner string) attempt {
+	c := w.c
+	tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, w.name, 0, kindArg(kindMutex), owner, c.micros(ttl), c.holder,
+		slot, iowner, c.ttlMicros, write)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return attempt{}
+	case err != nil:
+		return attempt{err: err}
 	}
+	return attempt{tok: uint64(tok), ok: true}
 }

@@ -44,8 +44,9 @@ import (
 // through the keeper, like any lease. Intent rows make waiters visible
 // (Entries, baton inspect) and let a waiting writer hold readers back.
 
-// Row kinds of the multi-row recipes.
+// Row kinds: the mutex's, and the multi-row recipes'.
 const (
+	kindMutex      = "mutex"
 	kindRead       = "read"
 	kindWrite      = "write"
 	kindPermit     = "permit"

@@ -33,7 +33,7 @@ type attempt struct {
 // it runs in place, without a goroutine and its two hand-offs (14% of an
 // uncontended PostgreSQL lock+unlock).
 func (c *Client) settle(ctx context.Context, endless bool, stmt func(context.Context) attempt, late func(attempt)) (attempt, bool) {
-	if c.q.d == fence.SQLite || endless || ctx.Done() == nil || !c.startSettling() {
+	if c.inPlace(ctx, endless) || !c.startSettling() {
 		return stmt(ctx), true
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
@@ -69,4 +69,12 @@ func (c *Client) startSettling() bool {
 	}
 	c.settling.Add(1)
 	return true
+}
+
+// inPlace reports whether settle runs a statement under ctx on the
+// caller's goroutine: on SQLite, or when the acquire's context cannot
+// end (endless, or ctx itself). Callers test it before building the
+// closures settle takes.
+func (c *Client) inPlace(ctx context.Context, endless bool) bool {
+	return c.q.d == fence.SQLite || endless || ctx.Done() == nil
 }

@@ -10,13 +10,16 @@ import (
 // statements holds one dialect's SQL for the configured table names. Every
 // statement that judges expiry uses the database clock (now).
 type statements struct {
-	d      fence.Dialect
-	locks  string // table of rows
-	tokens string // one-row counter (MySQL, SQLite)
-	noSeq  bool   // MySQL dialect: the counter even on MariaDB (tests)
-	seq    string // sequence (PostgreSQL)
-	now    string // the database clock as an SQL expression of expires_at's type
-	plus   string // expression adding the TTL parameter (µs) to now; contains %s for the param
+	d     fence.Dialect
+	locks string // table of rows
+	// locksArg is locks boxed once, for the statements that take it as an
+	// argument (PostgreSQL's release NOTIFYs on the table's channel).
+	locksArg any
+	tokens   string // one-row counter (MySQL, SQLite)
+	noSeq    bool   // MySQL dialect: the counter even on MariaDB (tests)
+	seq      string // sequence (PostgreSQL)
+	now      string // the database clock as an SQL expression of expires_at's type
+	plus     string // expression adding the TTL parameter (µs) to now; contains %s for the param
 
 	schema []string
 
@@ -34,6 +37,7 @@ type statements struct {
 
 func newStatements(d fence.Dialect, prefix string) *statements {
 	s := &statements{d: d, locks: prefix + "locks", tokens: prefix + "tokens", seq: prefix + "token_seq"}
+	s.locksArg = s.locks
 	switch d {
 	case fence.Postgres:
 		s.now = "clock_timestamp()"

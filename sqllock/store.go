@@ -103,10 +103,10 @@ type rowID struct {
 // the caller's on the same pool (the driver closes that connection) was
 // enough to lose every lease (drill row 8).
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration) (renewed []bool, err error) {
-	err = s.renewConn.run(ctx, s, func(db execQuerier) error {
+	err = s.renewConn.run(ctx, s, func(s *store, ctx context.Context, db execQuerier, refs []keeper.Ref) error {
 		renewed, err = s.renew(ctx, db, refs, ttl)
 		return err
-	})
+	}, refs)
 	return renewed, err
 }
 
@@ -175,7 +175,7 @@ func (s *store) renew(ctx context.Context, db execQuerier, refs []keeper.Ref, tt
 // link sent the next renewal to the pool, where a fresh connection's
 // handshake and prepares cost more flights than the lease had left.
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
-	return s.releaseConn.run(ctx, s, func(db execQuerier) error { return s.release(ctx, db, refs) })
+	return s.releaseConn.run(ctx, s, (*store).release, refs)
 }
 
 func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) error {
@@ -213,15 +213,20 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	case s.q.d == fence.Postgres && len(refs) == 1:
 		// A lease's own release: a single-row UPDATE by primary key; the
 		// unnest join of pgRelease costs ~130 µs more per call (bench).
-		_, err = db.ExecContext(ctx, s.q.hot.release1, append(refArgs(make([]any, 0, 4), refs), s.q.locks)...)
+		r := refs[0]
+		_, err = db.ExecContext(ctx, s.q.hot.release1, r.Key, slotOf(r), r.Owner, s.q.locksArg)
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
 	case s.q.d == fence.SQLite && len(refs) == 1:
 		var st *sql.Stmt
 		if st, err = s.prepared(ctx, s.q.hot.release1); err == nil {
-			_, err = st.ExecContext(ctx, refArgs(nil, refs)...)
+			r := refs[0]
+			_, err = st.ExecContext(ctx, r.Key, slotOf(r), r.Owner)
 		}
+	case len(refs) == 1:
+		r := refs[0]
+		_, err = db.ExecContext(ctx, s.q.hot.release1, r.Key, slotOf(r), r.Owner)
 	default:
 		_, err = db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
 	}
@@ -240,7 +245,7 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 // owner to keeper.Abandon.
 func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.Postgres {
-		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kind, owner, ttl.Microseconds(), s.c.holder)
+		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return 0, false, nil
@@ -276,7 +281,7 @@ func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, 
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
 	var tok int64
-	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kind, owner, ttl.Microseconds(), s.c.holder).Scan(&tok); {
+	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder).Scan(&tok); {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, false, nil // held by another owner
 	case err != nil:
@@ -329,7 +334,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if s.seq.Load() {
 		// One statement: the token is the sequence's next value, and the
 		// result's LastInsertId is 0 when the row was not taken.
-		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kind, owner, ttl.Microseconds(), s.c.holder)
+		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder)
 		if err != nil {
 			return 0, false, err
 		}
@@ -350,7 +355,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if err != nil {
 		return 0, false, err
 	}
-	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kind, owner, tok, ttl.Microseconds(), s.c.holder)
+	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kindArg(kind), owner, tok, s.c.micros(ttl), s.c.holder)
 	if err != nil {
 		return 0, false, err
 	}

@@ -3,7 +3,6 @@ package sqllock
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +50,7 @@ import (
 // waiter simply retries at once instead of at its next poll.
 type hub struct {
 	mu        sync.Mutex
-	waits     map[string]*waitSet
+	waits     map[hubKey]*waitSet
 	listening map[string]bool // tables whose NOTIFYs this process receives
 	seq       uint64          // the last mutexWaiter id
 }
@@ -67,35 +66,51 @@ type waitSet struct {
 	first [1]*mutexWaiter
 }
 
-// mutexWaiter is one Mutex acquire waiting in this process.
+// hubKey is a name of a table: a struct, not a joined string, so that
+// looking a name up allocates nothing.
+type hubKey struct{ table, name string }
+
+// mutexWaiter is one Mutex acquire waiting in this process. It lives in
+// its acquire's mutexAttempts, with a spare waitSet (set) for a name
+// nobody else waits for: an uncontended acquire joins too, and joined at
+// the cost of four allocations when each was its own.
 type mutexWaiter struct {
 	id     uint64
-	key    string
+	key    hubKey
 	ch     chan struct{} // closed when picked
 	picked bool          // ch is closed; arm makes a new one
+	spare  waitSet
 }
+
+// waiterChans are channels of mutex waiters that left unpicked (never
+// closed), for the next join: every acquire joins, and most leave
+// unpicked.
+var waiterChans = sync.Pool{New: func() any { return make(chan struct{}) }}
 
 // processHub is shared by every Client of the process, so that clients on
 // the same table (SQLite files opened twice, tests) wake each other.
-var processHub = &hub{waits: make(map[string]*waitSet), listening: make(map[string]bool)}
+var processHub = &hub{waits: make(map[hubKey]*waitSet), listening: make(map[string]bool)}
 
 // tableHub is processHub seen from one table of one database server.
 type tableHub struct{ id string }
 
-func (h *tableHub) key(name string) string { return h.id + "\x00" + name }
+func (h *tableHub) key(name string) hubKey { return hubKey{h.id, name} }
 
-// set returns the waitSet of k, creating it; under processHub.mu.
-func (p *hub) set(k string) *waitSet {
+// set returns the waitSet of k, creating it (spare, if not nil, is its
+// storage); under processHub.mu.
+func (p *hub) set(k hubKey, spare *waitSet) *waitSet {
 	w := p.waits[k]
 	if w == nil {
-		w = &waitSet{}
+		if w = spare; w == nil {
+			w = &waitSet{}
+		}
 		p.waits[k] = w
 	}
 	return w
 }
 
 // gc deletes the waitSet of k once nobody waits; under processHub.mu.
-func (p *hub) gc(k string, w *waitSet) {
+func (p *hub) gc(k hubKey, w *waitSet) {
 	if w.refs == 0 && len(w.mutex) == 0 && p.waits[k] == w {
 		delete(p.waits, k)
 	}
@@ -107,7 +122,7 @@ func (h *tableHub) watch(name string) (<-chan struct{}, func()) {
 	k := h.key(name)
 	processHub.mu.Lock()
 	defer processHub.mu.Unlock()
-	w := processHub.set(k)
+	w := processHub.set(k, nil)
 	if w.ch == nil {
 		w.ch = make(chan struct{})
 	}
@@ -123,19 +138,19 @@ func (h *tableHub) watch(name string) (<-chan struct{}, func()) {
 	}
 }
 
-// join registers a mutex waiter of name, youngest of all.
-func (h *tableHub) join(name string) *mutexWaiter {
+// join registers mw as a mutex waiter of name, youngest of all.
+func (h *tableHub) join(mw *mutexWaiter, name string) {
 	k := h.key(name)
+	ch := waiterChans.Get().(chan struct{})
 	processHub.mu.Lock()
 	defer processHub.mu.Unlock()
 	processHub.seq++
-	mw := &mutexWaiter{id: processHub.seq, key: k, ch: make(chan struct{})}
-	w := processHub.set(k)
+	mw.id, mw.key, mw.ch, mw.picked = processHub.seq, k, ch, false
+	w := processHub.set(k, &mw.spare)
 	if w.mutex == nil {
 		w.mutex = w.first[:0]
 	}
 	w.mutex = append(w.mutex, mw)
-	return mw
 }
 
 // arm returns the channel closed when mw is next picked.
@@ -166,6 +181,10 @@ func (mw *mutexWaiter) leave(granted bool) {
 	if mw.picked && !granted {
 		w.pickOne()
 	}
+	if !mw.picked {
+		waiterChans.Put(mw.ch) // never closed, and nobody else has it now
+	}
+	mw.ch = nil
 	processHub.gc(mw.key, w)
 }
 
@@ -219,11 +238,10 @@ func (h *tableHub) released(name string) {
 
 // wakeAll wakes every waiter on the table.
 func (h *tableHub) wakeAll() {
-	prefix := h.id + "\x00"
 	processHub.mu.Lock()
 	defer processHub.mu.Unlock()
 	for k, w := range processHub.waits {
-		if !strings.HasPrefix(k, prefix) {
+		if k.table != h.id {
 			continue
 		}
 		w.wakeWatchers()

@@ -37,27 +37,31 @@ func (w *warmConn) pinnable(s *store) bool {
 // only at its next use; renewals and releases may run twice. After a
 // success on the pool w pins a warm one again, as the database answers
 // again.
-func (w *warmConn) run(ctx context.Context, s *store, f func(execQuerier) error) error {
+//
+// f is a func of refs rather than a closure over them: a lease's own
+// release passes the method expression (*store).release, which costs no
+// allocation.
+func (w *warmConn) run(ctx context.Context, s *store, f func(*store, context.Context, execQuerier, []keeper.Ref) error, refs []keeper.Ref) error {
 	if !w.pinnable(s) || !w.mu.TryLock() {
-		return f(s.db)
+		return f(s, ctx, s.db, refs)
 	}
 	conn := w.conn
 	if conn == nil {
 		w.mu.Unlock()
-		err := f(s.db)
+		err := f(s, ctx, s.db, refs)
 		if err == nil {
 			w.pin(ctx, s)
 		}
 		return err
 	}
-	err := f(conn)
+	err := f(s, ctx, conn, refs)
 	if err != nil {
 		_ = conn.Close()
 		w.conn = nil
 	}
 	w.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
-		err = f(s.db)
+		err = f(s, ctx, s.db, refs)
 	}
 	return err
 }

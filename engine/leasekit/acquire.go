@@ -34,6 +34,8 @@ type Engine struct {
 	AttemptTimeout time.Duration
 	// Millis requires fixed lease times in whole milliseconds.
 	Millis bool
+
+	inflight attemptsInFlight // the attempts' contexts (see attemptctx.go)
 }
 
 // Acquire is the acquire loop every recipe of every lease engine shares:
@@ -75,12 +77,15 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 		}
 		return l, err
 	}
-	w := &wait{e: e, req: &req, key: key, t: t}
+	// The request lives in the wait, the one allocation of the acquire's
+	// own state: the store keeps a pointer to it.
+	w := &wait{e: e, key: key, t: t}
+	w.req = req
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
-	req.Endless = ctx.Done() == nil
-	a := e.Store.Begin(&req)
+	w.req.Endless = ctx.Done() == nil
+	a := e.Store.Begin(&w.req)
 	granted := false
 	defer func() { a.End(ctx, granted) }()
 	aw, _ := a.(AttemptWatcher)
@@ -114,7 +119,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 			t.Retry(ctx, -1, err)
 		} else {
 			w.lastOK, w.reached, w.lastErr = res.Sent, true, nil
-			if !req.Wait {
+			if !w.req.Wait {
 				return nil, w.errf("%w", baton.ErrNotAcquired)
 			}
 			t.Retry(ctx, -1, nil)
@@ -135,7 +140,7 @@ func (e *Engine) acquire(ctx context.Context, key any, req Request, t *acqtrack.
 // wait is one acquire's state across its attempts.
 type wait struct {
 	e   *Engine
-	req *Request
+	req Request
 	key any
 	// lastOK is when the last attempt that got the server's answer was
 	// sent; reached reports that one did.
@@ -193,10 +198,13 @@ func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
 	if w.lastErr != nil {
 		d = min(d, max(time.Until(w.lostAt()), min(d, lostFloor)))
 	}
+	if actx := w.e.sharedAttemptCtx(ctx, d); actx != nil {
+		return a.Try(actx, n)
+	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	stop := context.AfterFunc(w.e.Ctx, cancel)
-	defer stop()
+	w.e.track(w, cancel)
+	defer w.e.untrack(w)
 	return a.Try(actx, n)
 }
 

@@ -145,7 +145,9 @@ type Keeper struct {
 
 // entry is one held lease. Its fields are guarded by Keeper.mu.
 type entry struct {
-	ref      Ref
+	// ref is the lease's Ref, in an array: ref[:] is the batch of its own
+	// release, which then costs no allocation.
+	ref      [1]Ref
 	ctl      engine.Control
 	lastSent time.Time // send time of the last confirmed renewal or acquire
 	deadline time.Time // Lost at
@@ -255,16 +257,11 @@ func (k *Keeper) Stats() Stats {
 // may have expired); it then queues an owner-checked release of ref.
 func (k *Keeper) Hold(parent context.Context, g engine.Grant, ref Ref, sent time.Time, fixed time.Duration) (*baton.Lease, error) {
 	e := k.newEntry(ref, sent, fixed)
-	engineEnd := g.OnEnd
+	// g.OnEnd stays the engine's: every end of a held lease leaves
+	// k.leases where it happens (release, apply, check; Close forgets
+	// them all), so the keeper needs no hook, which was a closure per
+	// grant.
 	g.Release = func(ctx context.Context) error { return k.release(ctx, e) }
-	g.OnEnd = func() {
-		k.mu.Lock()
-		delete(k.leases, e)
-		k.mu.Unlock()
-		if engineEnd != nil {
-			engineEnd()
-		}
-	}
 	lease, ctl := engine.NewLease(parent, g)
 	e.ctl = ctl
 
@@ -300,7 +297,7 @@ func (k *Keeper) newEntry(ref Ref, sent time.Time, fixed time.Duration) *entry {
 		ttl = fixed
 	}
 	margin := min(k.margin, ttl/4) // a short fixed lease keeps most of its time
-	e := &entry{ref: ref, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), margin: margin}
+	e := &entry{ref: [1]Ref{ref}, fixed: fixed > 0, lastSent: sent, deadline: sent.Add(ttl - margin), margin: margin}
 	if !e.fixed {
 		e.suspectAt = sent.Add(k.suspect)
 	}
@@ -335,7 +332,7 @@ func (k *Keeper) release(ctx context.Context, e *entry) error {
 	k.mu.Lock()
 	e.releasing = true
 	k.mu.Unlock()
-	err := k.store.Release(ctx, []Ref{e.ref})
+	err := k.store.Release(ctx, e.ref[:])
 	k.mu.Lock()
 	e.releasing = false
 	if err == nil {
@@ -366,11 +363,12 @@ func (k *Keeper) Close() error {
 	refs := make([]Ref, 0, len(k.leases)+len(k.pending))
 	for e := range k.leases {
 		held = append(held, e)
-		refs = append(refs, e.ref)
+		refs = append(refs, e.ref[0])
 	}
 	for _, p := range k.pending {
 		refs = append(refs, p.ref)
 	}
+	clear(k.leases) // ended below, by Close
 	k.pending = nil
 	k.mu.Unlock()
 

@@ -123,7 +123,7 @@ func (k *Keeper) renewBatch(batch []*entry) bool {
 	var last time.Time // the batch's latest deadline
 	k.mu.Lock()
 	for i, e := range batch {
-		refs[i] = e.ref
+		refs[i] = e.ref[0]
 		last = later(last, e.deadline)
 	}
 	k.mu.Unlock()
@@ -260,7 +260,7 @@ func (k *Keeper) apply(batch []*entry, renewed []bool, sent time.Time) {
 	}
 	k.mu.Unlock()
 	for _, e := range lose {
-		if e.ctl.Lose(fmt.Errorf("%w (%s)", ErrGone, e.ref.Key)) {
+		if e.ctl.Lose(fmt.Errorf("%w (%s)", ErrGone, e.ref[0].Key)) {
 			k.lost.Add(1)
 		}
 	}

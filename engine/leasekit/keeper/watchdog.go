@@ -91,7 +91,7 @@ func (k *Keeper) check(now time.Time) {
 		if !e.fixed {
 			// The row may still be ours on the server until its expiry:
 			// free it early (owner-checked) once the store is reachable.
-			k.queueLocked(e.ref, now)
+			k.queueLocked(e.ref[0], now)
 		}
 	}
 	k.mu.Unlock()
@@ -103,7 +103,7 @@ func (k *Keeper) check(now time.Time) {
 		}
 		// The deadline is read under no lock: e left k.leases above, so
 		// no renewal answer writes it any more.
-		if e.ctl.LoseAhead(fmt.Errorf("%w (%s)", cause, e.ref.Key), e.deadline.Add(e.margin).Sub(now)) {
+		if e.ctl.LoseAhead(fmt.Errorf("%w (%s)", cause, e.ref[0].Key), e.deadline.Add(e.margin).Sub(now)) {
 			k.lost.Add(1)
 		}
 	}
