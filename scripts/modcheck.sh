@@ -17,7 +17,8 @@
 #     never in the user's go.mod or go.sum.
 # On failure it prints the graph's module list.
 #
-# First it checks that every module of go.work is tidy on its own
+# First it checks that every module of go.work, and the tool module
+# scripts/kubeapiserver outside it, is tidy on its own
 # (GOWORK=off; nested modules with temporary replace directives to this
 # checkout, in a copy of their go.mod; the root module without any, as it
 # must require no other baton module): in the workspace a package or test
@@ -166,7 +167,8 @@ for mod in "${modules[@]}"; do
   . | etcdlock | prom | otel | drill | testkit) golinecheck "$mod" || status=1 ;; # the library modules and what they require
   esac
 done
-echo "modcheck tidy, internal imports: ${#modules[@]} modules checked: ${modules[*]}"
+tidycheck scripts/kubeapiserver || status=1 # the tool module outside go.work
+echo "modcheck tidy, internal imports: ${#modules[@]} modules checked: ${modules[*]}; tidy: scripts/kubeapiserver"
 check redislock "$root/redislock" "$never|$loggers|$etcdclient" "$zk|$sqldrivers" || status=1
 check sqllock "$root/sqllock" "$never|$loggers|$etcdclient" "$zk|$redis" || status=1
 check etcdlock "$root/etcdlock" "$never" "$zk|$redis|$sqldrivers" || status=1

@@ -3,7 +3,9 @@
 # prints the environment the tests read. Sourced by scripts/test.sh; usable
 # by hand:  eval "$(scripts/servers.sh start)"   …   scripts/servers.sh stop
 # `start SET…` starts only the sets named (zk, etcd, redis,
-# redis_private_set, postgres, mariadb, cluster_set, tls, zkensemble).
+# redis_private_set, postgres, mariadb, cluster_set, kube, tls,
+# zkensemble); `start --except SET…` starts every set but those named
+# (scripts/test.sh starts kube on its own once its server is built).
 #
 # ZooKeeper runs privately with a short tickTime (sessions can expire in
 # about 2 s), maxClientCnxns=0 (hundreds of test sessions from one host)
@@ -170,7 +172,6 @@ done
 # start, naming each.
 start_sets() {
   local fn out failed=() sets=("$@")
-  [ ${#sets[@]} -gt 0 ] || sets=(start_zk start_etcd start_redis start_redis_private_set start_postgres start_mariadb "${EXTRA_START[@]}")
   out=$(mktemp "$STATE/.exports.XXXXXX")
   for fn in "${sets[@]}"; do
     "$fn" >"$out" &
@@ -191,11 +192,19 @@ case "${1:-start}" in
 start)
   mkdir -p "$STATE"; chmod 755 "$STATE"
   shift || true
-  sets=()
+  except=false named=()
+  [ "${1:-}" = --except ] && except=true && shift
   for name in "$@"; do
     declare -F "start_$name" >/dev/null || { echo "servers.sh: no set named $name" >&2; exit 64; }
-    sets+=("start_$name")
+    named+=("start_$name")
   done
+  sets=("${named[@]}")
+  if $except || [ ${#named[@]} -eq 0 ]; then
+    sets=()
+    for fn in start_zk start_etcd start_redis start_redis_private_set start_postgres start_mariadb "${EXTRA_START[@]}"; do
+      [[ " ${named[*]} " == *" $fn "* ]] || sets+=("$fn")
+    done
+  fi
   start_sets "${sets[@]}"
   ;;
 stop)
@@ -207,7 +216,7 @@ stop)
   rm -rf "$STATE/zk/data" "$STATE/etcd/data" "$STATE"/redis-* "$AOF_STATE"/redis-*
   ;;
 *)
-  echo "usage: $0 start [SET…] | stop" >&2
+  echo "usage: $0 start [SET…] | start --except SET… | stop" >&2
   exit 64
   ;;
 esac

@@ -23,3 +23,6 @@ for mod in "${nested[@]}"; do
   done
   (cd "$mod" && go mod edit "${reps[@]}" && GOWORK=off go mod tidy; status=$?; go mod edit "${drops[@]}"; exit $status)
 done
+# The tool module outside go.work keeps its replace directives (it is
+# never installed): its go.mod says how it builds.
+(cd scripts/kubeapiserver && GOWORK=off go mod tidy)
