@@ -77,8 +77,10 @@ eval "$servers"
 mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 [ ${#modules[@]} -gt 0 ] || { echo "test.sh: no modules in go.work" >&2; exit 70; }
 tools=(./scripts/kubeapiserver)
-# The modules whose tests need the kube set (a Kubernetes API server).
-kube_modules=(./kubelock ./scripts/kubeapiserver)
+# The modules whose tests need the kube set (a Kubernetes API server):
+# the Lease engine's, and those that run every engine (the conformance
+# runner in testkit, examples/anyengine).
+kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples)
 gowork() { # MOD: the GOWORK to run MOD's go commands with
   local t
   for t in "${tools[@]}"; do [ "$1" = "$t" ] && echo off && return; done
@@ -105,6 +107,7 @@ lane() {
   local p=$1 mod rc=0
   shift
   for mod in "$@"; do
+    if needs_kube "$mod"; then await_kube; fi
     if [ "$(gowork "$mod")" = off ]; then # a tool module: not vetted above
       echo "== $mod: go vet"
       (cd "$mod" && GOWORK=off go vet ./...) || rc=1
@@ -128,33 +131,32 @@ lane() {
   done
   return $rc
 }
-# kube_lane waits for the kube set (40 minutes at most: a build that
-# hangs must not eat CI's time), then runs the modules that need it.
-kube_lane() {
+# await_kube waits for the kube set (40 minutes at most: a build that
+# hangs must not eat CI's time) and exports its environment, once per
+# lane; a module whose tests need the set calls it first.
+await_kube() {
   local waited=0
-  [ $# -gt 0 ] || return 0
+  [ -z "${kube_ready:-}" ] || return 0
+  kube_ready=1
   while [ ! -f "$logs/kube.rc" ] && [ $waited -lt 2400 ]; do sleep 1 && waited=$((waited + 1)); done
   if [ "$(cat "$logs/kube.rc" 2>/dev/null)" = 0 ]; then
     eval "$(cat "$logs/kube.env")"
   else
     echo "== kube: the set did not start (its log is printed below): its tests fail under CI=true, skip by hand"
   fi
-  lane 1 "$@"
 }
-laneA=() laneB=() laneK=()
+needs_kube() { case " ${kube_modules[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+# Each lane runs its modules that need the kube set last, so that the
+# build has the most time to end before anything waits for it.
+laneA=() laneB=() lastA=() lastB=()
 for mod in "${modules[@]}" "${tools[@]}"; do
-  case " ${kube_modules[*]} " in *" $mod "*) laneK+=("$mod") && continue ;; esac
   case "$mod" in
-  ./drill | drill | ./cmd/baton | cmd/baton) laneB+=("$mod") ;;
-  *) laneA+=("$mod") ;;
+  ./drill | drill | ./cmd/baton | cmd/baton) if needs_kube "$mod"; then lastB+=("$mod"); else laneB+=("$mod"); fi ;;
+  *) if needs_kube "$mod"; then lastA+=("$mod"); else laneA+=("$mod"); fi ;;
   esac
 done
-{
-  rc=0
-  lane 1 "${laneA[@]}" || rc=1
-  kube_lane "${laneK[@]}" || rc=1
-  exit $rc
-} >"$logs/a" 2>&1 &
+laneA+=("${lastA[@]}") laneB+=("${lastB[@]}")
+lane 1 "${laneA[@]}" >"$logs/a" 2>&1 &
 pidA=$!
 lane 2 "${laneB[@]}" >"$logs/b" 2>&1 &
 pidB=$!
