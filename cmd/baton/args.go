@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 // Defaults of `baton run`.
@@ -90,46 +90,6 @@ const (
 	modeShared                 // --shared N: one of N permits of the semaphore NAME
 )
 
-// durationValue is a flag.Value for durations that also takes a bare
-// number as seconds (`--ttl 2`), as etcdctl and flock do.
-type durationValue struct {
-	d   *time.Duration
-	set *bool
-}
-
-func (v durationValue) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return v.d.String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	if v.set != nil {
-		*v.set = true
-	}
-	return nil
-}
-
-func parseDuration(s string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, fmt.Errorf("duration %q out of range", s)
-		}
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("bad duration %q (want e.g. 500ms, 15s, 2m)", s)
-	}
-	return d, nil
-}
-
 // parseRun parses `baton run` arguments (after the word "run"). Flags may
 // come before or after NAME; the first "--" ends them and starts COMMAND,
 // so COMMAND's own flags never reach baton.
@@ -155,14 +115,14 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	}
 	hf := holdFlags{onSuspend: "none"}
 	fs := hf.flagSet(cmd, cfg)
-	own, command, sawDash := splitDash(args)
-	positional, err := parseInterleaved(fs, own)
+	own, command, sawDash := cli.SplitDash(args)
+	positional, err := cli.ParseInterleaved(fs, own)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, usagef("%s: %v", cmd, err)
+		return nil, cli.Usagef("%s: %v", cmd, err)
 	}
 	if err := holdOperands(cmd, cfg, positional, command, sawDash); err != nil {
 		return nil, err
@@ -175,13 +135,13 @@ func parseHold(cmd string, args []string, getenv func(string) string) (*runConfi
 	}
 	switch {
 	case cfg.waitSet && cfg.wait < 0:
-		return nil, usagef("%s: --wait must not be negative, got %v", cmd, cfg.wait)
+		return nil, cli.Usagef("%s: --wait must not be negative, got %v", cmd, cfg.wait)
 	case cfg.wait > maxWait:
-		return nil, usagef("%s: --wait %v is over the %v cap (leave --wait out to wait forever)", cmd, cfg.wait, maxWait)
+		return nil, cli.Usagef("%s: --wait %v is over the %v cap (leave --wait out to wait forever)", cmd, cfg.wait, maxWait)
 	case cfg.grace < 0:
-		return nil, usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
+		return nil, cli.Usagef("%s: --grace must not be negative, got %v", cmd, cfg.grace)
 	case cfg.grace > maxGrace:
-		return nil, usagef("%s: --grace %v is over the %v cap", cmd, cfg.grace, maxGrace)
+		return nil, cli.Usagef("%s: --grace %v is over the %v cap", cmd, cfg.grace, maxGrace)
 	}
 	if err := hf.checkHoldTimes(cmd, cfg); err != nil {
 		return nil, err
@@ -212,13 +172,13 @@ func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("backend", "", func(s string) error { cfg.backend, hf.backendGiven = s, true; return nil })
-	fs.Var(durationValue{d: &cfg.ttl}, "ttl", "")
-	fs.Var(durationValue{d: &cfg.wait, set: &cfg.waitSet}, "wait", "")
-	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
-	fs.Var(durationValue{d: &cfg.grace}, "grace", "")
+	fs.Var(cli.DurationValue{D: &cfg.ttl}, "ttl", "")
+	fs.Var(cli.DurationValue{D: &cfg.wait, Given: &cfg.waitSet}, "wait", "")
+	fs.Var(cli.DurationValue{D: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.Var(cli.DurationValue{D: &cfg.grace}, "grace", "")
 	fs.StringVar(&hf.onSuspend, "on-suspend", hf.onSuspend, "")
-	fs.Var(durationValue{d: &cfg.minHold, set: &hf.minHoldSet}, "min-hold", "")
-	fs.Var(durationValue{d: &cfg.maxHold, set: &hf.maxHoldSet}, "max-hold", "")
+	fs.Var(cli.DurationValue{D: &cfg.minHold, Given: &hf.minHoldSet}, "min-hold", "")
+	fs.Var(cli.DurationValue{D: &cfg.maxHold, Given: &hf.maxHoldSet}, "max-hold", "")
 	fs.BoolVar(&cfg.quietBusy, "quiet-busy", false, "")
 	fs.BoolVar(&cfg.scrubEnv, "scrub-env", false, "")
 	fs.Func("log-format", "", func(s string) error {
@@ -245,46 +205,19 @@ func (hf *holdFlags) flagSet(cmd string, cfg *runConfig) *flag.FlagSet {
 	return fs
 }
 
-// splitDash cuts args at the first "--": baton's own arguments before it,
-// COMMAND after it, so that COMMAND's flags never reach baton.
-func splitDash(args []string) (own, command []string, sawDash bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:], true
-		}
-	}
-	return args, nil, false
-}
-
-// parseInterleaved parses flags that may come before or after the
-// positional arguments, and returns those (flag.ErrHelp for -h).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // holdOperands checks that exactly NAME precedes "--" and a COMMAND
 // follows it, and stores them in cfg.
 func holdOperands(cmd string, cfg *runConfig, positional, command []string, sawDash bool) error {
 	synopsis := fmt.Sprintf("baton %s [flags] NAME -- COMMAND [ARG...]", cmd)
 	switch {
 	case len(positional) == 0:
-		return usagef("%s: missing NAME", cmd)
+		return cli.Usagef("%s: missing NAME", cmd)
 	case len(positional) > 1 && !sawDash:
-		return usagef("%s: put -- between NAME and COMMAND (%s)", cmd, synopsis)
+		return cli.Usagef("%s: put -- between NAME and COMMAND (%s)", cmd, synopsis)
 	case len(positional) > 1:
-		return usagef("%s: unexpected %q before --: only NAME goes there", cmd, positional[1])
+		return cli.Usagef("%s: unexpected %q before --: only NAME goes there", cmd, positional[1])
 	case !sawDash || len(command) == 0:
-		return usagef("%s: missing COMMAND (%s)", cmd, synopsis)
+		return cli.Usagef("%s: missing COMMAND (%s)", cmd, synopsis)
 	}
 	cfg.name, cfg.command = positional[0], command
 	return nil
@@ -301,11 +234,11 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 	}
 	switch {
 	case cmd != "run" && picked > 0:
-		return usagef("%s: --read, --write and --shared are for baton run (an election has one leader)", cmd)
+		return cli.Usagef("%s: --read, --write and --shared are for baton run (an election has one leader)", cmd)
 	case picked > 1:
-		return usagef("%s: --read, --write and --shared exclude each other: a read/write lock and a semaphore are different objects", cmd)
+		return cli.Usagef("%s: --read, --write and --shared exclude each other: a read/write lock and a semaphore are different objects", cmd)
 	case hf.sharedSet && hf.shared < 1:
-		return usagef("%s: --shared %d: a semaphore needs at least one permit", cmd, hf.shared)
+		return cli.Usagef("%s: --shared %d: a semaphore needs at least one permit", cmd, hf.shared)
 	case hf.read:
 		cfg.mode = modeRead
 	case hf.write:
@@ -318,7 +251,7 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 	case "stop":
 		cfg.stopOnSuspend = true
 	default:
-		return usagef("%s: --on-suspend=%q: want none or stop", cmd, hf.onSuspend)
+		return cli.Usagef("%s: --on-suspend=%q: want none or stop", cmd, hf.onSuspend)
 	}
 	return nil
 }
@@ -328,15 +261,15 @@ func (hf *holdFlags) apply(cmd string, cfg *runConfig) error {
 func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 	switch {
 	case hf.minHoldSet && cfg.minHold <= 0:
-		return usagef("%s: --min-hold must be positive, got %v", cmd, cfg.minHold)
+		return cli.Usagef("%s: --min-hold must be positive, got %v", cmd, cfg.minHold)
 	case hf.maxHoldSet && cfg.maxHold <= 0:
-		return usagef("%s: --max-hold must be positive, got %v", cmd, cfg.maxHold)
+		return cli.Usagef("%s: --max-hold must be positive, got %v", cmd, cfg.maxHold)
 	case cfg.minHold > maxMinHold:
-		return usagef("%s: --min-hold %v is over the %v cap", cmd, cfg.minHold, maxMinHold)
+		return cli.Usagef("%s: --min-hold %v is over the %v cap", cmd, cfg.minHold, maxMinHold)
 	case cfg.maxHold > maxMaxHold:
-		return usagef("%s: --max-hold %v is over the %v cap", cmd, cfg.maxHold, maxMaxHold)
+		return cli.Usagef("%s: --max-hold %v is over the %v cap", cmd, cfg.maxHold, maxMaxHold)
 	case hf.maxHoldSet && cfg.minHold > cfg.maxHold:
-		return usagef("%s: --min-hold %v exceeds --max-hold %v", cmd, cfg.minHold, cfg.maxHold)
+		return cli.Usagef("%s: --min-hold %v exceeds --max-hold %v", cmd, cfg.minHold, cfg.maxHold)
 	}
 	return nil
 }
@@ -345,13 +278,13 @@ func (hf *holdFlags) checkHoldTimes(cmd string, cfg *runConfig) error {
 func checkCommon(cmd string, cfg *runConfig) error {
 	switch {
 	case cfg.ttl <= 0:
-		return usagef("%s: --ttl must be positive, got %v", cmd, cfg.ttl)
+		return cli.Usagef("%s: --ttl must be positive, got %v", cmd, cfg.ttl)
 	case cfg.ttl > maxTTL:
-		return usagef("%s: --ttl %v is over the %v cap: a silent holder would keep the lock that long", cmd, cfg.ttl, maxTTL)
+		return cli.Usagef("%s: --ttl %v is over the %v cap: a silent holder would keep the lock that long", cmd, cfg.ttl, maxTTL)
 	case cfg.connectTimeout <= 0:
-		return usagef("%s: --connect-timeout must be positive, got %v", cmd, cfg.connectTimeout)
+		return cli.Usagef("%s: --connect-timeout must be positive, got %v", cmd, cfg.connectTimeout)
 	case cfg.connectTimeout > maxConnectTimeout:
-		return usagef("%s: --connect-timeout %v is over the %v cap", cmd, cfg.connectTimeout, maxConnectTimeout)
+		return cli.Usagef("%s: --connect-timeout %v is over the %v cap", cmd, cfg.connectTimeout, maxConnectTimeout)
 	}
 	return nil
 }
@@ -370,14 +303,14 @@ func resolveBackend(cmd string, cfg *runConfig, given bool, getenv func(string) 
 		return nil
 	}
 	if given {
-		return usagef("%s: --backend is empty", cmd)
+		return cli.Usagef("%s: --backend is empty", cmd)
 	}
 	if _, set := lookupEnv("BATON_BACKEND"); set || cfg.backend != "" {
-		return usagef("%s: BATON_BACKEND is set but empty: name a backend, or unset it for the embedded default", cmd)
+		return cli.Usagef("%s: BATON_BACKEND is set but empty: name a backend, or unset it for the embedded default", cmd)
 	}
 	def, err := embeddedBackend()
 	if err != nil {
-		return usagef("%s: no --backend, no BATON_BACKEND, and no state directory for the embedded default: %v", cmd, err)
+		return cli.Usagef("%s: no --backend, no BATON_BACKEND, and no state directory for the embedded default: %v", cmd, err)
 	}
 	cfg.backend, cfg.embedded = def, true
 	return nil
@@ -392,7 +325,7 @@ var lookupEnv = os.LookupEnv
 // must be; with --log-level info the "acquired" record names the backend
 // anyway.
 func noteEmbedded(cfg *runConfig) {
-	if cfg.embedded && isTerminal(os.Stderr) {
+	if cfg.embedded && cli.IsTerminal(os.Stderr) {
 		note("no --backend or BATON_BACKEND: using the embedded default %s (it excludes runs of this host only)", cfg.backend)
 	}
 }
@@ -400,26 +333,9 @@ func noteEmbedded(cfg *runConfig) {
 // logFormatArg is the value of the last --log-format among baton's own
 // arguments (before "--"), read without parsing them, so that a command
 // line that does not parse still reports in the format it asked for.
-func logFormatArg(args []string) string { return flagArg(args, "log-format") }
+func logFormatArg(args []string) string { return cli.FlagArg(args, "log-format") }
 
 // backendArg is the value of the last --backend among baton's own
 // arguments, read as logFormatArg reads --log-format: its password must
 // stay out of a usage error's record.
-func backendArg(args []string) string { return flagArg(args, "backend") }
-
-// flagArg is the value of the last -name or --name (as "--name v" or
-// "--name=v") among args before "--".
-func flagArg(args []string, name string) string {
-	own, _, _ := splitDash(args)
-	v := ""
-	for i, a := range own {
-		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		switch {
-		case a == name && i+1 < len(own):
-			v = own[i+1]
-		case strings.HasPrefix(a, name+"="):
-			v = a[len(name)+1:]
-		}
-	}
-	return v
-}
+func backendArg(args []string) string { return cli.FlagArg(args, "backend") }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/engine/queuekit"
 )
@@ -90,9 +91,9 @@ func engineOf(u engineURL) (*backendType, error) {
 		return e, nil
 	}
 	if knownLater[u.scheme] {
-		return nil, usagef("backend %s: the %s engine is not available in this release (%s are)", u.redacted, u.scheme, knownSchemes())
+		return nil, cli.Usagef("backend %s: the %s engine is not available in this release (%s are)", u.redacted, u.scheme, knownSchemes())
 	}
-	return nil, usagef("backend %s: unknown scheme %q (%s)", u.redacted, u.scheme, knownSchemes())
+	return nil, cli.Usagef("backend %s: unknown scheme %q (%s)", u.redacted, u.scheme, knownSchemes())
 }
 
 // engineURL is a backend URL split from its credentials, so that the
@@ -120,11 +121,11 @@ type engineURL struct {
 // and password are percent-decoded once, there).
 func splitURL(raw string) (engineURL, error) {
 	if scheme, _, ok := strings.Cut(raw, "://"); !ok || scheme == "" {
-		return engineURL{}, usagef("backend URL %q: want scheme://… (%s)", engine.Redact(raw), knownSchemes())
+		return engineURL{}, cli.Usagef("backend URL %q: want scheme://… (%s)", engine.Redact(raw), knownSchemes())
 	}
 	e, err := engine.ParseURL(raw)
 	if err != nil {
-		return engineURL{}, usagef("%v", err) // a usage error, as every bad command line is
+		return engineURL{}, cli.Usagef("%v", err) // a usage error, as every bad command line is
 	}
 	return engineURL{scheme: e.Scheme, orig: e.Orig, raw: e.Raw, user: e.User, password: e.Password,
 		hasUser: e.HasUser, redacted: e.Redacted}, nil
@@ -185,7 +186,7 @@ var knownLater = map[string]bool{}
 
 // openBackend connects to the engine named by cfg.backend within
 // cfg.connectTimeout (bounded also by ctx). Errors are classified by
-// classify: usage for bad URLs, ErrAuth, else unavailable.
+// cli.Classify: usage for bad URLs, ErrAuth, else unavailable.
 func openBackend(ctx context.Context, cfg *runConfig, name string) (*backend, error) {
 	u, e, err := backendOf(cfg.backend)
 	if err != nil {

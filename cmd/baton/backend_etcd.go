@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/etcdlock"
 )
 
@@ -26,7 +27,7 @@ func init() {
 // parseEtcd checks an etcd:// or etcds:// URL offline, as baton.Open does.
 func parseEtcd(u engineURL) error {
 	if err := baton.CheckURL(u.orig); err != nil {
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	return nil
 }
@@ -90,7 +91,7 @@ func openEtcd(ctx context.Context, cfg *runConfig, u engineURL, name string, opt
 // not a refusal learns when the endpoints speak TLS.
 func etcdPlainErr(ctx context.Context, u engineURL, err error) error {
 	if errors.Is(err, baton.ErrInvalidOption) {
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	if u.scheme == "etcds" || errors.Is(err, baton.ErrAuth) {
 		return err

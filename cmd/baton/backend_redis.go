@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/redislock"
 )
@@ -29,7 +30,7 @@ func init() {
 		open:      openRedis,
 		checkHold: func(cmd string, _ engineURL, cfg *runConfig) error { return checkRedisTTL(cmd, "Redis", cfg.ttl) },
 		noClean: func(engineURL) error {
-			return usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
+			return cli.Usagef("clean: not applicable to the Redis engine: every key and waiting intent it writes expires by itself " +
 				"(a dead holder's within --ttl); run baton inspect to see holders, tokens, time left and waiters")
 		},
 	})
@@ -43,9 +44,9 @@ func init() {
 func checkRedisTTL(cmd, engine string, ttl time.Duration) error {
 	switch {
 	case ttl < leasekit.MinTTL:
-		return usagef("%s: --ttl %v: the %s engine needs a TTL of at least %v", cmd, ttl, engine, leasekit.MinTTL)
+		return cli.Usagef("%s: --ttl %v: the %s engine needs a TTL of at least %v", cmd, ttl, engine, leasekit.MinTTL)
 	case ttl%time.Millisecond != 0:
-		return usagef("%s: --ttl %v: the %s engine keeps TTLs in whole milliseconds", cmd, ttl, engine)
+		return cli.Usagef("%s: --ttl %v: the %s engine keeps TTLs in whole milliseconds", cmd, ttl, engine)
 	}
 	return nil
 }

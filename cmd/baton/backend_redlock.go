@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/redlock"
 )
 
@@ -37,13 +38,13 @@ func redlockOnlyMutex(cmd string, mode lockMode) error {
 	default:
 		return nil
 	}
-	return usagef("%s: Redlock has only the mutex: no %s. The quorum fencing token proves the order of one holder "+
+	return cli.Usagef("%s: Redlock has only the mutex: no %s. The quorum fencing token proves the order of one holder "+
 		"after another, not of several at once; use a redis:// primary, etcd, ZooKeeper or SQL for them", cmd, what)
 }
 
 // redlockNoClean is the usage error of `baton clean` on Redlock.
 func redlockNoClean() error {
-	return usagef("clean: not applicable to the Redlock engine: every lock key expires by itself on every node " +
+	return cli.Usagef("clean: not applicable to the Redlock engine: every lock key expires by itself on every node " +
 		"(a dead holder's within --ttl); run baton inspect to see the holder, its token, process and time left")
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/sqllock"
 	_ "modernc.org/sqlite" // pure Go: baton stays a static binary; sqllock opens sqlite:// with it
 )
@@ -26,7 +27,7 @@ func init() {
 		open:  openSQL,
 		checkHold: func(cmd string, u engineURL, cfg *runConfig) error {
 			if cfg.ttl < minSQLTTL {
-				return usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, sqlEngine(u.scheme), minSQLTTL)
+				return cli.Usagef("%s: --ttl %v: the SQL engine (%s) needs at least %v", cmd, cfg.ttl, sqlEngine(u.scheme), minSQLTTL)
 			}
 			return nil
 		},
@@ -268,7 +269,7 @@ func sqlDB(ctx context.Context, connectTimeout time.Duration, u engineURL) (db *
 // sqlUnsupported is the usage error for a command that does not apply to
 // the SQL engine (clean).
 func sqlUnsupported(cmd string, engine string) error {
-	return usagef("%s: not applicable to the SQL engine (%s): it leaves no residue to remove. "+
+	return cli.Usagef("%s: not applicable to the SQL engine (%s): it leaves no residue to remove. "+
 		"A released row keeps only its token; an expired one is free to the next acquire by the database clock; "+
 		"run baton inspect to see the holders, the waiters and their deadlines", cmd, engine)
 }

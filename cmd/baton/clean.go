@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine/queuekit"
 )
 
@@ -23,13 +24,13 @@ func cleanMain(args []string) int {
 	defer a.close()
 	qa, ok := a.b.queue()
 	if !ok { // an engine registered without noClean
-		return fail(usagef("clean: not applicable to the %s engine: it keeps no queue of entries to clean", a.b.engine))
+		return fail(cli.Usagef("clean: not applicable to the %s engine: it keeps no queue of entries to clean", a.b.engine))
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	q, err := qa.Inspect(ctx, a.name)
 	cancel()
 	if err != nil {
-		return failAdmin(a.ctx, err)
+		return env.FailConnected(a.ctx, err)
 	}
 	if a.cfg.forceSet {
 		return forceRelease(a, qa, q, os.Stdout)
@@ -46,7 +47,7 @@ func cleanMain(args []string) int {
 func refuseDirectory(name, entry string) error {
 	e := strings.Trim(entry, "/")
 	if e == "" || e == "." || e == "locks" || e == "leases" || e == name || strings.HasSuffix(e, "/"+name) {
-		return usagef("clean: --force-release %q names the lock directory, not an entry: baton never removes the directory "+
+		return cli.Usagef("clean: --force-release %q names the lock directory, not an entry: baton never removes the directory "+
 			"(it would free the holder and every waiter at once and destroy the evidence); name one entry as baton inspect prints it", entry)
 	}
 	return nil
@@ -108,9 +109,9 @@ func cleanResidue(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.W
 		fmt.Fprintf(w, "removed %d of %d; %d entries kept\n", found-failed, found, kept)
 	}
 	if failed > 0 {
-		return exitUnavailable
+		return cli.ExitUnavailable
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // evidence is what --force-release saves before it removes anything.
@@ -137,7 +138,7 @@ func forceRelease(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.W
 	if target == nil {
 		note("clean: --force-release %q: no such entry in %q (it may be gone already; run baton inspect %s for the exact names)",
 			a.cfg.forceRelease, a.name, a.name)
-		return exitNoEntry
+		return cli.ExitNoEntry
 	}
 	u, _ := splitURL(a.cfg.backend)
 	ev := evidence{
@@ -154,7 +155,7 @@ func forceRelease(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.W
 		b, err := bounder.TokenBound(ctx, a.name)
 		cancel()
 		if err != nil {
-			return failAdmin(a.ctx, err)
+			return env.FailConnected(a.ctx, err)
 		}
 		fence = b
 	}
@@ -167,8 +168,8 @@ func forceRelease(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.W
 	fmt.Fprintf(w, "  kind %s, %s, owner session %s, token %s, age %s\n",
 		kindName(e.Kind), stateName(*e), orDash(e.Session), tokenText(e.Token), ageText(e.Age))
 	if p := e.Process; p.Host != "" || p.PID != 0 {
-		fmt.Fprintf(w, "  created by host %s, pid %s, program %s\n", termSafe(orDash(p.Host)), pidText(p.PID),
-			termSafe(orDash(programText(p))))
+		fmt.Fprintf(w, "  created by host %s, pid %s, program %s\n", cli.TermSafe(orDash(p.Host)), pidText(p.PID),
+			cli.TermSafe(orDash(programText(p))))
 	}
 	if e.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", e.Note)
@@ -187,21 +188,21 @@ func forceRelease(a *adminSession, qa queueAdmin, q []queuekit.EntryInfo, w io.W
 	fmt.Fprintf(w, "  the (token, owner) rule then rejects this holder's writes and admits the next holder, whose token is larger.\n")
 	if !a.cfg.apply {
 		fmt.Fprintf(w, "dry run: nothing removed, no evidence saved; re-run with --apply once the fence is raised\n")
-		return exitOK
+		return cli.ExitOK
 	}
 	path, err := saveEvidence(a.cfg.evidenceDir, a.name, ev)
 	if err != nil {
 		note("clean: evidence not saved, nothing removed: %v", err)
-		return exitCantCreate
+		return cli.ExitCantCreate
 	}
 	fmt.Fprintf(w, "evidence saved to %s\n", path)
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.connectTimeout)
 	defer cancel()
 	if err := qa.Remove(ctx, a.name, e.Entry); err != nil {
-		return failAdmin(a.ctx, err)
+		return env.FailConnected(a.ctx, err)
 	}
 	fmt.Fprintf(w, "removed %s\n", e.Entry)
-	return exitOK
+	return cli.ExitOK
 }
 
 // evidenceDir is where evidence goes without --evidence-dir: the user's
@@ -241,7 +242,7 @@ func saveEvidence(flagDir, name string, ev evidence) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeJSON(f, ev); err != nil {
+	if err := cli.WriteJSON(f, ev); err != nil {
 		f.Close()
 		return "", err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/fence"
@@ -89,20 +90,20 @@ func say(format string, args ...any) {
 // step's outcome is verified, and it exits non-zero when the story did not
 // happen as it must.
 func demoMain() int {
-	sctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	sctx, stop := signal.NotifyContext(context.Background(), cli.Signals...)
 	defer stop()
 	ctx, cancel := context.WithTimeout(sctx, demoBudget)
 	defer cancel()
 	begin := time.Now()
 	if err := demo(ctx); err != nil {
-		if s, ok := signalFromCause(sctx); ok {
+		if s, ok := cli.SignalFromCause(sctx); ok {
 			say("interrupted by %v", s)
-			return exitSignalBase + int(s)
+			return cli.ExitSignalBase + int(s)
 		}
 		say("FAILED after %v: %v", time.Since(begin).Round(time.Millisecond), err)
-		return exitDemoFailed
+		return cli.ExitDemoFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // demoStory collects what happened, to check and tell at the end.
@@ -555,17 +556,17 @@ func (h *holderProc) stop() {
 // the late write on both stores, report the lease's state.
 func demoHolderMain(args []string) int {
 	if len(args) != 2 {
-		return fail(usagef("%s is internal to baton demo", demoHolderCmd))
+		return fail(cli.Usagef("%s is internal to baton demo", demoHolderCmd))
 	}
 	report := os.NewFile(3, "report")
 	if report == nil {
-		return fail(usagef("%s is internal to baton demo", demoHolderCmd))
+		return fail(cli.Usagef("%s is internal to baton demo", demoHolderCmd))
 	}
 	if err := holder(args[0], args[1], report); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: holder A: %v\n", err)
-		return exitDemoFailed
+		return cli.ExitDemoFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func holder(endpoint, dbPath string, report io.Writer) error {

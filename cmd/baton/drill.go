@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/drill/scenario"
 	"github.com/baton-go/baton/engine"
 )
@@ -124,32 +125,32 @@ func parseDrill(args []string, getenv func(string) string) (*drillConfig, error)
 		seedSet = err == nil
 		return err
 	})
-	fs.Var(durationValue{d: &cfg.ttl}, "ttl", "")
+	fs.Var(cli.DurationValue{D: &cfg.ttl}, "ttl", "")
 	fs.StringVar(&prefix, "prefix", "baton-drill", "")
 	fs.StringVar(&cfg.jsonFile, "json", "", "")
 	fs.StringVar(&cfg.htmlFile, "html", "", "")
 	fs.StringVar(&cfg.keepDir, "keep-dir", "", "")
 	fs.IntVar(&cfg.herd, "herd", scenario.DefaultHerd, "")
-	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.Var(cli.DurationValue{D: &cfg.connectTimeout}, "connect-timeout", "")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, usagef("drill: %v", err)
+		return nil, cli.Usagef("drill: %v", err)
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("drill: unexpected %q: drill takes flags only", fs.Arg(0))
+		return nil, cli.Usagef("drill: unexpected %q: drill takes flags only", fs.Arg(0))
 	}
 	if cfg.scenarios, err = parseScenarios(scenarios); err != nil {
 		return nil, err
 	}
 	if cfg.trials < 1 {
-		return nil, usagef("drill: --trials %d: want at least 1", cfg.trials)
+		return nil, cli.Usagef("drill: --trials %d: want at least 1", cfg.trials)
 	}
 	if cfg.herd < 1 || cfg.herd > maxDrillHerd {
-		return nil, usagef("drill: --herd %d: want 1 to %d waiters", cfg.herd, maxDrillHerd)
+		return nil, cli.Usagef("drill: --herd %d: want 1 to %d waiters", cfg.herd, maxDrillHerd)
 	}
 	if !seedSet {
 		cfg.seed = randomSeed()
@@ -186,7 +187,7 @@ func parseScenarios(list string) ([]string, error) {
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(known, s) {
-			return nil, usagef("drill: unknown scenario %q (%s)", s, strings.Join(known, ", "))
+			return nil, cli.Usagef("drill: unknown scenario %q (%s)", s, strings.Join(known, ", "))
 		}
 		if !slices.Contains(out, s) {
 			out = append(out, s)
@@ -200,11 +201,11 @@ func parseScenarios(list string) ([]string, error) {
 func drillPrefix(p string) (string, error) {
 	p = strings.Trim(p, "/")
 	if p == "" {
-		return "", usagef("drill: --prefix is empty")
+		return "", cli.Usagef("drill: --prefix is empty")
 	}
 	full := p + "/" + engine.NewOwnerID()[:12]
 	if _, err := engine.ValidateName(full + "/x"); err != nil {
-		return "", usagef("drill: --prefix %q: %v", p, err)
+		return "", cli.Usagef("drill: --prefix %q: %v", p, err)
 	}
 	return full, nil
 }
@@ -241,13 +242,13 @@ func drillMain(args []string) int {
 		return fail(err)
 	}
 	if cfg.help {
-		return showHelp(drillHelp())
+		return env.ShowHelp(drillHelp())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	ctx, stop := signal.NotifyContext(context.Background(), cli.Signals...)
 	defer stop()
 	t, closeTarget, err := drillTarget(ctx, cfg)
 	if err != nil {
-		return failAdmin(ctx, err)
+		return env.FailConnected(ctx, err)
 	}
 	defer closeTarget()
 	dir, err := drillDir(cfg.keepDir)
@@ -271,10 +272,10 @@ func drillFinish(ctx context.Context, cfg *drillConfig, rep scenario.Report, run
 			note("write: %v", err)
 		}
 	}
-	code := exitOK
+	code := cli.ExitOK
 	if err := saveDrillFiles(cfg, rep); err != nil {
 		note("%v", err)
-		code = exitCantCreate
+		code = cli.ExitCantCreate
 	}
 	kept := false
 	for _, s := range rep.Scenarios {
@@ -291,10 +292,10 @@ func drillFinish(ctx context.Context, cfg *drillConfig, rep scenario.Report, run
 	}
 	switch {
 	case errors.Is(runErr, scenario.ErrOptions):
-		code = exitUsage
+		code = cli.ExitUsage
 		note("drill: %v", runErr)
 	case runErr != nil:
-		code = classify(ctx, runErr, false)
+		code = cli.Classify(ctx, runErr, false)
 		if ctx.Err() != nil {
 			note("drill interrupted: cleaned up what it created under %s", cfg.prefix)
 		} else {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/drill/scenario"
 )
 
@@ -67,7 +68,7 @@ func sampleReport() scenario.Report {
 // was measured.
 func TestDrillJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeJSON(&b, toDrillJSON(sampleReport(), 2*time.Second)); err != nil {
+	if err := cli.WriteJSON(&b, toDrillJSON(sampleReport(), 2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {

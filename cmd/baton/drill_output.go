@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/drill/scenario"
 )
 
@@ -25,7 +26,7 @@ type progress struct {
 }
 
 func newProgress(f *os.File) *progress {
-	return &progress{w: f, tty: isTerminal(f)}
+	return &progress{w: f, tty: cli.IsTerminal(f)}
 }
 
 func (p *progress) start(engine string, cfg *drillConfig) {
@@ -186,7 +187,7 @@ func toDrillJSON(rep scenario.Report, ttl time.Duration) drillJSON {
 func saveDrillFiles(cfg *drillConfig, rep scenario.Report) error {
 	if cfg.jsonFile != "" {
 		var b bytes.Buffer
-		if err := writeJSON(&b, toDrillJSON(rep, cfg.ttl)); err != nil {
+		if err := cli.WriteJSON(&b, toDrillJSON(rep, cfg.ttl)); err != nil {
 			return err
 		}
 		if err := writeAtomic(cfg.jsonFile, b.Bytes()); err != nil {
@@ -212,14 +213,14 @@ func saveDrillFiles(cfg *drillConfig, rep scenario.Report) error {
 // --keep-dir is a directory (created when missing).
 func checkDrillFiles(cfg *drillConfig) error {
 	if cfg.jsonFile != "" && cfg.htmlFile != "" && filepath.Clean(cfg.jsonFile) == filepath.Clean(cfg.htmlFile) {
-		return usagef("drill: --json and --html are both %q", cfg.jsonFile)
+		return cli.Usagef("drill: --json and --html are both %q", cfg.jsonFile)
 	}
 	for _, f := range []struct{ flag, path string }{{"--json", cfg.jsonFile}, {"--html", cfg.htmlFile}} {
 		if f.path == "" {
 			continue
 		}
 		if err := checkWritable(f.path); err != nil {
-			return usagef("drill: %s %q cannot be written: %v", f.flag, f.path, err)
+			return cli.Usagef("drill: %s %q cannot be written: %v", f.flag, f.path, err)
 		}
 	}
 	if cfg.keepDir != "" {
@@ -227,7 +228,7 @@ func checkDrillFiles(cfg *drillConfig) error {
 		// (--keep-dir /etc/passwd) or cannot be made is the command
 		// line's mistake, not an unreachable backend.
 		if err := os.MkdirAll(cfg.keepDir, 0o700); err != nil {
-			return usagef("drill: --keep-dir %q cannot be used: %v", cfg.keepDir, err)
+			return cli.Usagef("drill: --keep-dir %q cannot be used: %v", cfg.keepDir, err)
 		}
 	}
 	return nil

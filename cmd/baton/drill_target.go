@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/drill/scenario"
 )
 
@@ -106,15 +107,15 @@ func (c drillClient) Close() error { c.b.close(); return nil }
 // history is this process's stdout (notes go to stderr).
 func drillHolderMain(args []string) int {
 	if len(args) > 0 || !scenario.IsHolder() {
-		return fail(usagef("%s is a drill's holder process: baton drill starts it", drillHolderCmd))
+		return fail(cli.Usagef("%s is a drill's holder process: baton drill starts it", drillHolderCmd))
 	}
 	cfg := runConfig{backend: os.Getenv(envDrillBackend), embedded: os.Getenv(envDrillEmbedded) == "true"}
 	var err error
 	if cfg.ttl, err = time.ParseDuration(os.Getenv(envDrillTTL)); err != nil {
-		return fail(usagef("%s: %v", envDrillTTL, err))
+		return fail(cli.Usagef("%s: %v", envDrillTTL, err))
 	}
 	if cfg.connectTimeout, err = time.ParseDuration(os.Getenv(envDrillConnect)); err != nil {
-		return fail(usagef("%s: %v", envDrillConnect, err))
+		return fail(cli.Usagef("%s: %v", envDrillConnect, err))
 	}
 	u, err := splitURL(cfg.backend)
 	if err != nil {

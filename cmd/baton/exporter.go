@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine"
 )
 
@@ -140,8 +141,8 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	fs.SetOutput(io.Discard)
 	fs.Func("backend", "", func(s string) error { cfg.backend, backendGiven = s, true; return nil })
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "")
-	fs.Var(durationValue{d: &cfg.interval}, "interval", "")
-	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.Var(cli.DurationValue{D: &cfg.interval}, "interval", "")
+	fs.Var(cli.DurationValue{D: &cfg.connectTimeout}, "connect-timeout", "")
 	fs.IntVar(&cfg.maxStreams, "max-streams", defaultMaxStreams, "")
 	fs.Func("allow-host", "", func(s string) error {
 		h, err := allowedHostName(s)
@@ -152,16 +153,16 @@ func parseExporter(args []string, getenv func(string) string) (*exporterConfig, 
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "")
 	fs.BoolVar(&cfg.holderLabels, "holder-labels", false, "")
-	positional, err := parseInterleaved(fs, args)
+	positional, err := cli.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, usagef("exporter: %v", err)
+		return nil, cli.Usagef("exporter: %v", err)
 	}
 	if len(positional) == 0 {
-		return nil, usagef("exporter: missing NAME (baton exporter [flags] NAME|PREFIX...)")
+		return nil, cli.Usagef("exporter: missing NAME (baton exporter [flags] NAME|PREFIX...)")
 	}
 	if err := checkExporterFlags(cfg); err != nil {
 		return nil, err
@@ -196,7 +197,7 @@ func exporterName(arg, backend string) (string, error) {
 	}
 	if !canList(backend) {
 		u, _ := splitURL(backend)
-		return "", usagef("exporter: PREFIX %q: the %s engine cannot list its locks; name them one by one", arg, u.scheme)
+		return "", cli.Usagef("exporter: PREFIX %q: the %s engine cannot list its locks; name them one by one", arg, u.scheme)
 	}
 	return n + prefixSuffix, nil
 }
@@ -208,7 +209,7 @@ func exporterMain(args []string) int {
 		return fail(err)
 	}
 	if cfg.help {
-		return showHelp(exporterUsage)
+		return env.ShowHelp(exporterUsage)
 	}
 	if err := parseBackend(cfg.backend); err != nil {
 		return fail(err)
@@ -218,21 +219,21 @@ func exporterMain(args []string) int {
 		return fail(err)
 	}
 	u, _ := splitURL(cfg.backend)
-	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	ctx, stop := signal.NotifyContext(context.Background(), cli.Signals...)
 	defer stop()
 	b, err := openBackend(ctx, &cfg.runConfig, cfg.name)
 	if err != nil {
-		return failAdmin(ctx, err)
+		return env.FailConnected(ctx, err)
 	}
 	defer b.close()
 	p, up, errs := newPoller(cfg, u, b)
 	if _, err := p.poll(ctx); err != nil {
-		return failAdmin(ctx, scrubbedError{msg: p.scrub(err.Error()), err: err})
+		return env.FailConnected(ctx, scrubbedError{msg: p.scrub(err.Error()), err: err})
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		note("exporter: listen: %v", err)
-		return exitUnavailable
+		return cli.ExitUnavailable
 	}
 	sec.hosts = newHostGuard(cfg.listen, ln.Addr(), cfg.allowHosts)
 	ln = limitListener(ln, sec.maxConns)
@@ -267,9 +268,9 @@ func serveExporter(ctx context.Context, stop func(), srv *http.Server, serveFn f
 	<-polled
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		note("exporter: %v", err)
-		return exitSoftware
+		return cli.ExitSoftware
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // newPoller builds the poller of cfg's locks on b, and the up gauge and

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 // minTokenLen is the shortest --token-file token accepted: the login
@@ -19,11 +21,11 @@ const minTokenLen = 16
 func checkExporterFlags(cfg *exporterConfig) error {
 	switch {
 	case cfg.interval <= 0:
-		return usagef("exporter: --interval must be positive, got %v", cfg.interval)
+		return cli.Usagef("exporter: --interval must be positive, got %v", cfg.interval)
 	case cfg.maxStreams < 1 || cfg.maxStreams > maxMaxStreams:
-		return usagef("exporter: --max-streams %d: want 1 to %d", cfg.maxStreams, maxMaxStreams)
+		return cli.Usagef("exporter: --max-streams %d: want 1 to %d", cfg.maxStreams, maxMaxStreams)
 	case (cfg.tlsCert == "") != (cfg.tlsKey == ""):
-		return usagef("exporter: --tls-cert and --tls-key go together")
+		return cli.Usagef("exporter: --tls-cert and --tls-key go together")
 	}
 	return checkListen(cfg.listen)
 }
@@ -33,13 +35,13 @@ func checkExporterFlags(cfg *exporterConfig) error {
 func checkListen(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("exporter: --listen %q: want HOST:PORT (e.g. 127.0.0.1:9187): %v", addr, err)
+		return cli.Usagef("exporter: --listen %q: want HOST:PORT (e.g. 127.0.0.1:9187): %v", addr, err)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return usagef("exporter: --listen %q: port %q is not a number from 0 to 65535", addr, port)
+		return cli.Usagef("exporter: --listen %q: port %q is not a number from 0 to 65535", addr, port)
 	}
 	if host != "" && net.ParseIP(host) == nil && !isHostName(host) {
-		return usagef("exporter: --listen %q: %q is neither an IP address nor a host name", addr, host)
+		return cli.Usagef("exporter: --listen %q: %q is neither an IP address nor a host name", addr, host)
 	}
 	return nil
 }
@@ -81,26 +83,26 @@ func allowedHostName(s string) (string, error) {
 func loadToken(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", usagef("exporter: --token-file: %v", err)
+		return "", cli.Usagef("exporter: --token-file: %v", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", usagef("exporter: --token-file %q is not a regular file", path)
+		return "", cli.Usagef("exporter: --token-file %q is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o004 != 0 {
-		return "", usagef("exporter: --token-file %q is readable by every user (mode %04o): chmod 600 it", path, perm)
+		return "", cli.Usagef("exporter: --token-file %q is readable by every user (mode %04o): chmod 600 it", path, perm)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", usagef("exporter: --token-file: %v", err)
+		return "", cli.Usagef("exporter: --token-file: %v", err)
 	}
 	tok := strings.TrimSpace(string(b))
 	for _, c := range []byte(tok) {
 		if c <= ' ' || c > '~' {
-			return "", usagef("exporter: --token-file %q: the token must be one word of printable ASCII", path)
+			return "", cli.Usagef("exporter: --token-file %q: the token must be one word of printable ASCII", path)
 		}
 	}
 	if len(tok) < minTokenLen {
-		return "", usagef("exporter: --token-file %q: the token has %d characters, want at least %d (openssl rand -hex 32)",
+		return "", cli.Usagef("exporter: --token-file %q: the token has %d characters, want at least %d (openssl rand -hex 32)",
 			path, len(tok), minTokenLen)
 	}
 	return tok, nil
@@ -114,7 +116,7 @@ func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, usagef("exporter: --tls-cert/--tls-key: %v", err)
+		return nil, cli.Usagef("exporter: --tls-cert/--tls-key: %v", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine"
 )
 
@@ -37,7 +32,7 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("backend", "", func(s string) error { cfg.backend, backendGiven = s, true; return nil })
-	fs.Var(durationValue{d: &cfg.connectTimeout}, "connect-timeout", "")
+	fs.Var(cli.DurationValue{D: &cfg.connectTimeout}, "connect-timeout", "")
 	switch cmd {
 	case "inspect":
 		fs.BoolVar(&cfg.json, "json", false, "")
@@ -46,19 +41,19 @@ func parseAdmin(cmd string, args []string, getenv func(string) string) (*adminCo
 		fs.Func("force-release", "", func(s string) error { cfg.forceRelease, cfg.forceSet = s, true; return nil })
 		fs.StringVar(&cfg.evidenceDir, "evidence-dir", "", "")
 	}
-	positional, err := parseInterleaved(fs, args)
+	positional, err := cli.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, usagef("%s: %v", cmd, err)
+		return nil, cli.Usagef("%s: %v", cmd, err)
 	}
 	switch {
 	case len(positional) == 0:
-		return nil, usagef("%s: missing NAME (baton %s [flags] NAME)", cmd, cmd)
+		return nil, cli.Usagef("%s: missing NAME (baton %s [flags] NAME)", cmd, cmd)
 	case len(positional) > 1:
-		return nil, usagef("%s: unexpected %q: %s takes one NAME", cmd, positional[1], cmd)
+		return nil, cli.Usagef("%s: unexpected %q: %s takes one NAME", cmd, positional[1], cmd)
 	}
 	cfg.name = positional[0]
 	if err := checkCommon(cmd, &cfg.runConfig); err != nil {
@@ -94,7 +89,7 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 		return nil, fail(err)
 	}
 	if cfg.help {
-		return nil, showHelp(usage)
+		return nil, env.ShowHelp(usage)
 	}
 	name, err := engine.ValidateName(cfg.name)
 	if err != nil {
@@ -109,10 +104,10 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 		return nil, fail(err)
 	}
 	noteEmbedded(&cfg.runConfig)
-	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	ctx, stop := signal.NotifyContext(context.Background(), cli.Signals...)
 	b, err := openBackend(ctx, &cfg.runConfig, name)
 	if err != nil {
-		code := failAdmin(ctx, err)
+		code := env.FailConnected(ctx, err)
 		stop()
 		return nil, code
 	}
@@ -122,24 +117,6 @@ func openAdmin(cmd, usage string, args []string) (*adminSession, int) {
 func (a *adminSession) close() {
 	a.b.close()
 	a.stop()
-}
-
-// failAdmin reports a failure of inspect or clean and returns its code.
-func failAdmin(sigCtx context.Context, err error) int {
-	code := classify(sigCtx, err, false)
-	switch {
-	case code == exitUsage:
-		return fail(err)
-	case code == exitUnavailable:
-		note("backend unreachable: %v", err)
-	case code == exitNoPerm:
-		note("backend refused authentication or TLS: %v", err)
-	case code > exitSignalBase:
-		note("interrupted by %v", syscall.Signal(code-exitSignalBase))
-	default:
-		note("%v", err)
-	}
-	return code
 }
 
 // inspectMain is `baton inspect`: the lock on stdout.
@@ -164,19 +141,19 @@ func inspectLock(a *adminSession, w io.Writer) int {
 	u, _ := splitURL(a.cfg.backend) // openAdmin parsed it
 	scrub := secretScrubber(u, os.Getenv)
 	if err != nil {
-		return failAdmin(a.ctx, scrubbedError{msg: scrub(err.Error()), err: err})
+		return env.FailConnected(a.ctx, scrubbedError{msg: scrub(err.Error()), err: err})
 	}
 	for i, n := range in.Notes {
 		in.Notes[i] = scrub(n)
 	}
 	if a.cfg.json {
-		err = writeJSON(w, toInspectionJSON(in))
+		err = cli.WriteJSON(w, toInspectionJSON(in))
 	} else {
 		err = writeInspection(w, in)
 	}
 	if err != nil {
 		note("write: %v", err)
-		return exitSoftware
+		return cli.ExitSoftware
 	}
 	if in.Permits > 0 && !a.cfg.json {
 		note("semaphore holders use N=%d", in.Permits)
@@ -184,7 +161,7 @@ func inspectLock(a *adminSession, w io.Writer) int {
 	if len(in.Holders)+len(in.Waiters)+len(in.Other) == 0 {
 		note("%q has no entries on %s", a.name, a.b.engine)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // ageText rounds an age for the table; 0 is unknown.
@@ -212,91 +189,4 @@ func tokenText(t uint64) string {
 		return "?"
 	}
 	return strconv.FormatUint(t, 10)
-}
-
-// termSafe escapes what a terminal would act on rather than show, so that
-// a value written by another client (an owner, a kind, an entry name)
-// cannot move the cursor, retitle the window, erase the line, break the
-// table's columns or reorder the text around it: C0 controls (ESC, CR, NUL,
-// tab…), DEL, C1 controls, invalid UTF-8, the bidirectional overrides,
-// embeddings, isolates and marks, and the line and paragraph separators.
-// They are written as Go escapes (\x1b, \u202e); a backslash is doubled,
-// so an escape in the output always stands for the character.
-func termSafe(s string) string {
-	if !needsEscape(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-func needsEscape(s string) bool {
-	if !utf8.ValidString(s) || strings.ContainsRune(s, '\\') {
-		return true
-	}
-	return strings.ContainsFunc(s, unsafeRune)
-}
-
-// unsafeRune reports the characters termSafe escapes (and jsonSafe, but
-// for those encoding/json already escapes).
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
-}
-
-// writeJSON writes v as indented JSON. encoding/json escapes the C0
-// controls but writes DEL, the C1 controls and the bidirectional
-// characters raw: valid JSON, yet a terminal that shows it acts on them.
-// They are written as \u escapes, which decode to the same strings.
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(jsonSafe(buf.Bytes()))
-	return err
-}
-
-// jsonSafe rewrites the characters of unsafeRune in encoded JSON as \u
-// escapes. They can only stand inside strings (JSON's own syntax is
-// ASCII), where an escape means the same character.
-func jsonSafe(js []byte) []byte {
-	if !bytes.ContainsFunc(js, func(r rune) bool { return r >= 0x7f && unsafeRune(r) }) {
-		return js
-	}
-	out := make([]byte, 0, len(js)+16)
-	for i := 0; i < len(js); {
-		r, n := utf8.DecodeRune(js[i:])
-		if r >= 0x7f && unsafeRune(r) {
-			out = fmt.Appendf(out, `\u%04x`, r)
-		} else {
-			out = append(out, js[i:i+n]...)
-		}
-		i += n
-	}
-	return out
 }

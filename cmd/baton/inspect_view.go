@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 // writeInspection prints one lock as `baton inspect` shows it on every
 // engine: holders, then waiters in the order they will be served, then
 // what lies under the name and takes no part. Every string comes from the
-// backend, written by any client: it is shown through termSafe.
+// backend, written by any client: it is shown through cli.TermSafe.
 func writeInspection(w io.Writer, in baton.Inspection) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tPOS\tMODE\tTOKEN\tOWNER\tHOST\tPID\tPROGRAM\tAGE\tLEFT\tFLAGS\tNOTE")
@@ -27,13 +28,13 @@ func writeInspection(w io.Writer, in baton.Inspection) error {
 				pos = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", part.role, pos,
-				termSafe(orDash(e.Mode)), tokenText(e.Token), termSafe(orDash(e.Owner)), termSafe(orDash(e.Host)),
-				pidText(e.PID), termSafe(orDash(programText(e.Process))), ageText(e.Age), leftText(e.Left),
-				entryFlags(e), termSafe(e.Note))
+				cli.TermSafe(orDash(e.Mode)), tokenText(e.Token), cli.TermSafe(orDash(e.Owner)), cli.TermSafe(orDash(e.Host)),
+				pidText(e.PID), cli.TermSafe(orDash(programText(e.Process))), ageText(e.Age), leftText(e.Left),
+				entryFlags(e), cli.TermSafe(e.Note))
 		}
 	}
 	for _, n := range in.Notes {
-		fmt.Fprintf(tw, "note\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", termSafe(n))
+		fmt.Fprintf(tw, "note\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", cli.TermSafe(n))
 	}
 	return tw.Flush()
 }

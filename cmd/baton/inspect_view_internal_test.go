@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 func TestWriteInspectionShowsTheHolderProcess(t *testing.T) {
@@ -31,7 +32,7 @@ func TestWriteInspectionShowsTheHolderProcess(t *testing.T) {
 	}
 	var j inspectionJSON
 	var jb bytes.Buffer
-	if err := writeJSON(&jb, toInspectionJSON(in)); err != nil {
+	if err := cli.WriteJSON(&jb, toInspectionJSON(in)); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(jb.Bytes(), &j); err != nil {

@@ -36,12 +36,6 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
 }
 
-// jsonNotes, when set, receives note and fail messages as records: with
-// --log-format json every line baton writes on stderr must decode as JSON,
-// so the short human notes cannot stay plain text. Set once by holdMain
-// before anything else runs, and read only after.
-var jsonNotes *slog.Logger
-
 // newHoldLog returns run's and elect's logger on w for cfg's --log-format
 // and --log-level, with the lock name on every record, and its handler
 // without that attribute, for the engine's events (they carry the lock
@@ -55,7 +49,7 @@ func newHoldLog(w io.Writer, cfg *runConfig) (*slog.Logger, slog.Handler) {
 	}
 	lg := slog.New(h).With("lock", cfg.name)
 	if cfg.logFormat == logJSON {
-		jsonNotes = lg
+		env.SetJSON(lg)
 	}
 	return lg, h
 }

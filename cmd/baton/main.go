@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); else the
@@ -359,15 +361,15 @@ func main() {
 func dispatch(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, mainUsage)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cmd, rest := args[0], args[1:]
 	if usageOf(cmd) != "" {
-		helpTopic = cmd
+		env.SetTopic(cmd)
 		if len(rest) > 0 && isHelpFlag(rest[0]) {
 			// What every subcommand's flag parser would answer, on the
 			// stream whoever asked for help reads.
-			return showHelp(usageOf(cmd))
+			return env.ShowHelp(usageOf(cmd))
 		}
 	}
 	switch cmd {
@@ -375,7 +377,7 @@ func dispatch(args []string) int {
 		return runMain(rest)
 	case "demo":
 		if len(rest) > 0 {
-			return fail(usagef("demo takes no arguments"))
+			return fail(cli.Usagef("demo takes no arguments"))
 		}
 		return demoMain()
 	case demoHolderCmd:
@@ -388,7 +390,7 @@ func dispatch(args []string) int {
 		return helpMain(rest)
 	case "version", "--version":
 		fmt.Fprintln(os.Stderr, "baton", buildVersion())
-		return exitOK
+		return cli.ExitOK
 	case "elect":
 		return electMain(rest)
 	case "inspect":
@@ -398,9 +400,9 @@ func dispatch(args []string) int {
 	case "exporter":
 		return exporterMain(rest)
 	default:
-		fmt.Fprintf(os.Stderr, "baton: unknown command %s\n\n", clip(cmd))
+		fmt.Fprintf(os.Stderr, "baton: unknown command %s\n\n", cli.Clip(cmd))
 		fmt.Fprint(os.Stderr, mainUsage)
-		return exitUsage
+		return cli.ExitUsage
 	}
 }
 
@@ -408,10 +410,6 @@ func dispatch(args []string) int {
 func isHelpFlag(arg string) bool {
 	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--h"
 }
-
-// helpTopic is the subcommand being run, whose help a usage error points
-// at; "" before one is known.
-var helpTopic string
 
 // usageOf returns the help of subcommand cmd, or "" when it has none.
 func usageOf(cmd string) string {
@@ -434,28 +432,19 @@ func usageOf(cmd string) string {
 	return ""
 }
 
-// showHelp prints help that was asked for (baton help X, baton X --help)
-// on stdout, so that it can be paged or searched (baton help run | less),
-// and returns exitOK. Help printed because of a usage error goes to
-// stderr with exitUsage instead.
-func showHelp(usage string) int {
-	fmt.Fprint(os.Stdout, usage)
-	return exitOK
-}
-
 // helpMain is baton help [COMMAND].
 func helpMain(args []string) int {
 	switch {
 	case len(args) == 0:
-		return showHelp(mainUsage)
+		return env.ShowHelp(mainUsage)
 	case len(args) > 1:
-		return fail(usagef("help takes one COMMAND, got %d words", len(args)))
+		return fail(cli.Usagef("help takes one COMMAND, got %d words", len(args)))
 	case usageOf(args[0]) != "":
-		return showHelp(usageOf(args[0]))
+		return env.ShowHelp(usageOf(args[0]))
 	}
-	fmt.Fprintf(os.Stderr, "baton: no help for %s\n\n", clip(args[0]))
+	fmt.Fprintf(os.Stderr, "baton: no help for %s\n\n", cli.Clip(args[0]))
 	fmt.Fprint(os.Stderr, mainUsage)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func buildVersion() string {
@@ -468,37 +457,10 @@ func buildVersion() string {
 	return "(devel)"
 }
 
-// fail prints err and returns its exit code. Usage errors point at the
-// help of the subcommand that was run (helpTopic).
-func fail(err error) int {
-	code := classify(noSignal, err, false)
-	msg := tidy(err.Error())
-	help := "baton help"
-	if helpTopic != "" {
-		help += " " + helpTopic
-	}
-	if jsonNotes != nil {
-		if code == exitUsage {
-			jsonNotes.Error(msg, "exit", code, "help", help)
-		} else {
-			jsonNotes.Error(msg, "exit", code)
-		}
-		return code
-	}
-	fmt.Fprintf(os.Stderr, "baton: %s\n", msg)
-	if code == exitUsage {
-		fmt.Fprintf(os.Stderr, "Run '%s' for usage.\n", help)
-	}
-	return code
-}
+// env is the process's environment while the commands move out of
+// package main.
+var env = cli.OSEnv()
 
-// note prints one short state line on stderr (a warning record with
-// --log-format json).
-func note(format string, args ...any) {
-	msg := tidy(fmt.Sprintf(format, args...))
-	if jsonNotes != nil {
-		jsonNotes.Warn(msg)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "baton: %s\n", msg)
-}
+func fail(err error) int { return env.Fail(err) }
+
+func note(format string, args ...any) { env.Note(format, args...) }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	batonengine "github.com/baton-go/baton/engine"
 )
 
@@ -153,8 +154,8 @@ func TestSafeTermSafe(t *testing.T) {
 		{`back\x1bslash`, `back\\x1bslash`},
 	}
 	for _, tt := range tests {
-		if got := termSafe(tt.in); got != tt.want {
-			t.Errorf("termSafe(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := cli.TermSafe(tt.in); got != tt.want {
+			t.Errorf("cli.TermSafe(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

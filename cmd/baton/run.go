@@ -14,9 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/engine"
 )
 
@@ -52,12 +52,12 @@ func holdMain(cfg *runConfig, err error, args []string, usage string, take taker
 		if logFormatArg(args) == logJSON {
 			// The command line asked for JSON records: its usage error is
 			// one too, though it stopped parsing before --log-format.
-			jsonNotes = slog.New(slog.NewJSONHandler(newRedactor(os.Stderr, backendArg(args), os.Getenv), nil))
+			env.SetJSON(slog.New(slog.NewJSONHandler(newRedactor(os.Stderr, backendArg(args), os.Getenv), nil)))
 		}
 		return fail(err)
 	}
 	if cfg.help {
-		return showHelp(usage)
+		return env.ShowHelp(usage)
 	}
 	lg, events := newHoldLog(os.Stderr, cfg)
 	cfg.observer = holdObserver(events)
@@ -65,7 +65,7 @@ func holdMain(cfg *runConfig, err error, args []string, usage string, take taker
 	if code >= 0 {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	ctx, stop := signal.NotifyContext(context.Background(), cli.Signals...)
 	defer stop()
 	b, err := openBackend(ctx, cfg, name)
 	if err != nil {
@@ -90,19 +90,19 @@ func holdMain(cfg *runConfig, err error, args []string, usage string, take taker
 			passwordHint(u.scheme)+")", "child_backend", child)
 	}
 
-	// From here on signals are forwarded to COMMAND, not acted on: catch
+	// From here on signals are cli.Signals to COMMAND, not acted on: catch
 	// them on sigc before the acquire's handler goes away, so none is
 	// lost and none takes its default action (killing baton and leaving
 	// COMMAND orphaned).
 	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwarded...)
+	signal.Notify(sigc, cli.Signals...)
 	defer signal.Stop(sigc)
 	stop()
 
-	if s, ok := signalFromCause(ctx); ok {
+	if s, ok := cli.SignalFromCause(ctx); ok {
 		// Interrupted in the instant between grant and hand-over.
 		note("interrupted by %v before COMMAND started", s)
-		code = exitSignalBase + int(s)
+		code = cli.ExitSignalBase + int(s)
 	} else {
 		var started time.Time
 		code, started = supervise(h, cfg, path, sigc, lg)
@@ -176,7 +176,7 @@ func releaseHolding(h *holding, cfg *runConfig, name string, code int, lg *slog.
 	case err == nil:
 		lg.Info("released", "token", h.lease.Token())
 	case errors.Is(err, baton.ErrLost):
-		if code != exitLost {
+		if code != cli.ExitLost {
 			note("%s %q was lost after COMMAND exited, before release: %v", h.noun, name, err)
 		}
 	default:
@@ -241,7 +241,7 @@ func waitRanOut(ctx, wctx context.Context, err error) error {
 		errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrSessionLost) {
 		return err
 	}
-	return withCode(exitTempFail, err)
+	return cli.WithCode(cli.ExitTempFail, err)
 }
 
 // campaign wins the election of `elect` as --wait says. Elections have no
@@ -316,22 +316,22 @@ func later(a, b time.Time) time.Time {
 
 // failAcquire reports a connect or acquire failure and returns its code.
 func failAcquire(sigCtx context.Context, cfg *runConfig, name string, err error, waited bool) int {
-	code := classify(sigCtx, err, waited)
+	code := cli.Classify(sigCtx, err, waited)
 	switch {
-	case code == exitUsage:
+	case code == cli.ExitUsage:
 		return fail(err)
-	case code == exitTempFail && cfg.quietBusy:
+	case code == cli.ExitTempFail && cfg.quietBusy:
 		// A scheduled job on many hosts: a busy lock is the normal case.
-	case code == exitTempFail && errors.Is(err, baton.ErrNotAcquired):
+	case code == cli.ExitTempFail && errors.Is(err, baton.ErrNotAcquired):
 		note("%q is held by another owner: %v", name, err)
-	case code == exitTempFail:
+	case code == cli.ExitTempFail:
 		note("%q stayed taken for --wait %v", name, cfg.wait)
-	case code == exitUnavailable:
+	case code == cli.ExitUnavailable:
 		note("backend unreachable: %v", err)
-	case code == exitNoPerm:
+	case code == cli.ExitNoPerm:
 		note("backend refused authentication or TLS: %v", err)
-	case code > exitSignalBase:
-		note("interrupted by %v while acquiring %q", syscall.Signal(code-exitSignalBase), name)
+	case code > cli.ExitSignalBase:
+		note("interrupted by %v while acquiring %q", syscall.Signal(code-cli.ExitSignalBase), name)
 	default:
 		note("%v", err)
 	}
@@ -353,9 +353,9 @@ func lookCommand(name string) (string, error) {
 func failExec(name string, err error) int {
 	note("cannot run %q: %v", name, err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return exitNotFound
+		return cli.ExitNotFound
 	}
-	return exitNotExecutable
+	return cli.ExitNotExecutable
 }
 
 // childEnv is the environment of COMMAND: baton's own, with BATON_LOCK,
@@ -400,7 +400,7 @@ func supervise(h *holding, cfg *runConfig, path string, sigc <-chan os.Signal, l
 		// does not inherit the ignored disposition.
 		signal.Ignore(syscall.SIGTTOU)
 		defer signal.Reset(syscall.SIGTTOU)
-		defer takeTerminal()
+		defer cli.TakeTerminal(os.Stdin)
 	}
 	if err != nil {
 		return failExec(cfg.command[0], err), time.Time{}
@@ -437,7 +437,7 @@ func childCommand(h *holding, cfg *runConfig, path string) (cmd *exec.Cmd, tty b
 	// and never baton itself. Pdeathsig: COMMAND dies with baton even when
 	// baton is SIGKILLed, so it never runs on without a lock holder.
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	tty = foregroundTTY()
+	tty = cli.ForegroundTTY(os.Stdin)
 	if tty {
 		attr.Foreground, attr.Ctty = true, int(os.Stdin.Fd())
 	}
@@ -551,7 +551,7 @@ func (w *childWatch) stopTimers() {
 	}
 }
 
-// verdict is baton's exit code once COMMAND exited with status: exitLost
+// verdict is baton's exit code once COMMAND exited with status: cli.ExitLost
 // if the lease was lost meanwhile (even unnoticed until now), else status.
 func (w *childWatch) verdict(status int) int {
 	l := w.h.lease
@@ -561,8 +561,8 @@ func (w *childWatch) verdict(status int) int {
 	if !w.lost && w.expired {
 		// What COMMAND left behind in its group would run on unlocked.
 		signalGroup(w.pgid, syscall.SIGKILL)
-		note("exit %d: COMMAND ended by --max-hold %v (its status was %d)", exitMaxHold, w.cfg.maxHold, status)
-		return exitMaxHold
+		note("exit %d: COMMAND ended by --max-hold %v (its status was %d)", cli.ExitMaxHold, w.cfg.maxHold, status)
+		return cli.ExitMaxHold
 	}
 	if !w.lost {
 		return status
@@ -570,8 +570,8 @@ func (w *childWatch) verdict(status int) int {
 	// Whatever COMMAND left behind in its group was running without the
 	// lock; it had its SIGTERM.
 	signalGroup(w.pgid, syscall.SIGKILL)
-	note("exit %d: %s %q was lost while COMMAND ran (COMMAND's status was %d)", exitLost, w.h.noun, l.Name(), status)
-	return exitLost
+	note("exit %d: %s %q was lost while COMMAND ran (COMMAND's status was %d)", cli.ExitLost, w.h.noun, l.Name(), status)
+	return cli.ExitLost
 }
 
 // exitStatus turns COMMAND's end into baton's exit code: its status, or
@@ -580,10 +580,10 @@ func exitStatus(cmd *exec.Cmd, err error) int {
 	ps := cmd.ProcessState
 	if ps == nil {
 		note("waiting for COMMAND: %v", err)
-		return exitSoftware
+		return cli.ExitSoftware
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitSignalBase + int(ws.Signal())
+		return cli.ExitSignalBase + int(ws.Signal())
 	}
 	return ps.ExitCode()
 }
@@ -594,10 +594,4 @@ func signalGroup(pgid int, s syscall.Signal) {
 	if err := syscall.Kill(-pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
 		note("signal %v to COMMAND: %v", s, err)
 	}
-}
-
-// isTerminal reports whether f is a terminal (TCGETS succeeds on it).
-func isTerminal(f *os.File) bool {
-	var t syscall.Termios
-	return ioctl(f.Fd(), syscall.TCGETS, unsafe.Pointer(&t)) == nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/baton-go/baton/cmd/baton/internal/cli"
 )
 
 // TestCheckHostsEveryScheme: a port out of range, a port that is not a
@@ -21,7 +23,7 @@ func TestCheckHostsEveryScheme(t *testing.T) {
 				hosts = "127.0.0.1:1,127.0.0.1:2," + bad
 			}
 			raw := scheme + "://" + hosts + tail
-			var ue *usageError
+			var ue *cli.UsageError
 			if err := parseBackend(raw); !errors.As(err, &ue) {
 				t.Errorf("parseBackend(%q) = %v, want a usage error", raw, err)
 			}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -16,8 +16,8 @@ func TestTidy(t *testing.T) {
 		{"flag -" + strings.Repeat("x", 300) + " bad", "flag -" + strings.Repeat("x", 63) + "…(301 bytes) bad"},
 		{"a \"unterminated", "a \"unterminated"},
 	} {
-		if got := tidy(tc.in); got != tc.want {
-			t.Errorf("tidy(%.80q) = %.200q, want %.200q", tc.in, got, tc.want)
+		if got := Tidy(tc.in); got != tc.want {
+			t.Errorf("Tidy(%.80q) = %.200q, want %.200q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -17,10 +17,10 @@ const maxEcho = 64
 // its first maxEcho bytes past it. A URL or a path rarely comes near it.
 const maxWord = 256
 
-// clip is s quoted as %q quotes it, or, when s is longer than maxEcho
+// Clip is s quoted as %q quotes it, or, when s is longer than maxEcho
 // bytes, its first maxEcho bytes (cut at a character boundary) quoted and
 // followed by "…(N bytes)", N being the length of the whole.
-func clip(s string) string {
+func Clip(s string) string {
 	if len(s) <= maxEcho {
 		return strconv.Quote(s)
 	}
@@ -36,12 +36,12 @@ func cutRunes(s string, n int) string {
 	return s[:n]
 }
 
-// tidy is an error message as fail and note print it: without the
-// "baton: " the library's sentinel errors begin with (fail and note print
+// Tidy is an error message as Fail and Note print it: without the
+// "baton: " the library's sentinel errors begin with (Fail and Note print
 // one prefix of their own), every quoted string longer than maxEcho
-// clipped (clip), and every unquoted word longer than maxWord cut alike, so
+// clipped (Clip), and every unquoted word longer than maxWord cut alike, so
 // that no error echoes a long input whole, whoever built the message.
-func tidy(msg string) string {
+func Tidy(msg string) string {
 	msg = strings.TrimPrefix(msg, "baton: ")
 	msg = strings.ReplaceAll(msg, ": baton: ", ": ")
 	var b strings.Builder
@@ -50,7 +50,7 @@ func tidy(msg string) string {
 			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
 				i += len(q)
 				if s, _ := strconv.Unquote(q); len(s) > maxEcho {
-					q = clip(s)
+					q = Clip(s)
 				}
 				b.WriteString(q)
 				continue
