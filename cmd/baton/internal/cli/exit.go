@@ -26,8 +26,8 @@ const (
 	// ExitUsage (EX_USAGE): bad flag, bad duration, a --ttl of zero or less,
 	// a bad or unsupported backend URL, an invalid lock name, a missing
 	// COMMAND, a --min-hold or --max-hold that is not positive or a
-	// --min-hold over --max-hold or maxMinHold, a duration over its cap
-	// (maxTTL, maxWait, maxMaxHold, maxGrace, maxConnectTimeout), a
+	// --min-hold over --max-hold or its cap, a duration over its cap
+	// (--ttl, --wait, --max-hold, --grace, --connect-timeout), a
 	// relative sqlite:// path, a set but blank BATON_BACKEND, a bad
 	// --log-format or --log-level, or a subcommand this release does not
 	// implement yet.
@@ -38,7 +38,7 @@ const (
 	// ExitUnavailable (EX_UNAVAILABLE): no connection or session within
 	// --connect-timeout, or the session was lost while waiting.
 	ExitUnavailable = 69
-	// ExitSoftware (EX_SOFTWARE): an internal error baton cannot Classify.
+	// ExitSoftware (EX_SOFTWARE): an internal error baton cannot classify.
 	ExitSoftware = 70
 	// ExitTempFail (EX_TEMPFAIL): the backend answered but the lock stayed
 	// taken until --wait ran out (or the single --wait 0 attempt failed).
@@ -90,7 +90,7 @@ func WithCode(code int, err error) error { return &ExitError{code: code, err: er
 
 // Signals are the signals baton catches: while acquiring they abort the
 // acquire; while COMMAND runs they are forwarded to its process group.
-var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+func Signals() []os.Signal { return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} }
 
 // SignalFromCause recovers the signal that cancelled a signal.NotifyContext
 // context. Go reports it only as a cause whose text names the signal.
@@ -99,7 +99,7 @@ func SignalFromCause(ctx context.Context) (syscall.Signal, bool) {
 	if cause == nil || ctx.Err() == nil {
 		return 0, false
 	}
-	for _, s := range Signals {
+	for _, s := range Signals() {
 		if cause.Error() == s.String()+" signal received" {
 			return s.(syscall.Signal), true
 		}
