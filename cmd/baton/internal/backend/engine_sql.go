@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -74,18 +75,17 @@ func sqlWarning(getenv func(string) string, u URL) string {
 		q = pu.Query()
 	}
 	if u.Scheme == "mysql" {
-		if mode := q["tls"]; len(mode) > 0 { // the driver's reading: the last one
-			return mysqlWarning(hosts[0], mode[len(mode)-1])
+		mode := ""
+		if vs := q["tls"]; len(vs) > 0 {
+			mode = vs[len(vs)-1] // the driver's reading: the last one
 		}
-		return mysqlWarning(hosts[0], "false")
+		return mysqlWarning(hosts[0], mode)
 	}
-	host := ""
-	for _, h := range hosts {
-		if !isLoopback(h) {
-			host = h
-			break
-		}
+	i := slices.IndexFunc(hosts, func(h string) bool { return !isLoopback(h) })
+	if i < 0 {
+		return ""
 	}
+	host := hosts[i]
 	mode, how := q.Get("sslmode"), "sslmode="
 	if mode == "" {
 		mode, how = getenv("PGSSLMODE"), "PGSSLMODE="
@@ -93,10 +93,10 @@ func sqlWarning(getenv func(string) string, u URL) string {
 	if mode == "" {
 		mode, how = "prefer", "no sslmode, so "
 	}
-	switch {
-	case host == "", mode == "verify-full":
+	switch mode {
+	case "verify-full":
 		return ""
-	case mode == "require", mode == "verify-ca":
+	case "require", "verify-ca":
 		return fmt.Sprintf("warning: PostgreSQL host %s with %s%s: TLS without checking the server's name, so a machine in the middle "+
 			"can pose as the server and read the credentials; use sslmode=verify-full", host, how, mode)
 	}

@@ -119,7 +119,8 @@ func (d *dial) tlsHint(err error) error {
 	return err
 }
 
-// complete runs the engine's opened power on b.
+// complete creates the schema where the engine has one (migrate), then
+// runs the engine's opened power on b.
 func (d *dial) complete(b *Backend) error {
 	if m, ok := baton.As[migrator](b.Client); ok {
 		if err := migrate(d, m); err != nil {

@@ -3,6 +3,7 @@ package demo
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -243,20 +244,7 @@ func holder(env *cli.Env, endpoint, dbPath string, report io.Writer) error {
 		return fmt.Errorf("want the command write, got %q (%v)", cmd, err)
 	}
 	for i, lg := range ledgers {
-		name := [2]string{"fenced", "unfenced"}[i]
-		err := lg.set(ctx, db, l.Token(), l.Owner(), "A", bal[i]-30)
-		var stale *fence.StaleError
-		switch {
-		case err == nil:
-			tell("write %s accepted", name)
-		case errors.As(err, &stale):
-			tell("write %s rejected %d %s", name, stale.StoredToken, stale.StoredOwner)
-		case errors.Is(err, baton.ErrStaleToken):
-			tell("write %s rejected 0", name)
-		default:
-			tell("write %s error", name)
-			fmt.Fprintf(env.Stderr, "demo: holder A: write to the %s store: %v\n", name, err)
-		}
+		lateWrite(ctx, env, tell, lg, db, l, [2]string{"fenced", "unfenced"}[i], bal[i]-30)
 	}
 	// The lease's own deadline already passed during the pause; give the
 	// engine a moment to notice now that the process runs again.
@@ -269,4 +257,23 @@ func holder(env *cli.Env, endpoint, dbPath string, report io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// lateWrite is A's write of balance to the store of lg (name), made with
+// the token of the lease l it lost during its pause, and told as
+// "write <store> <outcome> [stored token and owner]".
+func lateWrite(ctx context.Context, env *cli.Env, tell func(string, ...any), lg ledger, db *sql.DB, l *baton.Lease, name string, balance int) {
+	err := lg.set(ctx, db, l.Token(), l.Owner(), "A", balance)
+	var stale *fence.StaleError
+	switch {
+	case err == nil:
+		tell("write %s accepted", name)
+	case errors.As(err, &stale):
+		tell("write %s rejected %d %s", name, stale.StoredToken, stale.StoredOwner)
+	case errors.Is(err, baton.ErrStaleToken):
+		tell("write %s rejected 0", name)
+	default:
+		tell("write %s error", name)
+		fmt.Fprintf(env.Stderr, "demo: holder A: write to the %s store: %v\n", name, err)
+	}
 }

@@ -116,27 +116,8 @@ func parseDrill(env *cli.Env, args []string) (*drillConfig, error) {
 		Config: backend.Config{TTL: defaultDrillTTL, ConnectTimeout: backend.DefaultConnectTimeout},
 		trials: defaultDrillTrials,
 	}
-	var (
-		backendGiven, seedSet bool
-		scenarios, prefix     string
-	)
-	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("backend", "", func(s string) error { cfg.Backend, backendGiven = s, true; return nil })
-	fs.StringVar(&scenarios, "scenarios", "", "")
-	fs.IntVar(&cfg.trials, "trials", cfg.trials, "")
-	fs.Func("seed", "", func(s string) (err error) {
-		cfg.seed, err = strconv.ParseUint(s, 10, 64)
-		seedSet = err == nil
-		return err
-	})
-	fs.Var(cli.DurationValue{D: &cfg.TTL}, "ttl", "")
-	fs.StringVar(&prefix, "prefix", "baton-drill", "")
-	fs.StringVar(&cfg.jsonFile, "json", "", "")
-	fs.StringVar(&cfg.htmlFile, "html", "", "")
-	fs.StringVar(&cfg.keepDir, "keep-dir", "", "")
-	fs.IntVar(&cfg.herd, "herd", scenario.DefaultHerd, "")
-	fs.Var(cli.DurationValue{D: &cfg.ConnectTimeout}, "connect-timeout", "")
+	var df drillFlags
+	fs := df.flagSet(cfg)
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		cfg.help = true
@@ -148,19 +129,7 @@ func parseDrill(env *cli.Env, args []string) (*drillConfig, error) {
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("drill: unexpected %q: drill takes flags only", fs.Arg(0))
 	}
-	if cfg.scenarios, err = parseScenarios(scenarios); err != nil {
-		return nil, err
-	}
-	if cfg.trials < 1 {
-		return nil, cli.Usagef("drill: --trials %d: want at least 1", cfg.trials)
-	}
-	if cfg.herd < 1 || cfg.herd > maxDrillHerd {
-		return nil, cli.Usagef("drill: --herd %d: want 1 to %d waiters", cfg.herd, maxDrillHerd)
-	}
-	if !seedSet {
-		cfg.seed = randomSeed()
-	}
-	if cfg.prefix, err = drillPrefix(prefix); err != nil {
+	if err := df.apply(cfg); err != nil {
 		return nil, err
 	}
 	if err := checkDrillFiles(cfg); err != nil {
@@ -169,7 +138,7 @@ func parseDrill(env *cli.Env, args []string) (*drillConfig, error) {
 	if err := backend.CheckCommon("drill", &cfg.Config); err != nil {
 		return nil, err
 	}
-	if err := backend.Resolve("drill", env, &cfg.Config, backendGiven); err != nil {
+	if err := backend.Resolve("drill", env, &cfg.Config, df.backendGiven); err != nil {
 		return nil, err
 	}
 	if err := backend.Check(&cfg.Config); err != nil {
@@ -179,6 +148,55 @@ func parseDrill(env *cli.Env, args []string) (*drillConfig, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// drillFlags are the flags of drill that do not go straight into the
+// drillConfig: apply turns them into it once parsed.
+type drillFlags struct {
+	backendGiven, seedSet bool
+	scenarios, prefix     string
+}
+
+// flagSet declares drill's flags, storing into cfg and df.
+func (df *drillFlags) flagSet(cfg *drillConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("backend", "", func(s string) error { cfg.Backend, df.backendGiven = s, true; return nil })
+	fs.StringVar(&df.scenarios, "scenarios", "", "")
+	fs.IntVar(&cfg.trials, "trials", cfg.trials, "")
+	fs.Func("seed", "", func(s string) (err error) {
+		cfg.seed, err = strconv.ParseUint(s, 10, 64)
+		df.seedSet = err == nil
+		return err
+	})
+	fs.Var(cli.DurationValue{D: &cfg.TTL}, "ttl", "")
+	fs.StringVar(&df.prefix, "prefix", "baton-drill", "")
+	fs.StringVar(&cfg.jsonFile, "json", "", "")
+	fs.StringVar(&cfg.htmlFile, "html", "", "")
+	fs.StringVar(&cfg.keepDir, "keep-dir", "", "")
+	fs.IntVar(&cfg.herd, "herd", scenario.DefaultHerd, "")
+	fs.Var(cli.DurationValue{D: &cfg.ConnectTimeout}, "connect-timeout", "")
+	return fs
+}
+
+// apply checks the scenarios, trials and herd, and sets cfg's scenarios,
+// seed (random when not given) and prefix (with its random segment).
+func (df *drillFlags) apply(cfg *drillConfig) error {
+	var err error
+	if cfg.scenarios, err = parseScenarios(df.scenarios); err != nil {
+		return err
+	}
+	if cfg.trials < 1 {
+		return cli.Usagef("drill: --trials %d: want at least 1", cfg.trials)
+	}
+	if cfg.herd < 1 || cfg.herd > maxDrillHerd {
+		return cli.Usagef("drill: --herd %d: want 1 to %d waiters", cfg.herd, maxDrillHerd)
+	}
+	if !df.seedSet {
+		cfg.seed = randomSeed()
+	}
+	cfg.prefix, err = drillPrefix(df.prefix)
+	return err
 }
 
 // parseScenarios checks a --scenarios list against the scenarios there

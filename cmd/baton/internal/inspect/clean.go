@@ -2,11 +2,8 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -115,18 +112,6 @@ func cleanResidue(a *adminSession, qa backend.QueueAdmin, q []queuekit.EntryInfo
 	return cli.ExitOK
 }
 
-// evidence is what --force-release saves before it removes anything.
-type evidence struct {
-	Time       time.Time   `json:"time"`
-	Engine     string      `json:"engine"`
-	Backend    string      `json:"backend"` // credentials redacted
-	Lock       string      `json:"lock"`
-	Entry      entryJSON   `json:"entry"`
-	FenceToken *uint64     `json:"fence_token"` // raise the fence to this
-	FenceExact bool        `json:"fence_token_exact"`
-	Queue      []entryJSON `json:"queue"` // the whole queue at the time
-}
-
 // forceRelease releases one exact live entry: it prints the evidence and
 // the fence to raise; with --apply it saves the evidence, then removes.
 func forceRelease(a *adminSession, qa backend.QueueAdmin, q []queuekit.EntryInfo, w io.Writer) int {
@@ -141,6 +126,10 @@ func forceRelease(a *adminSession, qa backend.QueueAdmin, q []queuekit.EntryInfo
 			a.cfg.forceRelease, a.name, a.name)
 		return cli.ExitNoEntry
 	}
+	fence, exact, err := fenceOf(a, qa, target)
+	if err != nil {
+		return a.env.FailConnected(a.ctx, err)
+	}
 	ev := evidence{
 		Time:    time.Now().UTC(),
 		Engine:  a.b.Engine,
@@ -149,21 +138,49 @@ func forceRelease(a *adminSession, qa backend.QueueAdmin, q []queuekit.EntryInfo
 		Entry:   entryToJSON(*target),
 		Queue:   toJSON(q),
 	}
-	fence, exact := target.Token, target.Token != 0
-	if bounder, ok := qa.(queuekit.TokenBounder); ok && !exact {
-		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.ConnectTimeout)
-		b, err := bounder.TokenBound(ctx, a.name)
-		cancel()
-		if err != nil {
-			return a.env.FailConnected(a.ctx, err)
-		}
-		fence = b
-	}
 	if fence != 0 {
 		ev.FenceToken, ev.FenceExact = &fence, exact
 	}
-
 	e := target
+	tellForceRelease(w, a, e, fence, exact)
+	if !a.cfg.apply {
+		fmt.Fprintf(w, "dry run: nothing removed, no evidence saved; re-run with --apply once the fence is raised\n")
+		return cli.ExitOK
+	}
+	path, err := saveEvidence(a.env, a.cfg.evidenceDir, a.name, ev)
+	if err != nil {
+		a.env.Note("clean: evidence not saved, nothing removed: %v", err)
+		return cli.ExitCantCreate
+	}
+	fmt.Fprintf(w, "evidence saved to %s\n", path)
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.ConnectTimeout)
+	defer cancel()
+	if err := qa.Remove(ctx, a.name, e.Entry); err != nil {
+		return a.env.FailConnected(a.ctx, err)
+	}
+	fmt.Fprintf(w, "removed %s\n", e.Entry)
+	return cli.ExitOK
+}
+
+// fenceOf is the token to raise the fences of NAME's resources to before
+// e is removed: e's own (exact), else the engine's bound where it has one
+// (no grant so far has a larger token), else 0 (unknown).
+func fenceOf(a *adminSession, qa backend.QueueAdmin, e *queuekit.EntryInfo) (fence uint64, exact bool, err error) {
+	if e.Token != 0 {
+		return e.Token, true, nil
+	}
+	bounder, ok := qa.(queuekit.TokenBounder)
+	if !ok {
+		return 0, false, nil
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.ConnectTimeout)
+	defer cancel()
+	fence, err = bounder.TokenBound(ctx, a.name)
+	return fence, false, err
+}
+
+// tellForceRelease prints the evidence of e and the fence to raise.
+func tellForceRelease(w io.Writer, a *adminSession, e *queuekit.EntryInfo, fence uint64, exact bool) {
 	fmt.Fprintf(w, "force-release of %s in %q (%s):\n", e.Entry, a.name, a.b.Engine)
 	fmt.Fprintf(w, "  kind %s, %s, owner session %s, token %s, age %s\n",
 		kindName(e.Kind), stateName(*e), orDash(e.Session), tokenText(e.Token), ageText(e.Age))
@@ -186,137 +203,4 @@ func forceRelease(a *adminSession, qa backend.QueueAdmin, q []queuekit.EntryInfo
 		fmt.Fprintf(w, "FIRST raise the fence of every resource %q guards above this holder's token (unknown here):\n", a.name)
 	}
 	fmt.Fprintf(w, "  the (token, owner) rule then rejects this holder's writes and admits the next holder, whose token is larger.\n")
-	if !a.cfg.apply {
-		fmt.Fprintf(w, "dry run: nothing removed, no evidence saved; re-run with --apply once the fence is raised\n")
-		return cli.ExitOK
-	}
-	path, err := saveEvidence(a.env, a.cfg.evidenceDir, a.name, ev)
-	if err != nil {
-		a.env.Note("clean: evidence not saved, nothing removed: %v", err)
-		return cli.ExitCantCreate
-	}
-	fmt.Fprintf(w, "evidence saved to %s\n", path)
-	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.ConnectTimeout)
-	defer cancel()
-	if err := qa.Remove(ctx, a.name, e.Entry); err != nil {
-		return a.env.FailConnected(a.ctx, err)
-	}
-	fmt.Fprintf(w, "removed %s\n", e.Entry)
-	return cli.ExitOK
-}
-
-// evidenceDir is where evidence goes without --evidence-dir: the user's
-// state directory (XDG), beside baton's embedded default backend.
-func evidenceDir(env *cli.Env, flagDir string) (string, error) {
-	if flagDir != "" {
-		return flagDir, nil
-	}
-	d, err := backend.StateDir(env.Getenv)
-	if err != nil {
-		return "", fmt.Errorf("no --evidence-dir, and %w", err)
-	}
-	return d, nil
-}
-
-// saveEvidence writes ev to a new file (never overwriting one) and returns
-// its path.
-func saveEvidence(env *cli.Env, flagDir, name string, ev evidence) (string, error) {
-	dir, err := evidenceDir(env, flagDir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	safe := strings.Map(func(r rune) rune {
-		if r == '/' || r < ' ' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, name)
-	if len(safe) > 100 {
-		safe = safe[:100]
-	}
-	path := filepath.Join(dir, fmt.Sprintf("baton-evidence-%s-%s.json", safe, ev.Time.Format("20060102T150405.000000000Z")))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	if err := cli.WriteJSON(f, ev); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", errors.Join(err, os.Remove(path))
-	}
-	return path, nil
-}
-
-// entryJSON is one queue entry in clean's evidence, as the engine lists
-// it: the exact entry name --force-release takes, its session, and the
-// holder record (host, pid, program) where its creator stored one.
-// Unknown token and age are null.
-type entryJSON struct {
-	Position    int               `json:"position"`
-	Entry       string            `json:"entry"`
-	Kind        string            `json:"kind"`
-	Marker      string            `json:"marker"`
-	Session     string            `json:"session"`
-	Host        string            `json:"host,omitempty"`
-	PID         int               `json:"pid,omitempty"`
-	Program     string            `json:"program,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Token       *uint64           `json:"token"`
-	AgeMS       *int64            `json:"age_ms"`
-	State       string            `json:"state"`
-	Holder      bool              `json:"holder"`
-	Duplicate   bool              `json:"duplicate"`
-	DeadSession bool              `json:"dead_session"`
-	Foreign     bool              `json:"foreign,omitempty"` // not baton's: never ordered, never removed
-	Note        string            `json:"note,omitempty"`
-}
-
-func entryToJSON(e queuekit.EntryInfo) entryJSON {
-	return entryJSON{
-		Position: e.Position, Entry: e.Entry, Kind: kindName(e.Kind), Marker: string(e.Kind),
-		Session: e.Session, Host: e.Process.Host, PID: e.Process.PID, Program: e.Process.Program, Labels: e.Process.Labels,
-		Token: nonZero(e.Token), AgeMS: optMillis(e.Age), State: stateName(e), Holder: e.Holder,
-		Duplicate: e.Duplicate, DeadSession: e.DeadSession, Foreign: e.Foreign, Note: e.Note,
-	}
-}
-
-func toJSON(q []queuekit.EntryInfo) []entryJSON {
-	out := make([]entryJSON, 0, len(q))
-	for _, e := range q {
-		out = append(out, entryToJSON(e))
-	}
-	return out
-}
-
-// kindName is the word clean shows for an entry's recipe.
-func kindName(k queuekit.Kind) string {
-	switch k {
-	case queuekit.KindMutex:
-		return "mutex"
-	case queuekit.KindRead:
-		return "read"
-	case queuekit.KindWrite:
-		return "write"
-	case queuekit.KindLatch:
-		return "leader"
-	case queuekit.KindLease:
-		return "lease"
-	}
-	return string(k)
-}
-
-func stateName(e queuekit.EntryInfo) string {
-	if e.Holder {
-		return "holder"
-	}
-	return "waiting"
 }

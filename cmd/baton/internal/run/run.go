@@ -46,13 +46,7 @@ type taker func(ctx context.Context, cfg *config, b *backend.Backend, name strin
 // is the command line cfg was parsed from (with err, if it did not parse).
 func holdMain(env *cli.Env, cfg *config, err error, args []string, usage string, take taker) int {
 	if err != nil {
-		if logFormatArg(args) == logJSON {
-			// The command line asked for JSON records: its usage error is
-			// one too, though it stopped parsing before --log-format.
-			u, _ := backend.SplitURL(backendArg(args))
-			env.SetJSON(slog.New(slog.NewJSONHandler(newRedactor(env.Stderr, u.Password, env.Getenv), nil)))
-		}
-		return env.Fail(err)
+		return failUsage(env, err, args)
 	}
 	if cfg.help {
 		return env.ShowHelp(usage)
@@ -76,15 +70,7 @@ func holdMain(env *cli.Env, cfg *config, err error, args []string, usage string,
 		return failAcquire(ctx, env, cfg, name, err, false) // acquire and campaign mark a --wait that ran out
 	}
 	b.Granted()
-	u := cfg.URL // preflight checked it
-	lg.Info("acquired", "token", h.lease.Token(), "engine", h.lease.Engine(),
-		"backend", u.Redacted, "wait_ms", millis(time.Since(start)))
-	child, dropped := backend.ChildBackend(u)
-	h.env = append([]string{"BATON_BACKEND=" + child}, h.env...)
-	if dropped {
-		lg.Info("COMMAND's BATON_BACKEND leaves out the URL's user and password: a nested baton needs them from the engine's variables ("+
-			backend.PasswordHint(u.Scheme)+")", "child_backend", child)
-	}
+	acquired(lg, h, cfg.URL, start)
 
 	// From here on signals are forwarded to COMMAND, not acted on: catch
 	// them on sigc before the acquire's handler goes away, so none is
@@ -106,6 +92,30 @@ func holdMain(env *cli.Env, cfg *config, err error, args []string, usage string,
 	}
 	releaseHolding(env, h, cfg, name, code, lg)
 	return code
+}
+
+// failUsage reports the usage error of a command line that did not
+// parse (args). A command line that asked for JSON records gets its
+// usage error as one too, though it stopped parsing before --log-format.
+func failUsage(env *cli.Env, err error, args []string) int {
+	if logFormatArg(args) == logJSON {
+		u, _ := backend.SplitURL(backendArg(args)) // its password stays out of the record
+		env.SetJSON(slog.New(slog.NewJSONHandler(newRedactor(env.Stderr, u.Password, env.Getenv), nil)))
+	}
+	return env.Fail(err)
+}
+
+// acquired records the grant of h after a wait since start, and sets
+// COMMAND's BATON_BACKEND: u without its password.
+func acquired(lg *slog.Logger, h *holding, u backend.URL, start time.Time) {
+	lg.Info("acquired", "token", h.lease.Token(), "engine", h.lease.Engine(),
+		"backend", u.Redacted, "wait_ms", millis(time.Since(start)))
+	child, dropped := backend.ChildBackend(u)
+	h.env = append([]string{"BATON_BACKEND=" + child}, h.env...)
+	if dropped {
+		lg.Info("COMMAND's BATON_BACKEND leaves out the URL's user and password: a nested baton needs them from the engine's variables ("+
+			backend.PasswordHint(u.Scheme)+")", "child_backend", child)
+	}
 }
 
 // millis is d in milliseconds, as the records carry durations.
