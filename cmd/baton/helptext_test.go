@@ -35,7 +35,7 @@ func layoutFaults(text string) []string {
 // indented list or table row.
 func prose(line string) bool { return line != "" && line[0] != ' ' }
 
-// TestHelpLayout: baton help clean (and every help of main.go) fits an
+// TestHelpLayout: baton help clean (and every command's help) fits an
 // 80-column terminal and its paragraphs are filled, not garbled.
 func TestHelpLayout(t *testing.T) {
 	for _, c := range []string{"", "run", "elect", "inspect", "clean", "demo"} {

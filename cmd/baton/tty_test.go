@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"fmt"
-	"github.com/baton-go/baton/batontest/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/baton-go/baton/batontest/testenv"
 )
 
 // openPTY opens a pseudo-terminal pair (master, slave) with the standard
