@@ -67,6 +67,7 @@ func (c *Client) specFor(req *leasekit.Request) *spec {
 		waiters = s.waiters
 	}
 	s.aux = newAux(key, s.zset, s.procs, s.companion, s.wake, waiters)
+	s.aux.mutex = req.Kind == leasekit.KindMutex
 	return s
 }
 

@@ -42,7 +42,7 @@
 //	baton:{orders/42}:sem:waiters      zset waiter → expiry ms
 //	baton:{orders/42}:elect            hash owner, token (epoch), id, proc
 //	baton:{orders/42}:elect:waiters    zset candidate → expiry ms
-//	baton:{orders/42}:wake             pub/sub channel: releases, election grants
+//	baton:{orders/42}:wake             pub/sub channel: releases (a mutex's when it has waiters), election grants
 //	baton:wake:<client id>             pub/sub channel: a release waking one of the client's waiters
 //	baton:tokens:{5061}                the token counter of the name's slot
 //
@@ -145,7 +145,10 @@
 // The read/write lock and the semaphore wake every waiter of the name: a
 // writer's release may admit many readers. Every release publishes on
 // the name's channel, which they (and Election.Observe) watch by reference
-// count. A message lost or published before the SUBSCRIBE landed costs
+// count; but a mutex's release, only when its waiters' set is not empty
+// (the channel's only watchers of a mutex are its waiters, each of which
+// records its intent before it waits): an uncontended release sends no
+// PUBLISH. A message lost or published before the SUBSCRIBE landed costs
 // one backoff step, never a grant. Options.NoPubSub disables the pub/sub
 // connection: that client's waiters then wake by backoff and by its own
 // releases only (a release script never picks them), and on a redis.Ring

@@ -27,6 +27,9 @@ var (
 var (
 	argNo, argYes any = "0", "1" // ARGV[5] of an acquire: record the intent
 	modeH, modeZ  any = "h", "z" // a lease kept as a hash's owner, or a zset member
+	// modeM is ARGV[2] of a mutex's release with its waiters' set: "h",
+	// and its channel is published on only when somebody waits.
+	modeM any = "m"
 	// noWaiter is ARGV[3] of an attempt that records no intent: the
 	// scripts read the waiter only to record or drop its intent, and
 	// no intent is ever recorded under it.

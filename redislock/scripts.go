@@ -45,15 +45,23 @@ import "github.com/redis/go-redis/v9"
 // other is undone (DECR is exact on the server) and the stored text
 // judged, since 2^53 and 2^53+1 are the same double.
 
-const prelude = `
-local function tostr(n) return string.format('%d', n) end
+// The prelude's functions, each defined only in the scripts that call
+// it: a script's local functions are made anew at every call, so the
+// release, which needs three of them, no longer builds all eight.
+const (
+	fnTostr = "local function tostr(n) return string.format('%d', n) end\n"
+	fnNowMs = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+`
+	fnExtend = `
 local function extend(k, ms)
   if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end
 end
+`
+	fnMint = `
 local function mint(ck)
   local t = redis.pcall('INCR', ck)
   if type(t) ~= 'number' then -- not an integer, or at the int64 limit: unchanged
@@ -67,23 +75,34 @@ local function mint(ck)
   if c == '9007199254740991' then return redis.call('INCR', ck) end
   return redis.error_reply('BATONCOUNTER token counter ' .. ck .. ' holds ' .. c .. ', outside 0..2^53-1')
 end
-local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end
+`
+	fnTrim   = "local function trim(k, now) redis.call('ZREMRANGEBYSCORE', k, '-inf', tostr(now)) end\n"
+	fnRecord = `
 local function record(k, member, exp, ttl)
   redis.call('ZADD', k, exp, member .. ' ' .. ARGV[8])
   extend(k, ttl)
 end
+`
+	fnIntent = `
 local function intent(k, now)
   if ARGV[5] == '1' then
     redis.call('ZADD', k, tostr(now + tonumber(ARGV[4])), ARGV[3])
     extend(k, ARGV[4])
   end
 end
+`
+	fnEarliest = `
 local function earliest(k, now)
   local e = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
   if e[2] then return tonumber(e[2]) - now end
   return -1
 end
 `
+)
+
+// prelude is every function of the prelude, for the scripts that use
+// most of them.
+const prelude = fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnRecord + fnIntent + fnEarliest
 
 // acquireHash: KEYS[1] the holder hash, KEYS[2] waiters, KEYS[3] counter.
 // The mutex and the election. A refusal that records the intent answers
@@ -91,7 +110,9 @@ end
 // (see wakeone.go).
 // The uncontended path (a first attempt, recording nothing) is HGET, INCR,
 // HSET and PEXPIRE: the waiters' set is touched only by acquires that wait.
-var acquireHash = redis.NewScript(prelude + `
+// A mutex has no leader id: its hash has no field "id" (Inspect reads a
+// missing one as "").
+var acquireHash = redis.NewScript(fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnIntent + `
 local cur = redis.call('HGET', KEYS[1], 'owner')
 if cur == ARGV[1] then
   -- A retried attempt (a client with MaxRetries) that was granted before.
@@ -100,7 +121,11 @@ end
 if not cur then
   local tok = mint(KEYS[3])
   if type(tok) == 'table' then return tok end
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6], 'proc', ARGV[8])
+  if ARGV[6] == '' then
+    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'proc', ARGV[8])
+  else
+    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6], 'proc', ARGV[8])
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if ARGV[5] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
   if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], 'granted') end
@@ -249,7 +274,7 @@ return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[6])}
 // server's clock, and never re-creates one: a missing key, another owner
 // or an expired member answer 0. A hash's record is a field of the hash,
 // so its PEXPIRE keeps it; a member's record gets the member's new score.
-var renew = redis.NewScript(prelude + `
+var renew = redis.NewScript(fnTostr + fnNowMs + fnExtend + `
 if ARGV[3] == 'z' then
   local now = now_ms()
   local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
@@ -274,7 +299,8 @@ return 0
 // release: KEYS[1] the lease's key; for a zset member ("z"), KEYS[2] the
 // holder records and KEYS[3] (optional) a companion key, both deleted
 // with the last member; for a hash ("h"), KEYS[2] (optional) the waiters'
-// set of a mutex or an election. ARGV[1] owner, ARGV[2] "h" or "z",
+// set of a mutex or an election. ARGV[1] owner, ARGV[2] "h", "z" or "m"
+// (a mutex's hash, whose waiters' set is KEYS[2]),
 // ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
 // ("" when the grant's token is unknown: then every member of the owner),
 // ARGV[5] the root of the clients' channels, ARGV[6] "1" when PUBLISH's
@@ -288,10 +314,14 @@ return 0
 // its number published on its client's channel. When PUBLISH reached
 // nobody (its client is gone) and the count is trusted (not a Cluster,
 // where it counts one node's subscribers), the next is tried. The name's
-// channel is published on too, for watchers of the whole name.
-var release = redis.NewScript(prelude + `
+// channel is published on too, for watchers of the whole name; a mutex's
+// ("m") only when its waiters' set was not empty: the only watchers of a
+// mutex's channel are its waiters, and each records its intent before it
+// waits (the first attempt records none, but a refused one is followed at
+// once by one that does, see attempts). An uncontended release is then
+// HGET, DEL and EXISTS, without a PUBLISH that reached nobody.
+var release = redis.NewScript(fnTostr + fnNowMs + fnTrim + `
 local function wakeone(k)
-  if redis.call('EXISTS', k) == 0 then return end -- nobody waits: no clock read, no trim
   trim(k, now_ms())
   for _, m in ipairs(redis.call('ZRANGE', k, 0, 15)) do
     local cid, num = string.match(m, '^(.+)%.([^.]+)$')
@@ -323,7 +353,15 @@ if ARGV[2] == 'z' then
   end
 elseif redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   removed = redis.call('DEL', KEYS[1])
-  if removed > 0 and KEYS[2] and ARGV[5] and ARGV[5] ~= '' then wakeone(KEYS[2]) end
+  if removed > 0 and KEYS[2] then
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+      -- Nobody waits: no clock read, no trim; and a mutex's channel has
+      -- no watcher but its waiters, who record their intent first.
+      if ARGV[2] == 'm' then return removed end
+    elseif ARGV[5] and ARGV[5] ~= '' then
+      wakeone(KEYS[2])
+    end
+  end
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end
 return removed

@@ -32,6 +32,7 @@ type aux struct {
 	companion string // a key whose expiry follows the lease's (a semaphore's stored N), or ""
 	wake      string // the name's channel
 	waiters   string // a mutex's or an election's waiters, for the release to wake one (wakeone.go), or ""
+	mutex     bool   // a mutex's hash with its waiters: the release publishes only when somebody waits
 	// keys are the release's and renewal's KEYS: the lease's key, then a
 	// member's records and companion, or a hash's waiters.
 	keys    []string
@@ -54,6 +55,17 @@ func newAux(key string, zset bool, procs, companion, wake, waiters string) *aux 
 	}
 	a.boxed = rediseval.BoxKeys(a.keys)
 	return a
+}
+
+// mode is the release script's ARGV[2] for a's leases.
+func (a *aux) mode() any {
+	switch {
+	case a.zset:
+		return modeZ
+	case a.mutex && a.waiters != "":
+		return modeM
+	}
+	return modeH
 }
 
 // withMember is a copy of a naming the zset member m.
@@ -206,10 +218,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 
 // releaseArgs are the release script's arguments for r.
 func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
-	mode := modeH
-	if a.zset {
-		mode = modeZ
-	}
+	mode := a.mode()
 	return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg}
 }
 
@@ -218,10 +227,7 @@ func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
 // argument func and result slice cost three allocations per release.
 func (s *store) releaseOne(ctx context.Context, r keeper.Ref) error {
 	a := auxOf(r)
-	mode := modeH
-	if a.zset {
-		mode = modeZ
-	}
+	mode := a.mode()
 	return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
 		r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg).Err()
 }

@@ -77,9 +77,11 @@
 //	    renewal    bigint      NOT NULL DEFAULT 0,
 //	    data       text        NOT NULL DEFAULT '',
 //	    holder     varchar(256),
+//	    waiting    boolean     NOT NULL DEFAULT false,
 //	    PRIMARY KEY (name, slot));
 //	ALTER TABLE baton_locks ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '',
-//	    ADD COLUMN IF NOT EXISTS holder varchar(256);
+//	    ADD COLUMN IF NOT EXISTS holder varchar(256),
+//	    ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false;
 //	CREATE SEQUENCE IF NOT EXISTS baton_token_seq;
 //
 // MySQL/MariaDB (InnoDB; names are compared byte for byte, as on the other
@@ -117,8 +119,9 @@
 //
 // The data column (candidate IDs, semaphore sizes) came with the
 // read/write lock, semaphore and election, the holder column with
-// baton.Open: on a table created before them, Migrate (or a client's
-// first use, without Options.NoMigrate) adds them (PostgreSQL with ADD
+// baton.Open, PostgreSQL's waiting column (see Waiting) with the release
+// that notifies only waiters: on a table created before them, Migrate (or
+// a client's first use, without Options.NoMigrate) adds them (PostgreSQL with ADD
 // COLUMN IF NOT EXISTS; MySQL and SQLite, which lack that clause, after
 // looking the columns up in information_schema.columns or
 // pragma_table_info). Inspect reads a table without them, read-only.
@@ -239,7 +242,12 @@
 // a release, and polls as a safety net. On PostgreSQL with pgx, a release
 // sends NOTIFY on a channel named after the table, and a LISTENing
 // connection (below) wakes this process's waiters of that name; releases
-// in the same process wake waiters directly on every dialect. A release
+// in the same process wake waiters directly on every dialect. A mutex's
+// release NOTIFYs only when somebody waits: a refused attempt marks the
+// row (its waiting column, once per grant), a grant clears the mark
+// unless more waiters of the name wait in the granted process, and the
+// release's statement NOTIFYs only for a marked row, so an uncontended
+// lock+unlock sends none (the multi-row recipes' releases always do). A release
 // wakes one mutex waiter per process, the one that has waited longest
 // there (wake.go has the details): a handoff costs the same few requests
 // with 5 waiters or 2 000. A refused waiter's next poll comes no sooner

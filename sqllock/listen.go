@@ -173,8 +173,17 @@ func (ls *listenerSet) listenOnce(ctx context.Context, db *sql.DB) (listened boo
 		h.setListening(true)
 		defer h.setListening(false)
 		h.wakeAll()
+		// The wait runs on a context that cannot end, and ctx's end cuts
+		// it through the connection's deadline, as pgx's own watcher
+		// would: pgx watches a context that can end anew at every wait,
+		// four allocations per notification received.
+		stop := context.AfterFunc(ctx, func() { _ = pc.PgConn().Conn().SetDeadline(time.Unix(1, 0)) })
+		defer stop()
 		for {
-			n, werr := pc.WaitForNotification(ctx)
+			n, werr := pc.WaitForNotification(context.Background())
+			if werr == nil && ctx.Err() != nil {
+				werr = ctx.Err()
+			}
 			if werr != nil {
 				err = werr
 				// A LISTENing connection must never go back to the pool.

@@ -23,18 +23,19 @@ import (
 // "mwait", lease $9 µs, the holder record $6), owner-checked as
 // intentUpsert; a grant deletes it. Data-modifying WITH clauses run on one
 // snapshot and see each other only through RETURNING, which is what w and
-// d read of t.
+// d read of t (a token of 0: refused, the held row marked waiting).
 // Parameters: name, slot, kind, owner, ttl µs, holder record, intent
-// slot, intent owner, intent ttl µs, write the intent.
+// slot, intent owner, intent ttl µs, write the intent, other waiters
+// wait in this process (see pgAcquire).
 func (s *statements) pgAcquireWait() string {
-	return `WITH t AS (` + s.pgAcquire() + `), w AS (
+	return `WITH t AS (` + s.pgAcquire(11) + `), w AS (
 	INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at, holder)
 	SELECT $1, $7, '` + kindMutexWait + `', $8, 0, ` + s.later(9) + `, $6
-	WHERE $10::boolean AND NOT EXISTS (SELECT 1 FROM t)
+	WHERE $10::boolean AND NOT EXISTS (SELECT 1 FROM t WHERE token > 0)
 	ON CONFLICT (name, slot) DO UPDATE SET expires_at = excluded.expires_at WHERE l.owner = excluded.owner
 ), d AS (
 	DELETE FROM ` + s.locks + `
-	WHERE name = $1 AND slot = $7 AND owner = $8 AND EXISTS (SELECT 1 FROM t)
+	WHERE name = $1 AND slot = $7 AND owner = $8 AND EXISTS (SELECT 1 FROM t WHERE token > 0)
 )
 SELECT token FROM t`
 }
@@ -53,9 +54,9 @@ func (w *waitIntent) pgAttempt(owner string, ttl time.Duration, write bool) func
 func (w *waitIntent) pgRun(ctx context.Context, owner string, ttl time.Duration, write bool, slot int64, iowner string) attempt {
 	c := w.c
 	tok, err := c.pgToken(ctx, c.q.hot.pgAcquireWait, w.name, 0, kindArg(kindMutex), owner, c.micros(ttl), c.holder,
-		slot, iowner, c.ttlMicros, write)
+		slot, iowner, c.ttlMicros, write, c.othersWait(w.name))
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows), err == nil && tok == 0: // refused
 		return attempt{}
 	case err != nil:
 		return attempt{err: err}

@@ -52,9 +52,11 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	renewal    bigint      NOT NULL DEFAULT 0,
 	data       text        NOT NULL DEFAULT '',
 	holder     varchar(256),
+	waiting    boolean     NOT NULL DEFAULT false,
 	PRIMARY KEY (name, slot))`,
 			`ALTER TABLE ` + s.locks + ` ADD COLUMN IF NOT EXISTS data text NOT NULL DEFAULT '',
-	ADD COLUMN IF NOT EXISTS holder varchar(256)`,
+	ADD COLUMN IF NOT EXISTS holder varchar(256),
+	ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false`,
 			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq,
 		}
 	case fence.MySQL:
@@ -98,7 +100,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	}
 	switch d {
 	case fence.Postgres:
-		s.hot.pgAcquire, s.hot.pgAcquireWait = s.pgAcquire(), s.pgAcquireWait()
+		s.hot.pgAcquire, s.hot.pgAcquireWait = s.pgAcquire(7), s.pgAcquireWait()
 	case fence.MySQL:
 		s.hot.myTake, s.hot.myTakeSeq, s.hot.txBump = s.myTake("?"), s.myTake("NEXTVAL("+s.seq+")"), s.txBump()
 		s.hot.myNext = `SELECT NEXTVAL(` + s.seq + `)`
@@ -130,24 +132,39 @@ func (s *statements) later(n int) string {
 }
 
 // pgAcquire takes slot of name for owner if the row is free or missing, in
-// one upsert, returning the token; no row when the row is held. On an
-// existing row the token is nextval evaluated in DO UPDATE, that is under
-// the row's lock and after the previous grant's token was committed. The
-// nextval of VALUES is spent on every attempt but serves only an insert:
-// a sequence value is cheaper than a second plan. It replaced a WITH
-// statement of an UPDATE and an INSERT guarded by NOT EXISTS, which cost
-// about 10 µs more server time per lock+unlock (37–39 against 27–29 µs
-// for take and free, a server-side loop of 20,000, four runs) and 2–5 µs
-// more per refused attempt, although a refused upsert locks the held row
-// for its instant. Parameters: name, slot, kind, owner, ttl µs, holder
-// record.
-func (s *statements) pgAcquire() string {
+// one upsert, returning the token; 0 or no row when the row is held. On
+// an existing row the token is nextval evaluated in DO UPDATE, that is
+// under the row's lock and after the previous grant's token was
+// committed. The nextval of VALUES is spent on every attempt but serves
+// only an insert: a sequence value is cheaper than a second plan. It
+// replaced a WITH statement of an UPDATE and an INSERT guarded by NOT
+// EXISTS, which cost about 10 µs more server time per lock+unlock (37–39
+// against 27–29 µs for take and free, a server-side loop of 20,000, four
+// runs) and 2–5 µs more per refused attempt, although a refused upsert
+// locks the held row for its instant.
+//
+// A refused attempt marks the held row "waiting" (once per grant: an
+// attempt that finds the mark set changes nothing), which tells the
+// holder's release to NOTIFY (see release): a release nobody waits for
+// sends none. A grant clears the mark, unless $waiting says that other
+// waiters of the name wait in this process: they made their attempts
+// before this grant, and only the oldest of them is woken per release.
+// Free is judged once per statement, on statement_timestamp(): every
+// column's CASE must agree, and clock_timestamp() moves between them.
+// Parameters: name, slot, kind, owner, ttl µs, holder record; waiting
+// others at $waiting.
+func (s *statements) pgAcquire(waiting int) string {
+	free := `l.expires_at <= statement_timestamp()`
+	pick := func(col, v string) string {
+		return col + ` = CASE WHEN ` + free + ` THEN ` + v + ` ELSE l.` + col + ` END`
+	}
 	return `INSERT INTO ` + s.locks + ` AS l (name, slot, kind, owner, token, expires_at, holder)
 VALUES ($1, $2, $3, $4, nextval('` + s.seq + `'), ` + s.later(5) + `, $6)
-ON CONFLICT (name, slot) DO UPDATE SET kind = excluded.kind, owner = excluded.owner,
-	token = nextval('` + s.seq + `'), expires_at = excluded.expires_at, holder = excluded.holder
-WHERE l.expires_at <= clock_timestamp()
-RETURNING token`
+ON CONFLICT (name, slot) DO UPDATE SET ` + pick("kind", "excluded.kind") + `, ` + pick("owner", "excluded.owner") + `,
+	` + pick("token", "nextval('"+s.seq+"')") + `, ` + pick("expires_at", "excluded.expires_at") + `,
+	` + pick("holder", "excluded.holder") + `, waiting = NOT (` + free + `) OR $` + strconv.Itoa(waiting) + `::boolean
+WHERE ` + free + ` OR NOT l.waiting
+RETURNING CASE WHEN owner = $4 THEN token ELSE 0 END AS token`
 }
 
 // liteTake is the first statement of the SQLite acquire transaction: take
@@ -258,15 +275,22 @@ WHERE ` + s.refList(n, 3) + ` AND expires_at > ` + s.now + ` RETURNING name, slo
 }
 
 // pgRelease frees the refs given as three arrays and notifies the channel
-// ($4) with each freed name.
+// ($4) with each freed name that may have waiters (see pgNotified).
 func (s *statements) pgRelease() string {
 	return `WITH r AS (
 	UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp(), holder = NULL
 	FROM unnest($1::text[], $2::bigint[], $3::text[]) AS x(name, slot, owner)
 	WHERE l.name = x.name AND l.slot = x.slot AND l.owner = x.owner
-	RETURNING l.name
-) SELECT pg_notify($4, name) FROM r`
+	RETURNING l.name, l.kind, l.waiting
+) SELECT pg_notify($4, name) FROM r WHERE ` + pgNotified
 }
+
+// pgNotified is which freed rows a PostgreSQL release NOTIFYs: a mutex's
+// only when an attempt was refused since its grant (the row's waiting
+// mark, see pgAcquire), since a mutex's only listeners are its waiters;
+// the multi-row recipes' always (their waiters and Election.Observe
+// watch the name without attempts of their own on the row).
+const pgNotified = `(waiting OR kind <> '` + kindMutex + `')`
 
 // renewedMarked lists which of n refs carry the renewal mark (MySQL).
 // Parameters: mark, then the refs.
@@ -277,12 +301,12 @@ func (s *statements) renewedMarked(n int) string {
 // release frees n rows still owned by the given owners: owner and holder
 // record cleared, expires_at set to now (so it records when the row
 // became free), token kept. On PostgreSQL it also notifies the table's
-// channel with each freed name. Parameters: the refs (then the channel on
+// channel with each freed name that may have waiters (pgNotified). Parameters: the refs (then the channel on
 // PostgreSQL).
 func (s *statements) release(n int) string {
 	upd := `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + `, holder = NULL WHERE ` + s.refList(n, 1)
 	if s.d == fence.Postgres {
-		return `WITH r AS (` + upd + ` RETURNING name) SELECT pg_notify(` + s.p(3*n+1) + `, name) FROM r`
+		return `WITH r AS (` + upd + ` RETURNING name, kind, waiting) SELECT pg_notify(` + s.p(3*n+1) + `, name) FROM r WHERE ` + pgNotified
 	}
 	return upd
 }
@@ -369,7 +393,11 @@ func (s *statements) reap() string {
 // probe reads nothing from the table but fails if it or one of the
 // columns this version needs is missing (Options.NoMigrate).
 func (s *statements) probe() string {
-	return `SELECT name, slot, kind, owner, token, expires_at, renewal, data, holder FROM ` + s.locks + ` WHERE 1 = 0`
+	cols := `name, slot, kind, owner, token, expires_at, renewal, data, holder`
+	if s.d == fence.Postgres {
+		cols += `, waiting`
+	}
+	return `SELECT ` + cols + ` FROM ` + s.locks + ` WHERE 1 = 0`
 }
 
 // intentSlotBase starts the slots of mutex waiters' intent rows, one at a

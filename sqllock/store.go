@@ -245,9 +245,9 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 // owner to keeper.Abandon.
 func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.Postgres {
-		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder)
+		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder, s.c.othersWait(name))
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
+		case errors.Is(err, sql.ErrNoRows), err == nil && tok == 0: // refused (0: the row marked waiting)
 			return 0, false, nil
 		case err != nil:
 			return 0, false, err

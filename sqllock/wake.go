@@ -277,6 +277,13 @@ func (h *tableHub) mutexWaiters(name string) int {
 	return 0
 }
 
+// othersWait reports whether mutex waiters of name other than the
+// acquire's own wait in this process: a grant then keeps the row's
+// waiting mark (see statements.pgAcquire), so that its release NOTIFYs
+// for them. The acquire is one of the waiters from its first attempt
+// (mutexAttempts.Watch).
+func (c *Client) othersWait(name string) bool { return c.hub().mutexWaiters(name) > 1 }
+
 // pollFloor is the least time before a refused mutex waiter's next poll
 // when n waiters of the lock wait in this process (see above and
 // leasekit.PollFloor).
