@@ -393,6 +393,19 @@ func call[T any](ctx context.Context, s *session, fn func() (T, error)) (T, erro
 	return goOp(s, fn).wait(ctx)
 }
 
+// direct reports whether a call under ctx may run on the caller's
+// goroutine at once: ctx can never end (see call) and the session is Held
+// (callIdem would not wait). The hot calls of an acquire and a release
+// make their first attempt this way, without the closure callIdem takes,
+// and hand the call to callIdem only when it must wait or retry.
+func (s *session) direct(ctx context.Context) bool {
+	if ctx.Done() != nil {
+		return false
+	}
+	st, _ := s.Observe()
+	return st == baton.Held
+}
+
 // callIdem runs an idempotent call (a read, a watch, an exact delete) until
 // it gets an answer: when the connection breaks under it, it waits for the
 // session to be Held again and repeats, so a waiter or a release rides out
@@ -400,22 +413,31 @@ func call[T any](ctx context.Context, s *session, fn func() (T, error)) (T, erro
 // lost and with ctx's error (plus ErrUnavailable while in doubt) when ctx
 // ends.
 func callIdem[T any](ctx context.Context, s *session, fn func() (T, error)) (T, error) {
+	return retryIdem(ctx, s, fn, 0)
+}
+
+// retryIdem is callIdem after failed attempts that ended with an unknown
+// outcome (a direct first attempt): it waits its backoff before each
+// attempt but a first.
+func retryIdem[T any](ctx context.Context, s *session, fn func() (T, error), failed int) (T, error) {
 	var zero T
-	for attempt := 0; ; attempt++ {
+	for attempt := failed; ; attempt++ {
+		if attempt > 0 {
+			// The disconnection may not have been reported yet: don't spin.
+			t := time.NewTimer(s.c.opts.Backoff.Delay(attempt - 1))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return zero, s.ctxErr(ctx)
+			}
+		}
 		if err := s.awaitHeld(ctx); err != nil {
 			return zero, err
 		}
 		v, err := call(ctx, s, fn)
 		if err == nil || !isUnknown(err) {
 			return v, err
-		}
-		// The disconnection may not have been reported yet: don't spin.
-		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return zero, s.ctxErr(ctx)
 		}
 	}
 }
