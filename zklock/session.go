@@ -317,6 +317,25 @@ func (s *session) spawn(f func()) bool {
 	return true
 }
 
+// runner is a call that spawnRun runs: an *op.
+type runner interface{ run() }
+
+// spawnRun is spawn for a call: it takes the op itself, not a method value
+// of it, so that starting a call's goroutine costs one closure, not two.
+func (s *session) spawnRun(r runner) bool {
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	if s.shut {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r.run()
+	}()
+	return true
+}
+
 // shutdown closes the connection — the server then deletes the session's
 // ephemeral entries at once if it can be reached, else it expires them —
 // and waits for the session's goroutines. go-zookeeper's Close can take a
@@ -339,6 +358,7 @@ func (s *session) shutdown() {
 // down), so nothing outlives the session.
 type op[T any] struct {
 	done chan struct{}
+	fn   func() (T, error) // the call; nil once it ran
 	v    T
 	err  error
 }
@@ -351,15 +371,19 @@ func doneOp[T any](v T, err error) *op[T] {
 }
 
 func goOp[T any](s *session, fn func() (T, error)) *op[T] {
-	o := &op[T]{done: make(chan struct{})}
-	run := func() {
-		o.v, o.err = fn()
-		close(o.done)
-	}
-	if !s.spawn(run) {
-		run() // shut down: the closed connection answers at once
+	o := &op[T]{done: make(chan struct{}), fn: fn}
+	if !s.spawnRun(o) {
+		o.run() // shut down: the closed connection answers at once
 	}
 	return o
+}
+
+// run makes the call and publishes its result.
+func (o *op[T]) run() {
+	fn := o.fn
+	o.fn = nil
+	o.v, o.err = fn()
+	close(o.done)
 }
 
 // wait returns the call's result, or ctx's error if ctx ends first.
