@@ -43,8 +43,8 @@ type Control struct{ l *baton.Lease }
 // the Control through which the engine reports suspension and loss. The
 // lease's context carries parent's values (so nested acquires find it) but
 // not parent's cancellation: the acquire context bounds the wait, not the
-// holding. It allocates once: the lease, its context and its state are one
-// object.
+// holding. It allocates once: the lease, its state and its Control are one
+// object, and the lease's context is made when it is first asked for.
 func NewLease(parent context.Context, g Grant) (*baton.Lease, Control) {
 	var obs any
 	if g.Observer != nil {

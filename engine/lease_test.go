@@ -76,3 +76,43 @@ func TestNewLeaseAllocations(t *testing.T) {
 		t.Errorf("context.Cause = %v, want the loss (wrapping %v and baton.ErrLost)", c, cause)
 	}
 }
+
+// TestLeaseContextEitherOrder: a lease's context ends with the lease's
+// cause whether it was asked for before the end or only after it.
+func TestLeaseContextEitherOrder(t *testing.T) {
+	released := func(context.Context) error { return nil }
+	for _, before := range []bool{true, false} {
+		for _, lose := range []bool{true, false} {
+			l, ctl := engine.NewLease(context.Background(), engine.Grant{Name: "n", Engine: "mem", Token: 1, Owner: "o", Release: released})
+			var early context.Context
+			if before {
+				early = l.Context()
+				if early.Err() != nil {
+					t.Fatalf("before=%v lose=%v: context of a held lease done: %v", before, lose, early.Err())
+				}
+			}
+			want := baton.ErrReleased
+			if lose {
+				ctl.Lose(errors.New("session expired"))
+				want = baton.ErrLost
+			} else if err := l.Release(context.Background()); err != nil {
+				t.Fatalf("Release = %v", err)
+			}
+			ctx := l.Context()
+			if before && ctx != early {
+				t.Errorf("before=%v lose=%v: Context changed across the end", before, lose)
+			}
+			select {
+			case <-l.Done():
+			default:
+				t.Errorf("before=%v lose=%v: Done open after the end", before, lose)
+			}
+			if cause := context.Cause(ctx); !errors.Is(cause, want) {
+				t.Errorf("before=%v lose=%v: Cause = %v, want %v", before, lose, cause, want)
+			}
+			if got, ok := baton.LeaseFrom(ctx); !ok || got != l {
+				t.Errorf("before=%v lose=%v: LeaseFrom(Context()) = %p, %v; want the lease", before, lose, got, ok)
+			}
+		}
+	}
+}

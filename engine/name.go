@@ -37,7 +37,7 @@ func ValidateName(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, seg := range strings.Split(n, "/") {
+	for seg := range segments(n) {
 		if why := reservedSegment(seg); why != "" {
 			return "", fmt.Errorf("%w %q: segment %q is reserved: %s", baton.ErrInvalidName, name, seg, why)
 		}
@@ -71,7 +71,7 @@ func ValidatePath(name string) (string, error) {
 			return bad(fmt.Sprintf("forbidden code point %U", r))
 		}
 	}
-	for _, seg := range strings.Split(n, "/") {
+	for seg := range segments(n) {
 		switch seg {
 		case "":
 			return bad("empty path segment")
@@ -80,6 +80,21 @@ func ValidatePath(name string) (string, error) {
 		}
 	}
 	return n, nil
+}
+
+// segments yields the "/"-separated segments of name, as strings.Split
+// would return them, without building the slice: the engines validate a
+// directory on every acquire.
+func segments(name string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for {
+			seg, rest, more := strings.Cut(name, "/")
+			if !yield(seg) || !more {
+				return
+			}
+			name = rest
+		}
+	}
 }
 
 // entryMarkers are the recipes' entry markers (queuekit.Kind: Curator's

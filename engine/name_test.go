@@ -107,3 +107,17 @@ func TestReservedSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateAllocatesNothing: the engines validate a lock's directory
+// on every acquire, so a valid name costs no allocation.
+func TestValidateAllocatesNothing(t *testing.T) {
+	for _, name := range []string{"a", "jobs/nightly/report", "/trimmed/"} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = engine.ValidateName(name) }); n != 0 {
+			t.Errorf("ValidateName(%q): %v allocations, want 0", name, n)
+		}
+		dir := strings.TrimSuffix(name, "/") + "/locks"
+		if n := testing.AllocsPerRun(100, func() { _, _ = engine.ValidatePath(dir) }); n != 0 {
+			t.Errorf("ValidatePath(%q): %v allocations, want 0", dir, n)
+		}
+	}
+}

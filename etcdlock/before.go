@@ -19,28 +19,23 @@ var _ queuekit.PredecessorLister = (*session)(nil)
 // without it finds the lease gone, as List does (etcd #11456). The first
 // ListBefore after Enqueue returns the window Enqueue read.
 func (s *session) ListBefore(ctx context.Context, dir string, own queuekit.Entry, n int) (queuekit.Snapshot, error) {
-	s.mu.Lock()
-	f, ok := s.fresh[dir]
-	if ok && f.e == own {
-		delete(s.fresh, dir)
-	}
-	s.mu.Unlock()
-	if !ok || f.e != own || (f.snap.Partial && n > 1) {
+	snap, ok := s.takeFresh(dir, own)
+	if !ok || (snap.Partial && n > 1) {
 		if err := s.alive(); err != nil {
 			return queuekit.Snapshot{}, err
 		}
 		ctx, cancel := s.bound(ctx)
 		defer cancel()
-		snap, err := s.readBefore(ctx, dir, own, n, 0)
+		var err error
+		snap, err = s.readBefore(ctx, dir, own, n, 0)
 		if err != nil {
 			if aerr := s.alive(); aerr != nil {
 				return queuekit.Snapshot{}, aerr
 			}
 			return queuekit.Snapshot{}, opErr(ctx, "list", dir, err)
 		}
-		f.snap = snap
 	}
-	return s.settle(dir, own, f.snap)
+	return s.settle(dir, own, snap)
 }
 
 // readBefore reads own and the n newest entries of dir before it, at rev

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,8 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queuekit.Kin
 		return e, err
 	}
 	rev := int64(e.Seq) // a transaction's put is created at its revision
-	snap := s.own(e, rev)
+	f := &fresh{e: e}
+	snap := f.alone(rev)
 	if count != 1 {
 		// Others queue here: read the entry just before ours (see
 		// ListBefore) as the transaction saw the queue. A read at a
@@ -67,8 +69,9 @@ func (s *session) EnqueueData(ctx context.Context, dir string, kind queuekit.Kin
 			return e, nil
 		}
 	}
+	f.snap = snap
 	s.mu.Lock()
-	s.fresh[dir] = fresh{e: e, snap: snap}
+	s.fresh[dir] = f
 	s.mu.Unlock()
 	return e, nil
 }
@@ -80,19 +83,17 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 	if err := s.alive(); err != nil {
 		return queuekit.Entry{}, 0, err
 	}
-	key := dir + "/" + s.hex
 	val := s.c.values.entryValue(kind, data)
+	o := s.ops(dir, val)
+	key := o.key
 	// Bound by the session as every other request: on a partitioned
 	// connection the answer never comes, and the caller's deadline may be
 	// far away (a pooled session's lease can be lost while the create is
 	// in flight).
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	resp, err := s.c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, val, clientv3.WithLease(s.id)), countOp(dir)).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	r, err := s.c.cli.Do(ctx, clientv3.OpTxn(o.ifGone, o.create, o.orGet))
+	resp := r.Txn()
 	if err != nil {
 		e, err := s.resolveEnqueue(ctx, dir, key, kind, val, err)
 		return e, -1, err
@@ -115,11 +116,13 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 	return e, resp.Responses[1].GetResponseRange().GetCount(), nil
 }
 
-// own is the queue of e's directory at rev when e, created at rev, is the
-// only key under it: built from e itself, as a read would have returned
-// it, so that an uncontended grant decodes and allocates nothing more.
-func (s *session) own(e queuekit.Entry, rev int64) queuekit.Snapshot {
-	return queuekit.Snapshot{Entries: []queuekit.Entry{e}, Own: 0, Token: e.Seq, Rev: rev, Alone: true}
+// alone is the queue of f.e's directory at rev when f.e, created at rev,
+// is the only key under it: built from the entry itself, as a read would
+// have returned it, in f's own storage, so that an uncontended grant
+// decodes and allocates nothing more.
+func (f *fresh) alone(rev int64) queuekit.Snapshot {
+	f.one[0] = f.e
+	return queuekit.Snapshot{Entries: f.one[:], Own: 0, Token: f.e.Seq, Rev: rev, Alone: true}
 }
 
 // countOp counts the keys under dir: the in-memory index only, no values.
@@ -197,13 +200,8 @@ func (s *session) snapshot(dir string, own queuekit.Entry, kvs []*mvccpb.KeyValu
 // already Lost returns that error even if the server still shows the key,
 // because the keepalive deadline passes before the server's expiry.
 func (s *session) List(ctx context.Context, dir string, own queuekit.Entry) (queuekit.Snapshot, error) {
-	s.mu.Lock()
-	f, ok := s.fresh[dir]
-	if ok && f.e == own {
-		delete(s.fresh, dir)
-	}
-	s.mu.Unlock()
-	if !ok || f.e != own || f.snap.Partial {
+	snap, ok := s.takeFresh(dir, own)
+	if !ok || snap.Partial {
 		if err := s.alive(); err != nil {
 			return queuekit.Snapshot{}, err
 		}
@@ -219,9 +217,22 @@ func (s *session) List(ctx context.Context, dir string, own queuekit.Entry) (que
 			}
 			return queuekit.Snapshot{}, opErr(ctx, "list", dir, err)
 		}
-		f.snap = s.snapshot(dir, own, resp.Kvs, resp.Header.Revision)
+		snap = s.snapshot(dir, own, resp.Kvs, resp.Header.Revision)
 	}
-	return s.settle(dir, own, f.snap)
+	return s.settle(dir, own, snap)
+}
+
+// takeFresh returns, and forgets, the read Enqueue's transaction made for
+// own in dir, if that is what the session keeps for dir.
+func (s *session) takeFresh(dir string, own queuekit.Entry) (queuekit.Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.fresh[dir]
+	if f == nil || f.e != own {
+		return queuekit.Snapshot{}, false
+	}
+	delete(s.fresh, dir)
+	return f.snap, true
 }
 
 // settle finishes a read of dir for own: a read without own asks the
@@ -306,8 +317,14 @@ func (s *session) Data(ctx context.Context, e queuekit.Entry) ([]byte, bool, err
 	if err := s.alive(); err != nil {
 		return nil, false, err
 	}
+	var (
+		d  []byte
+		ok bool
+	)
 	s.mu.Lock()
-	d, ok := s.fresh[entryDir(e)].data[e.ID]
+	if f := s.fresh[entryDir(e)]; f != nil {
+		d, ok = f.data[e.ID]
+	}
 	s.mu.Unlock()
 	if ok {
 		return d, true, nil // read by the grant's othersAt
@@ -375,13 +392,17 @@ func (s *session) Delete(ctx context.Context, e queuekit.Entry) error {
 func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3.Op) error {
 	dir := entryDir(e)
 	s.mu.Lock()
-	if f, ok := s.fresh[dir]; ok && f.e == e {
+	if f := s.fresh[dir]; f != nil && f.e == e {
 		delete(s.fresh, dir)
 	}
 	s.mu.Unlock()
+	cmps, ops := s.exact(e)
+	if len(more) > 0 {
+		ops = append(slices.Clip(ops), more...)
+	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
-		_, err := s.c.cli.Txn(actx).If(guard(e, s.id)).Then(append([]clientv3.Op{clientv3.OpDelete(e.Key)}, more...)...).Commit()
+		_, err := s.c.cli.Do(actx, clientv3.OpTxn(cmps, ops, nil))
 		cancel()
 		if err == nil {
 			return nil

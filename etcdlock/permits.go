@@ -27,7 +27,7 @@ func (s *session) EnqueuePermit(ctx context.Context, dir string, n int, data []b
 	if count < 1 || count > int64(n) {
 		return e, queuekit.Snapshot{Own: -1}, nil
 	}
-	snap := s.own(e, int64(e.Seq))
+	snap := (&fresh{e: e}).alone(int64(e.Seq))
 	if count > 1 {
 		snap = s.othersAt(ctx, dir, e, int(count-1), snap)
 	}
@@ -65,7 +65,7 @@ func (s *session) othersAt(ctx context.Context, dir string, e queuekit.Entry, ot
 		vals[grantID(string(kv.Key), kv.CreateRevision)] = entryData(valueKind(v), v)
 	}
 	s.mu.Lock()
-	s.fresh[dir] = fresh{e: e, snap: snap, data: vals}
+	s.fresh[dir] = &fresh{e: e, snap: snap, data: vals}
 	s.mu.Unlock()
 	return snap
 }

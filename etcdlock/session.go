@@ -37,14 +37,19 @@ type session struct {
 	stopOnce sync.Once
 	kick     chan struct{} // a keepalive is wanted now (buffered 1)
 	done     chan struct{} // closed once the session has ended
+	// life is a context cancelled when the session ends (with done), for
+	// bound.
+	life    context.Context
+	endLife context.CancelFunc
 
 	mu       sync.Mutex
 	state    baton.State
 	changed  chan struct{}
 	ended    bool
 	cause    error
-	fresh    map[string]fresh // dir → the queue read by Enqueue's transaction
-	cleaning bool             // the cleanup goroutine runs
+	fresh    map[string]*fresh  // dir → the queue read by Enqueue's transaction
+	dirs     map[string]*dirOps // dir → its requests' parts (see ops)
+	cleaning bool               // the cleanup goroutine runs
 
 	// Guarded by c.mu: the pool's bookkeeping.
 	busy      map[string]bool           // dirs where a recipe has an entry on s
@@ -63,10 +68,16 @@ type fresh struct {
 	// after the marker), when the read had their values: Data answers
 	// from it, so judging them costs no request of its own.
 	data map[string][]byte
+	// one holds snap's entry when e is alone (see alone): the snapshot
+	// and the entry it lists are one allocation.
+	one [1]queuekit.Entry
 }
 
 func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time.Time) *session {
+	life, endLife := context.WithCancel(context.Background())
 	return &session{
+		life:      life,
+		endLife:   endLife,
 		c:         c,
 		id:        id,
 		hex:       leaseHex(id),
@@ -77,7 +88,8 @@ func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time
 		done:      make(chan struct{}),
 		state:     baton.Held,
 		changed:   make(chan struct{}),
-		fresh:     make(map[string]fresh),
+		fresh:     make(map[string]*fresh),
+		dirs:      make(map[string]*dirOps),
 		busy:      make(map[string]bool),
 		pending:   make(map[string]queuekit.Entry),
 		idleSince: sent,
@@ -110,12 +122,13 @@ func (s *session) set(st baton.State) {
 func (s *session) end(cause error) {
 	s.c.remove(s)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ended, s.cause = true, cause
 	s.state = baton.Lost
 	close(s.changed)
 	s.changed = make(chan struct{})
 	close(s.done)
+	s.mu.Unlock()
+	s.endLife() // the requests bound to the session end with it
 }
 
 // alive returns nil while the session lives, else an error wrapping
@@ -129,22 +142,25 @@ func (s *session) alive() error {
 	return nil
 }
 
-// close asks the loop to end the session; it does not wait.
 // bound derives a context from ctx that also ends when the session ends,
-// so no request outlives the session it serves. The goroutine it starts is
-// owned by the returned cancel func.
+// so no request outlives the session it serves. A caller's context that
+// carries nothing (Background, TODO: an acquire without a deadline) is
+// replaced by the session's own, which costs nothing; another is merged
+// with it by context.AfterFunc, without a goroutine. The returned cancel
+// releases what the merge holds.
 func (s *session) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == context.Background() || ctx == context.TODO() {
+		return s.life, func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
+// close asks the loop to end the session; it does not wait.
 func (s *session) close() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // spawn runs f in a goroutine owned by the session, unless the session has

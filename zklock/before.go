@@ -24,12 +24,12 @@ var _ queuekit.PredecessorLister = (*session)(nil)
 // second read of the same directory. Partial is set, with Ahead counting
 // the entries before own, when older entries were left out.
 func (s *session) ListBefore(ctx context.Context, dir string, own queuekit.Entry, n int) (queuekit.Snapshot, error) {
-	parent, r, err := s.readDir(ctx, dir)
+	parent, r, err := s.readDir(ctx, dir, own)
 	if err != nil || r.kids == nil {
 		return queuekit.Snapshot{Own: -1}, err
 	}
-	ownName, ok := strings.CutPrefix(own.Key, parent+"/")
-	if !ok || !slices.Contains(r.kids, ownName) {
+	ownName, ok := strings.CutPrefix(own.Key, parent)
+	if !ok || !strings.HasPrefix(ownName, "/") || !slices.Contains(r.kids, ownName[1:]) {
 		return queuekit.Snapshot{Own: -1}, nil
 	}
 	if own.Kind == queuekit.KindRead {
@@ -65,7 +65,9 @@ type named struct {
 // a window as large as the directory is sorted once at the end.
 func newestBefore(kids []string, seq uint64, n int) (top []named, below int) {
 	all := n >= len(kids)
-	top = make([]named, 0, min(n, len(kids)))
+	// The reader's own entry is among kids and not below seq: an
+	// uncontended read, kids holding it alone, allocates no window.
+	top = make([]named, 0, min(n, max(len(kids)-1, 0)))
 	for _, k := range kids {
 		kind, sq, ok := parseName(k)
 		if !ok || sq >= seq {

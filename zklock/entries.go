@@ -50,20 +50,24 @@ func putUUID(dst []byte) {
 	}
 }
 
-// protectedPath returns "<parent>/_c_<uuid>-<kind>" and the length of its
-// "<parent>/" part, built with a single allocation.
-func protectedPath(parent string, kind queuekit.Kind) (path string, dirLen int) {
-	dirLen = len(parent) + 1
-	b := make([]byte, 0, dirLen+len(protectedPrefix)+36+1+len(kind))
-	b = append(b, parent...)
-	b = append(b, '/')
-	b = append(b, protectedPrefix...)
-	n := len(b)
-	b = b[:n+36]
-	putUUID(b[n:])
-	b = append(b, '-')
-	b = append(b, kind...)
-	return string(b), dirLen
+// protectedPath returns "<chroot>/<n>/_c_<uuid>-<kind>" and the length of
+// its "<chroot>/<n>/" part, built with a single allocation: the lock
+// directory is the path's prefix, not a string of its own.
+func protectedPath(chroot, n string, kind queuekit.Kind) (path string, dirLen int) {
+	dirLen = len(chroot) + 1 + len(n) + 1
+	var b strings.Builder
+	b.Grow(dirLen + len(protectedPrefix) + 36 + 1 + len(kind))
+	b.WriteString(chroot)
+	b.WriteByte('/')
+	b.WriteString(n)
+	b.WriteByte('/')
+	b.WriteString(protectedPrefix)
+	var u [36]byte
+	putUUID(u[:])
+	b.Write(u[:])
+	b.WriteByte('-')
+	b.WriteString(string(kind))
+	return b.String(), dirLen
 }
 
 // parseEntry reads a child name of a lock directory as Curator does: the
@@ -76,6 +80,20 @@ func parseEntry(parent, name string) (queuekit.Entry, bool) {
 		return queuekit.Entry{}, false
 	}
 	return queuekit.Entry{Key: parent + "/" + name, Kind: k, Seq: seq}, true
+}
+
+// createdEntry is parseEntry of the path a create in parent returned: the
+// path itself is the key.
+func createdEntry(parent, created string) (queuekit.Entry, bool) {
+	name, ok := strings.CutPrefix(created, parent)
+	if !ok || len(name) < 2 || name[0] != '/' {
+		return queuekit.Entry{}, false
+	}
+	k, seq, ok := parseName(name[1:])
+	if !ok {
+		return queuekit.Entry{}, false
+	}
+	return queuekit.Entry{Key: created, Kind: k, Seq: seq}, true
 }
 
 // parseName is parseEntry without the key: it allocates nothing, so a read
@@ -130,11 +148,12 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 	if !knownKind(kind) {
 		return queuekit.Entry{}, fmt.Errorf("zklock: entry kind %q: %w", kind, baton.ErrInvalidOption)
 	}
-	parent, err := s.c.dirPath(dir)
+	n, err := s.c.dirName(dir)
 	if err != nil {
 		return queuekit.Entry{}, err
 	}
-	path, dirLen := protectedPath(parent, kind)
+	path, dirLen := protectedPath(s.c.opts.Chroot, n, kind)
+	parent := path[:dirLen-1]
 	prefix := path[dirLen : len(path)-len(kind)] // "_c_<uuid>-"
 	retry := 0
 	backoff := func() error {
@@ -150,7 +169,6 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 			return s.ctxErr(ctx)
 		}
 	}
-	create := func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) }
 	for {
 		if err := s.awaitHeld(ctx); err != nil {
 			return queuekit.Entry{}, err
@@ -160,15 +178,16 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 			created string
 		)
 		if ctx.Done() == nil {
-			// A context that can never end needs no goroutine to leave by.
-			created, err = create()
+			// A context that can never end needs no goroutine to leave by
+			// (nor a closure to hand it).
+			created, err = s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl)
 		} else {
-			o = goOp(s, create)
+			o = goOp(s, func() (string, error) { return s.conn.Create(path, data, zk.FlagEphemeralSequential, s.c.acl) })
 			created, err = o.wait(ctx)
 		}
 		switch {
 		case err == nil:
-			e, ok := parseEntry(parent, created[len(parent)+1:])
+			e, ok := createdEntry(parent, created)
 			if !ok {
 				return queuekit.Entry{}, fmt.Errorf("zklock: server named the entry %q, not a sequential node", created)
 			}
@@ -358,7 +377,7 @@ func (s *session) mkdirsOnce(ctx context.Context, path string) error {
 // caller's own entry carries an Owner: reading other owners would cost a
 // round trip per child.
 func (s *session) List(ctx context.Context, dir string, own queuekit.Entry) (queuekit.Snapshot, error) {
-	parent, r, err := s.readDir(ctx, dir)
+	parent, r, err := s.readDir(ctx, dir, own)
 	if err != nil || r.kids == nil {
 		return queuekit.Snapshot{Own: -1}, err
 	}
@@ -393,18 +412,19 @@ type dirRead struct {
 // readDir reads dir's lock directory with one Children call, riding out
 // a short disconnection. A missing directory is a read with nil kids and
 // no error; a read that ends on a lost session fails.
-func (s *session) readDir(ctx context.Context, dir string) (string, dirRead, error) {
-	parent, err := s.c.dirPath(dir)
+func (s *session) readDir(ctx context.Context, dir string, own queuekit.Entry) (string, dirRead, error) {
+	parent, err := s.c.parentOf(dir, own.Key)
 	if err != nil {
 		return "", dirRead{}, err
 	}
-	r, err := callIdem(ctx, s, func() (dirRead, error) {
-		k, st, err := s.conn.Children(parent)
-		if k == nil && err == nil {
-			k = []string{}
+	var r dirRead
+	if s.direct(ctx) {
+		if r, err = children(s.conn, parent); isUnknown(err) {
+			r, err = retryIdem(ctx, s, s.childrenCall(parent), 1)
 		}
-		return dirRead{k, st}, err
-	})
+	} else {
+		r, err = callIdem(ctx, s, s.childrenCall(parent))
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return parent, dirRead{}, nil
 	}
@@ -415,6 +435,27 @@ func (s *session) readDir(ctx context.Context, dir string) (string, dirRead, err
 		return "", dirRead{}, s.lostErr()
 	}
 	return parent, r, nil
+}
+
+// children is one getChildren of parent; a directory without children
+// reads as an empty, non-nil list.
+func children(conn *zk.Conn, parent string) (dirRead, error) {
+	k, st, err := conn.Children(parent)
+	if k == nil && err == nil {
+		k = []string{}
+	}
+	return dirRead{k, st}, err
+}
+
+// childrenCall is children as a call for callIdem. The closure is built
+// only where it is needed: a direct call builds none.
+func (s *session) childrenCall(parent string) func() (dirRead, error) {
+	return func() (dirRead, error) { return children(s.conn, parent) }
+}
+
+// deleteCall is a Delete of key (any version) as a call for callIdem.
+func (s *session) deleteCall(key string) func() (struct{}, error) {
+	return func() (struct{}, error) { return struct{}{}, s.conn.Delete(key, -1) }
 }
 
 // token is the fencing token of a grant by the read st of parent: its
@@ -577,7 +618,14 @@ func (s *session) Delete(ctx context.Context, e queuekit.Entry) error {
 	if st, _ := s.Observe(); st == baton.Lost {
 		return s.lostErr()
 	}
-	_, err := callIdem(ctx, s, func() (struct{}, error) { return struct{}{}, s.conn.Delete(e.Key, -1) })
+	var err error
+	if s.direct(ctx) {
+		if err = s.conn.Delete(e.Key, -1); isUnknown(err) {
+			_, err = retryIdem(ctx, s, s.deleteCall(e.Key), 1)
+		}
+	} else {
+		_, err = callIdem(ctx, s, s.deleteCall(e.Key))
+	}
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

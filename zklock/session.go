@@ -317,6 +317,25 @@ func (s *session) spawn(f func()) bool {
 	return true
 }
 
+// runner is a call that spawnRun runs: an *op.
+type runner interface{ run() }
+
+// spawnRun is spawn for a call: it takes the op itself, not a method value
+// of it, so that starting a call's goroutine costs one closure, not two.
+func (s *session) spawnRun(r runner) bool {
+	s.gmu.Lock()
+	defer s.gmu.Unlock()
+	if s.shut {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r.run()
+	}()
+	return true
+}
+
 // shutdown closes the connection — the server then deletes the session's
 // ephemeral entries at once if it can be reached, else it expires them —
 // and waits for the session's goroutines. go-zookeeper's Close can take a
@@ -339,6 +358,7 @@ func (s *session) shutdown() {
 // down), so nothing outlives the session.
 type op[T any] struct {
 	done chan struct{}
+	fn   func() (T, error) // the call; nil once it ran
 	v    T
 	err  error
 }
@@ -351,15 +371,19 @@ func doneOp[T any](v T, err error) *op[T] {
 }
 
 func goOp[T any](s *session, fn func() (T, error)) *op[T] {
-	o := &op[T]{done: make(chan struct{})}
-	run := func() {
-		o.v, o.err = fn()
-		close(o.done)
-	}
-	if !s.spawn(run) {
-		run() // shut down: the closed connection answers at once
+	o := &op[T]{done: make(chan struct{}), fn: fn}
+	if !s.spawnRun(o) {
+		o.run() // shut down: the closed connection answers at once
 	}
 	return o
+}
+
+// run makes the call and publishes its result.
+func (o *op[T]) run() {
+	fn := o.fn
+	o.fn = nil
+	o.v, o.err = fn()
+	close(o.done)
 }
 
 // wait returns the call's result, or ctx's error if ctx ends first.
@@ -393,6 +417,19 @@ func call[T any](ctx context.Context, s *session, fn func() (T, error)) (T, erro
 	return goOp(s, fn).wait(ctx)
 }
 
+// direct reports whether a call under ctx may run on the caller's
+// goroutine at once: ctx can never end (see call) and the session is Held
+// (callIdem would not wait). The hot calls of an acquire and a release
+// make their first attempt this way, without the closure callIdem takes,
+// and hand the call to callIdem only when it must wait or retry.
+func (s *session) direct(ctx context.Context) bool {
+	if ctx.Done() != nil {
+		return false
+	}
+	st, _ := s.Observe()
+	return st == baton.Held
+}
+
 // callIdem runs an idempotent call (a read, a watch, an exact delete) until
 // it gets an answer: when the connection breaks under it, it waits for the
 // session to be Held again and repeats, so a waiter or a release rides out
@@ -400,22 +437,31 @@ func call[T any](ctx context.Context, s *session, fn func() (T, error)) (T, erro
 // lost and with ctx's error (plus ErrUnavailable while in doubt) when ctx
 // ends.
 func callIdem[T any](ctx context.Context, s *session, fn func() (T, error)) (T, error) {
+	return retryIdem(ctx, s, fn, 0)
+}
+
+// retryIdem is callIdem after failed attempts that ended with an unknown
+// outcome (a direct first attempt): it waits its backoff before each
+// attempt but a first.
+func retryIdem[T any](ctx context.Context, s *session, fn func() (T, error), failed int) (T, error) {
 	var zero T
-	for attempt := 0; ; attempt++ {
+	for attempt := failed; ; attempt++ {
+		if attempt > 0 {
+			// The disconnection may not have been reported yet: don't spin.
+			t := time.NewTimer(s.c.opts.Backoff.Delay(attempt - 1))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return zero, s.ctxErr(ctx)
+			}
+		}
 		if err := s.awaitHeld(ctx); err != nil {
 			return zero, err
 		}
 		v, err := call(ctx, s, fn)
 		if err == nil || !isUnknown(err) {
 			return v, err
-		}
-		// The disconnection may not have been reported yet: don't spin.
-		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return zero, s.ctxErr(ctx)
 		}
 	}
 }

@@ -20,6 +20,18 @@ const systemTree = "/zookeeper"
 // under a chroot, "zookeeper/quota" is an ordinary name.
 func inSystemTree(p string) bool { return p == systemTree || strings.HasPrefix(p, systemTree+"/") }
 
+// inSystemTreeAt is inSystemTree(chroot + "/" + n) without building the
+// path. A path is in the tree when its first segment is the tree's: the
+// chroot's first segment when there is a chroot (normalizeChroot refuses
+// one in the tree, so nothing below it is), else n's.
+func inSystemTreeAt(chroot, n string) bool {
+	if chroot != "" {
+		return inSystemTree(chroot)
+	}
+	first, _, _ := strings.Cut(n, "/")
+	return first == systemTree[1:]
+}
+
 // systemName is the error of a lock name whose directory p is in
 // systemTree: it wraps baton.ErrInvalidName.
 func systemName(name, p string) error {

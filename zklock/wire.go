@@ -98,8 +98,12 @@ type trackedConn struct {
 	net.Conn
 	t *tracker
 
-	mu        sync.Mutex
-	sends     []time.Time // write times of requests not answered yet, oldest first
+	mu sync.Mutex
+	// sends[head:] are the write times of requests not answered yet,
+	// oldest first. The slice is reused from its start once all are
+	// answered, so a request allocates nothing.
+	sends     []time.Time
+	head      int
 	wr, rd    framer
 	gotHello  bool // the first frame read (the connect response) was seen
 	writeTime time.Time
@@ -114,7 +118,15 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func (c *trackedConn) onRequest([]byte) { c.sends = append(c.sends, c.writeTime) }
+func (c *trackedConn) onRequest([]byte) {
+	// A connection that always has requests in flight never empties the
+	// queue: move what is left to the front once most of it is answered.
+	if c.head >= 64 && 2*c.head >= len(c.sends) {
+		n := copy(c.sends, c.sends[c.head:])
+		c.sends, c.head = c.sends[:n], 0
+	}
+	c.sends = append(c.sends, c.writeTime)
+}
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -144,11 +156,14 @@ func (c *trackedConn) onReply(pre []byte) {
 }
 
 func (c *trackedConn) pop() {
-	if len(c.sends) == 0 {
+	if c.head == len(c.sends) {
 		return
 	}
-	sent := c.sends[0]
-	c.sends = c.sends[1:]
+	sent := c.sends[c.head]
+	c.head++
+	if c.head == len(c.sends) {
+		c.sends, c.head = c.sends[:0], 0
+	}
 	c.t.ack(sent)
 }
 

@@ -471,16 +471,36 @@ func (c *Client) Election(name string) (*queuekit.Election, error) {
 // must not fall in ZooKeeper's own tree (see systemTree).
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
-func (c *Client) dirPath(name string) (string, error) {
+func (c *Client) dirPath(name string) (string, error) { return c.parentOf(name, "") }
+
+// dirName is name validated and normalised, refused when its directory
+// (the chroot, "/", then it) falls in ZooKeeper's own tree. It builds no
+// string, where dirPath builds the directory's.
+func (c *Client) dirName(name string) (string, error) {
 	n, err := engine.ValidatePath(name)
 	if err != nil {
 		return "", err
 	}
-	p := c.opts.Chroot + "/" + n
-	if inSystemTree(p) {
-		return "", systemName(name, p)
+	if inSystemTreeAt(c.opts.Chroot, n) {
+		return "", systemName(name, c.opts.Chroot+"/"+n)
 	}
-	return p, nil
+	return n, nil
+}
+
+// parentOf is dirPath(name), taken from key when key is a path below that
+// directory (the caller's own entry): a substring of key then, so a
+// lock+unlock builds its directory's path once, with its entry's.
+func (c *Client) parentOf(name, key string) (string, error) {
+	n, err := c.dirName(name)
+	if err != nil {
+		return "", err
+	}
+	ch := c.opts.Chroot
+	if end := len(ch) + 1 + len(n); len(key) > end && key[end] == '/' && key[len(ch)] == '/' &&
+		key[:len(ch)] == ch && key[len(ch)+1:end] == n {
+		return key[:end], nil
+	}
+	return ch + "/" + n, nil
 }
 
 // Entries lists the raw child names under the lock directory of name,

@@ -203,36 +203,58 @@ func (r *recipe) grant(ctx context.Context, s Session, e Entry, snap Snapshot, h
 		r.b.Done(s, r.dir)
 		return nil, r.errf("%w", err)
 	}
-	var ctl engine.Control
-	release := r.releaseFunc(s, snap)
+	h := &held{r: r, s: s, e: e, first: r.releasesFirst(s, snap)}
 	g := engine.Grant{
-		Name:   r.name,
-		Engine: r.b.Engine(),
-		Token:  snap.Token,
-		Owner:  e.id(),
-		Key:    r.key,
-		Release: func(ctx context.Context) error {
-			err := release(ctx, e)
-			if err != nil && r.handOff {
-				s.Abandon(e)
-				return nil
-			}
-			return err
-		},
+		Name:    r.name,
+		Engine:  r.b.Engine(),
+		Token:   snap.Token,
+		Owner:   e.id(),
+		Key:     r.key,
+		Release: h.release,
 		// OnEnd cannot run before follow below: until then neither the
 		// holder nor the follower has the lease.
-		OnEnd: func() {
-			leave(s, ctl)
-			r.b.Done(s, r.dir)
-		},
+		OnEnd: h.end,
 	}
 	if t != nil {
 		t.Grant(&g, s.ID())
 	}
-	var l *baton.Lease
-	l, ctl = engine.NewLease(ctx, g)
+	l, ctl := engine.NewLease(ctx, g)
+	h.ctl = ctl
 	follow(s, ctl)
 	return l, nil
+}
+
+// held is a granted entry as its lease's Release and OnEnd see it: one
+// allocation for both.
+type held struct {
+	r     *recipe
+	s     Session
+	e     Entry
+	ctl   engine.Control // set before the lease can end (see grant)
+	first bool           // release with ReleaseFirst (see releasesFirst)
+}
+
+// release deletes the entry; a guard's (handOff) goes to the session's
+// cleanup when the delete fails.
+func (h *held) release(ctx context.Context) error {
+	var err error
+	if h.first {
+		err = h.s.(FirstReleaser).ReleaseFirst(ctx, h.e)
+	} else {
+		err = h.s.Delete(ctx, h.e)
+	}
+	if err != nil && h.r.handOff {
+		h.s.Abandon(h.e)
+		return nil
+	}
+	return err
+}
+
+// end unregisters the ended lease from its session's follower and tells
+// the backend the entry is gone.
+func (h *held) end() {
+	leave(h.s, h.ctl)
+	h.r.b.Done(h.s, h.r.dir)
 }
 
 // ctxErr builds the error for a wait that ended: the context's error,

@@ -95,16 +95,14 @@ func (r *recipe) relist(ctx context.Context, s Session, own, gone Entry) (Snapsh
 	return r.list(ctx, s, own)
 }
 
-// releaseFunc is how a lease of r granted by snap deletes its entry: with
-// ReleaseFirst when the entry was first and may have had a waiter behind
-// it that can skip a read. Only the waiters of a rule that looks before
-// the own entry watch their direct predecessor and relist; a semaphore's
-// lease waiters watch the directory or their own turn, and a mark would
-// only cost its release (and on etcd leave a key under the semaphore's
-// name).
-func (r *recipe) releaseFunc(s Session, snap Snapshot) func(context.Context, Entry) error {
-	if fr, ok := s.(FirstReleaser); ok && r.before && snap.Own == 0 && !snap.Alone {
-		return fr.ReleaseFirst
-	}
-	return s.Delete
+// releasesFirst reports whether a lease of r granted by snap deletes its
+// entry with ReleaseFirst: when the entry was first and may have had a
+// waiter behind it that can skip a read. Only the waiters of a rule that
+// looks before the own entry watch their direct predecessor and relist; a
+// semaphore's lease waiters watch the directory or their own turn, and a
+// mark would only cost its release (and on etcd leave a key under the
+// semaphore's name).
+func (r *recipe) releasesFirst(s Session, snap Snapshot) bool {
+	_, ok := s.(FirstReleaser)
+	return ok && r.before && snap.Own == 0 && !snap.Alone
 }

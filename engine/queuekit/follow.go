@@ -31,11 +31,25 @@ import (
 // per acquire (memlock's handles) gets one follower per lease, as before.
 
 // followers maps each session that has leases to its follower. mu also
-// guards every follower's fields but s, kick and stop.
+// guards every follower's fields but s and kick.
 var followers = struct {
 	mu sync.Mutex
 	m  map[Session]*follower
 }{m: make(map[Session]*follower)}
+
+// spare keeps followers whose goroutine has returned, so that a session
+// whose only lease comes and goes (an uncontended lock+unlock) does not
+// build a follower, its channel and its map on every grant. Only a
+// follower's own goroutine puts it here, once it is done with it.
+var spare = sync.Pool{New: func() any {
+	return &follower{kick: make(chan struct{}, 1), leases: make(map[engine.Control]struct{})}
+}}
+
+// spareLeases is the most leases a follower may have had for its map to be
+// kept for reuse: an emptied map keeps its capacity, and one that served
+// 10 000 leases should go with the follower's last lease, not wait in
+// spare.
+const spareLeases = 64
 
 // follower fans one session's state changes out to its leases. Its owner
 // is the session's leases: the first grant starts it (follow) and the end
@@ -43,10 +57,11 @@ var followers = struct {
 // the follower itself, and so they end and stop it.
 type follower struct {
 	s    Session
-	kick chan struct{} // fresh leases wait (buffered 1)
-	stop chan struct{} // closed once the last lease ended
+	kick chan struct{} // fresh leases or stop wait (buffered 1)
 
+	stop    bool // the last lease ended: the goroutine returns at its next look
 	leases  map[engine.Control]struct{}
+	most    int              // the most leases it had at once (see spareLeases)
 	fresh   []engine.Control // registered since the follower last looked, and maybe not Held
 	applied baton.State      // the session state last read, applied to all leases
 }
@@ -59,26 +74,29 @@ func follow(s Session, ctl engine.Control) {
 	defer followers.mu.Unlock()
 	f := followers.m[s]
 	if f == nil {
-		f = &follower{
-			s:       s,
-			kick:    make(chan struct{}, 1),
-			stop:    make(chan struct{}),
-			leases:  make(map[engine.Control]struct{}),
-			applied: baton.Held, // leases are built Held
-		}
+		f = spare.Get().(*follower)
+		f.s, f.stop, f.most = s, false, 0
+		f.applied = baton.Held // leases are built Held
 		followers.m[s] = f
 		go f.run()
 	}
 	f.leases[ctl] = struct{}{}
+	f.most = max(f.most, len(f.leases))
 	if st != baton.Held || f.applied != baton.Held {
 		// The lease may need a state other than the Held it was built in.
 		// Otherwise the follower's next look, which any change of the
 		// session brings about, covers it: a change reaches all leases.
 		f.fresh = append(f.fresh, ctl)
-		select {
-		case f.kick <- struct{}{}:
-		default:
-		}
+		f.poke()
+	}
+}
+
+// poke wakes the follower's goroutine for a look; a wake-up already
+// pending covers this one.
+func (f *follower) poke() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -99,9 +117,10 @@ func leave(s Session, ctl engine.Control) {
 	if len(f.leases) > 0 {
 		return
 	}
-	close(f.stop)
+	f.stop = true
 	f.fresh = nil
 	delete(followers.m, s)
+	f.poke()
 }
 
 // run mirrors the session's state onto its leases until the last lease
@@ -111,6 +130,11 @@ func (f *follower) run() {
 	for {
 		st, changed := f.s.Observe()
 		followers.mu.Lock()
+		if f.stop {
+			f.retireLocked()
+			followers.mu.Unlock()
+			return
+		}
 		var to []engine.Control
 		if st != f.applied {
 			to = make([]engine.Control, 0, len(f.leases))
@@ -126,10 +150,22 @@ func (f *follower) run() {
 		select {
 		case <-changed:
 		case <-f.kick:
-		case <-f.stop:
-			return
 		}
 	}
+}
+
+// retireLocked readies a stopped follower for reuse and hands it to
+// spare. Its goroutine calls it last: nothing reads f after that.
+func (f *follower) retireLocked() {
+	f.s = nil
+	select { // a wake-up left over from the last lease's leave
+	case <-f.kick:
+	default:
+	}
+	if f.most > spareLeases {
+		return // let the large map go with it
+	}
+	spare.Put(f)
 }
 
 // apply moves leases to the session state st.

@@ -170,3 +170,28 @@ func TestMemLostDeleteResponse(t *testing.T) {
 		t.Errorf("b after a's retried Release: State() = %v, want %v", st, baton.Held)
 	}
 }
+
+// TestMemFollowerReused: followers are kept for reuse once their last
+// lease ended (memlock hands out a session value per acquire, so each
+// lock+unlock starts and retires one). Leases on a reused follower still
+// follow their session: Suspended on a partition, Held when it heals,
+// Lost when it expires.
+func TestMemFollowerReused(t *testing.T) {
+	srv, _ := memServer(t)
+	a := srv.Client("a")
+	m := memMutex(t, a, "reused")
+	for range 50 {
+		memRelease(t, memStart(t, m.Lock, nil).granted(t, "a: Lock"))
+	}
+	la := memStart(t, m.Lock, nil).granted(t, "a: Lock after 50 lock+unlock")
+	lb := memStart(t, memMutex(t, a, "reused-too").Lock, nil).granted(t, "a: Lock of another name")
+	a.Partition()
+	memState(t, la, baton.Suspended)
+	memState(t, lb, baton.Suspended)
+	a.Heal()
+	memState(t, la, baton.Held)
+	memState(t, lb, baton.Held)
+	memRelease(t, lb)
+	a.Expire()
+	memState(t, la, baton.Lost)
+}
