@@ -63,7 +63,7 @@ var allocGuards = []allocGuard{
 	{"etcd", 316, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
 	{"redis", 25, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
 	{"redlock", 206, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
-	{"postgres", 53, sqlBaton("postgres")},
+	{"postgres", 48, sqlBaton("postgres")},
 	{"mysql", 46, sqlBaton("mysql")},
 	{"sqlite", 94, sqlBaton("sqlite")},
 }
