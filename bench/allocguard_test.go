@@ -64,8 +64,8 @@ var allocGuards = []allocGuard{
 	{"redis", 25, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
 	{"redlock", 206, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
 	{"postgres", 48, sqlBaton("postgres")},
-	{"mysql", 46, sqlBaton("mysql")},
-	{"sqlite", 94, sqlBaton("sqlite")},
+	{"mysql", 43, sqlBaton("mysql")},
+	{"sqlite", 91, sqlBaton("sqlite")},
 }
 
 // allocsPerOp is the fewest allocations of one lock+unlock of p over 30,

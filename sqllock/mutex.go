@@ -61,7 +61,7 @@ type mutexAttempts struct {
 func (c *Client) mutexAttempts(req *leasekit.Request) *mutexAttempts {
 	a := &mutexAttempts{c: c, req: req}
 	a.wi = waitIntent{c: c, name: req.Name, slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
-	a.pg.name.s = req.Name
+	a.pg.init(req.Name, req.Bound)
 	return a
 }
 
@@ -112,20 +112,22 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 		out = row.take(ctx, a.c, owner, ttl)
 	case a.c.inPlace(ctx, a.req.Endless):
 		// The uncontended path: no closure for settle to run elsewhere.
-		out.tok, out.ok, out.err = a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
+		row = &a.pg
+		out = row.takeOther(ctx, a.c, owner, ttl)
 	case pgWait:
 		out, done = a.c.settle(ctx, a.req.Endless, a.wi.pgAttempt(owner, ttl, write), a.late(res.Ref, intent))
 	case a.c.q.d == fence.Postgres:
-		row = &pgRow{name: pgText{a.req.Name}}
-		c := a.c
+		r, c := newRow(a.req.Name, a.req.Bound), a.c // r, not row: a closure's captured variable that is set again lives on the heap
 		out, done = c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
-			return row.take(ctx, c, owner, ttl)
+			return r.take(ctx, c, owner, ttl)
 		}, a.late(res.Ref, intent))
+		row = r
 	default:
-		out, done = a.c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
-			tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
-			return attempt{tok, ok, err}
+		r, c := newRow(a.req.Name, a.req.Bound), a.c // r, not row: a closure's captured variable that is set again lives on the heap
+		out, done = c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
+			return r.takeOther(ctx, c, owner, ttl)
 		}, a.late(res.Ref, intent))
+		row = r
 	}
 	switch {
 	case !done:
@@ -141,7 +143,7 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 			a.wi.slot = -1 // deleted with the grant
 		}
 		res.Granted, res.Token = true, out.tok
-		if row != nil {
+		if row != nil && row.release != nil {
 			res.Ref.Aux = row // the release's arguments (see pgRow)
 		}
 	case a.req.Wait:
