@@ -71,9 +71,9 @@ var allocGuards = []allocGuard{
 	{"etcd", 277, func(tb testing.TB) *pair { return newEtcdRig(tb).pair("baton") }},
 	{"redis", 25, func(tb testing.TB) *pair { return batonOf(newRedisRig(tb).pairs) }},
 	{"redlock", 206, func(tb testing.TB) *pair { return batonOf(newRedlockRig(tb).pairs) }},
-	{"postgres", 53, sqlBaton("postgres")},
-	{"mysql", 46, sqlBaton("mysql")},
-	{"sqlite", 94, sqlBaton("sqlite")},
+	{"postgres", 48, sqlBaton("postgres")},
+	{"mysql", 43, sqlBaton("mysql")},
+	{"sqlite", 91, sqlBaton("sqlite")},
 }
 
 // allocsPerOp is the fewest allocations of one lock+unlock of p over 30,

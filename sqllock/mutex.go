@@ -55,11 +55,13 @@ type mutexAttempts struct {
 	wi     waitIntent
 	hw     mutexWaiter // this waiter in the process's hub, from the first Watch
 	joined bool        // hw is in the hub
+	pg     pgRow       // PostgreSQL's arguments (see pgargs.go)
 }
 
 func (c *Client) mutexAttempts(req *leasekit.Request) *mutexAttempts {
 	a := &mutexAttempts{c: c, req: req}
 	a.wi = waitIntent{c: c, name: req.Name, slot: -1, off: c.q.d == fence.SQLite, since: time.Now()}
+	a.pg.init(req.Name, req.Bound)
 	return a
 }
 
@@ -98,20 +100,34 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 	var (
 		out  attempt
 		done = true
+		row  *pgRow // the PostgreSQL statement's arguments (see pgargs.go)
 	)
 	switch {
 	case a.c.inPlace(ctx, a.req.Endless) && pgWait:
 		out = a.wi.pgRun(ctx, owner, ttl, write, a.wi.slot, a.wi.owner)
+	case a.c.inPlace(ctx, a.req.Endless) && a.c.q.d == fence.Postgres:
+		// The uncontended path: no closure for settle to run elsewhere,
+		// and no argument boxed.
+		row = &a.pg
+		out = row.take(ctx, a.c, owner, ttl)
 	case a.c.inPlace(ctx, a.req.Endless):
 		// The uncontended path: no closure for settle to run elsewhere.
-		out.tok, out.ok, out.err = a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
+		row = &a.pg
+		out = row.takeOther(ctx, a.c, owner, ttl)
 	case pgWait:
 		out, done = a.c.settle(ctx, a.req.Endless, a.wi.pgAttempt(owner, ttl, write), a.late(res.Ref, intent))
-	default:
-		out, done = a.c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
-			tok, ok, err := a.c.st.acquire(ctx, a.req.Name, 0, kindMutex, owner, ttl)
-			return attempt{tok, ok, err}
+	case a.c.q.d == fence.Postgres:
+		r, c := newRow(a.req.Name, a.req.Bound), a.c // r, not row: a closure's captured variable that is set again lives on the heap
+		out, done = c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
+			return r.take(ctx, c, owner, ttl)
 		}, a.late(res.Ref, intent))
+		row = r
+	default:
+		r, c := newRow(a.req.Name, a.req.Bound), a.c // r, not row: a closure's captured variable that is set again lives on the heap
+		out, done = c.settle(ctx, a.req.Endless, func(ctx context.Context) attempt {
+			return r.takeOther(ctx, c, owner, ttl)
+		}, a.late(res.Ref, intent))
+		row = r
 	}
 	switch {
 	case !done:
@@ -127,6 +143,9 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 			a.wi.slot = -1 // deleted with the grant
 		}
 		res.Granted, res.Token = true, out.tok
+		if row != nil && row.release != nil {
+			res.Ref.Aux = row // the release's arguments (see pgRow)
+		}
 	case a.req.Wait:
 		if write {
 			a.wi.written = time.Now()

@@ -65,6 +65,9 @@ var _ keeper.Store = (*store)(nil)
 
 // slotOf is the slot a keeper.Ref carries in Aux.
 func slotOf(r keeper.Ref) int64 {
+	if _, ok := r.Aux.(*pgRow); ok {
+		return 0 // a mutex's grant
+	}
 	s, _ := r.Aux.(int64)
 	return s
 }
@@ -77,6 +80,15 @@ func refArgs(args []any, refs []keeper.Ref) []any {
 		args = append(args, r.Key, slotOf(r), r.Owner)
 	}
 	return args
+}
+
+// release1Args are release(1)'s arguments for r (MySQL, SQLite): a mutex
+// grant's own, boxed by its attempt (see pgRow).
+func release1Args(r keeper.Ref) []any {
+	if row, ok := r.Aux.(*pgRow); ok {
+		return row.release
+	}
+	return []any{r.Key, slotOf(r), r.Owner}
 }
 
 // refArrays splits refs into the three arrays PostgreSQL unnests.
@@ -213,20 +225,22 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	case s.q.d == fence.Postgres && len(refs) == 1:
 		// A lease's own release: a single-row UPDATE by primary key; the
 		// unnest join of pgRelease costs ~130 µs more per call (bench).
-		r := refs[0]
-		_, err = db.ExecContext(ctx, s.q.hot.release1, r.Key, slotOf(r), r.Owner, s.q.locksArg)
+		if row, ok := refs[0].Aux.(*pgRow); ok {
+			_, err = db.ExecContext(ctx, s.q.hot.release1, row.release[:]...) // nothing boxed
+		} else {
+			r := refs[0]
+			_, err = db.ExecContext(ctx, s.q.hot.release1, r.Key, slotOf(r), r.Owner, s.q.locksArg)
+		}
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
 	case s.q.d == fence.SQLite && len(refs) == 1:
 		var st *sql.Stmt
 		if st, err = s.prepared(ctx, s.q.hot.release1); err == nil {
-			r := refs[0]
-			_, err = st.ExecContext(ctx, r.Key, slotOf(r), r.Owner)
+			_, err = st.ExecContext(ctx, release1Args(refs[0])...)
 		}
 	case len(refs) == 1:
-		r := refs[0]
-		_, err = db.ExecContext(ctx, s.q.hot.release1, r.Key, slotOf(r), r.Owner)
+		_, err = db.ExecContext(ctx, s.q.hot.release1, release1Args(refs[0])...)
 	default:
 		_, err = db.ExecContext(ctx, s.q.release(len(refs)), refArgs(nil, refs)...)
 	}
@@ -239,26 +253,22 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	return nil
 }
 
-// acquire makes one attempt at slot of name for owner, with a lease time
-// of ttl on the database clock. ok is false when the row is held by
+// acquire makes one attempt at a mutex's row (slot 0) of name for owner,
+// with a lease time of ttl on the database clock, on MySQL or SQLite
+// (PostgreSQL's is pgRow.take). ok is false when the row is held by
 // another owner. An error leaves the outcome unknown: the caller hands
-// owner to keeper.Abandon.
-func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
-	if s.q.d == fence.Postgres {
-		tok, err := s.c.pgToken(ctx, s.q.hot.pgAcquire, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder, s.c.othersWait(name))
-		switch {
-		case errors.Is(err, sql.ErrNoRows), err == nil && tok == 0: // refused (0: the row marked waiting)
-			return 0, false, nil
-		case err != nil:
-			return 0, false, err
-		}
-		return uint64(tok), true, nil
-	}
+// owner to keeper.Abandon. name and owner come boxed (see pgRow).
+func (s *store) acquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.q.d == fence.MySQL {
-		return s.myAcquire(ctx, name, slot, kind, owner, ttl)
+		return s.myAcquire(ctx, name, owner, ttl)
 	}
-	return s.liteAcquire(ctx, name, slot, kind, owner, ttl)
+	return s.liteAcquire(ctx, name, owner, ttl)
 }
+
+// Bind boxes a lock's name once per lock object (leasekit.Binder): a
+// mutex attempt on MySQL or SQLite passes it as a statement argument, and
+// so does its lease's release (see pgRow).
+func (s *store) Bind(name string, _ leasekit.Kind) any { return name }
 
 // liteAcquire is SQLite's attempt: one transaction of two prepared
 // statements, the row taken with the counter's next value (or refused,
@@ -266,7 +276,7 @@ func (s *store) acquire(ctx context.Context, name string, slot int64, kind, owne
 // Parsing was a quarter of an uncontended lock's CPU time when every
 // statement was prepared afresh, and an upsert, a counter bump and a
 // separate token write cost three statements where two do.
-func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+func (s *store) liteAcquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
 	take, err := s.prepared(ctx, s.q.hot.liteTake)
 	if err != nil {
 		return 0, false, err
@@ -281,7 +291,7 @@ func (s *store) liteAcquire(ctx context.Context, name string, slot int64, kind, 
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
 	var tok int64
-	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder).Scan(&tok); {
+	switch err := tx.StmtContext(ctx, take).QueryRowContext(ctx, name, int64(0), argMutex, owner, s.c.micros(ttl), s.c.holder).Scan(&tok); {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, false, nil // held by another owner
 	case err != nil:
@@ -330,11 +340,11 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 // of them, and a client cut off inside it left the name locked until the
 // server dropped the connection. A refused attempt still uses up a token:
 // the counter grows with attempts, not only with grants.
-func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, owner string, ttl time.Duration) (token uint64, ok bool, err error) {
+func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.seq.Load() {
 		// One statement: the token is the sequence's next value, and the
 		// result's LastInsertId is 0 when the row was not taken.
-		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, slot, kindArg(kind), owner, s.c.micros(ttl), s.c.holder)
+		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, int64(0), argMutex, owner, s.c.micros(ttl), s.c.holder)
 		if err != nil {
 			return 0, false, err
 		}
@@ -347,7 +357,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	res, err := s.db.ExecContext(ctx, s.q.hot.txBump)
 	if err != nil {
 		if s.moveToSequence(ctx) {
-			return s.myAcquire(ctx, name, slot, kind, owner, ttl)
+			return s.myAcquire(ctx, name, owner, ttl)
 		}
 		return 0, false, err
 	}
@@ -355,7 +365,7 @@ func (s *store) myAcquire(ctx context.Context, name string, slot int64, kind, ow
 	if err != nil {
 		return 0, false, err
 	}
-	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, slot, kindArg(kind), owner, tok, s.c.micros(ttl), s.c.holder)
+	res, err = s.db.ExecContext(ctx, s.q.hot.myTake, name, int64(0), argMutex, owner, tok, s.c.micros(ttl), s.c.holder)
 	if err != nil {
 		return 0, false, err
 	}
