@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton/engine/leasekit/keeper"
@@ -30,7 +31,7 @@ func (c *Client) afterRound(start time.Time, rd round, then func(late []result))
 	go func() {
 		defer c.calls.Done()
 		defer rd.f.cancel()
-		then(rd.f.drain(start.Add(c.o.NodeTimeout)))
+		then(rd.f.drain(start.Add(c.o.NodeTimeout), true))
 	}()
 }
 
@@ -45,12 +46,18 @@ func (c *Client) settleLate(owner string, start time.Time, rd round) {
 	c.mu.Lock()
 	c.late[owner] = done
 	c.mu.Unlock()
-	c.afterRound(start, rd, func([]result) {
+	// afterRound's work, in one goroutine without a callback: what it
+	// drains is not read.
+	c.calls.Add(1)
+	go func() {
+		defer c.calls.Done()
+		defer rd.f.cancel()
+		rd.f.drain(start.Add(c.o.NodeTimeout), false)
 		c.mu.Lock()
 		delete(c.late, owner)
 		c.mu.Unlock()
 		close(done)
-	})
+	}()
 }
 
 // awaitLate waits until the acquire requests of refs have all answered,
@@ -69,4 +76,27 @@ func (c *Client) awaitLate(ctx context.Context, refs []keeper.Ref) {
 			return
 		}
 	}
+}
+
+// timers are stopped timers for reuse: a release's grace and a round's
+// drain each waited on a timer of their own, two allocations of every
+// lock+unlock. Since Go 1.23 a stopped timer delivers nothing stale, so
+// one taken from here is as good as a new one.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// newTimer is a timer that fires after d, from timers; putTimer stops it
+// and gives it back.
+func newTimer(d time.Duration) *time.Timer {
+	t := timers.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -85,7 +84,7 @@ type attemptResult struct {
 // watched, so that a release in between is not missed.
 type attempts struct {
 	c     *Client
-	name  string
+	b     *bound // the Mutex's keys
 	wait  bool
 	w     waiting // the waiter, when waiting
 	num   string  // the hub's key
@@ -118,7 +117,11 @@ func (s *store) Begin(req *leasekit.Request) leasekit.Attempts {
 	if req.Kind != leasekit.KindMutex || req.Fixed > 0 {
 		panic("redlock: only the renewed mutex is served") // the Client hands out nothing else
 	}
-	a := &attempts{c: s.c, name: req.Name, wait: req.Wait}
+	b, _ := req.Bound.(*bound)
+	if b == nil {
+		b = s.c.bind(req.Name)
+	}
+	a := &attempts{c: s.c, b: b, wait: req.Wait}
 	if req.Wait {
 		a.w.id, a.num = s.c.wo.Next()
 		a.w.arrival = time.Now().UnixMilli()
@@ -165,8 +168,8 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 		// those two ZREMs on every node.
 		owner = a.w.id + "/" + owner
 	}
-	r := a.c.attempt(ctx, a.name, owner, a.w)
-	res := leasekit.Result{Sent: r.start, Ref: keeper.Ref{Key: a.name, Owner: owner}}
+	r := a.c.attempt(ctx, a.b, owner, a.w)
+	res := leasekit.Result{Sent: r.start, Ref: keeper.Ref{Key: a.b.name, Owner: owner, Aux: a.b}}
 	switch r.outcome {
 	case granted:
 		res.Granted, res.Token = true, r.token
@@ -202,7 +205,7 @@ func (a *attempts) Forget(leasekit.Result) {}
 // End removes the intents of a waiter that gave up (see unwait).
 func (a *attempts) End(_ context.Context, granted bool) {
 	if a.tried && !granted {
-		a.c.unwait(a.name, a.w.id)
+		a.c.unwait(a.b.name, a.w.id)
 	}
 }
 
@@ -222,17 +225,17 @@ func (c *Client) verifyFirst(ctx context.Context) error {
 
 // attempt is one Redlock acquire: both rounds within 0.8·TTL, the lock
 // unlocked on every node it may have reached when it fails.
-func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) attemptResult {
+func (c *Client) attempt(ctx context.Context, b *bound, owner string, w waiting) attemptResult {
 	c.attempts.Add(1)
 	start := time.Now()
 	// Close interrupts both rounds: each fan hooks it (see fanOut).
 	actx, cancel := context.WithTimeout(ctx, c.o.acquireBudget())
 	defer cancel()
 
-	r, rd := c.acquireRound(actx, name, owner, w)
+	r, rd := c.acquireRound(actx, b, owner, w)
 	r.start = start
 	if r.outcome == granted {
-		r = c.writeBack(actx, name, owner, rd.tokens, r)
+		r = c.writeBack(actx, b, rd.owned, rd.tokens, r)
 	}
 	if r.outcome == granted {
 		// Validity after the write-back, on the monotonic clock: what is
@@ -249,15 +252,15 @@ func (c *Client) attempt(ctx context.Context, name, owner string, w waiting) att
 			return r
 		}
 	}
-	c.cleanUp(ctx, name, owner, w, start, rd)
+	c.cleanUp(ctx, b, owner, w, start, rd)
 	return r
 }
 
 // cleanUp frees what a failed attempt may hold: the granting nodes are
 // unlocked at once, owner-checked; nodes whose outcome is unknown, or
 // still to come, are left to the keeper, which unlocks every node.
-func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, start time.Time, rd round) {
-	ref := keeper.Ref{Key: name, Owner: owner}
+func (c *Client) cleanUp(ctx context.Context, b *bound, owner string, w waiting, start time.Time, rd round) {
+	ref := keeper.Ref{Key: b.name, Owner: owner, Aux: b}
 	switch {
 	case ctx.Err() != nil || c.checkOpen() != nil:
 		// The caller must return now: the keeper unlocks every node.
@@ -268,7 +271,7 @@ func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, sta
 		c.k.Abandon(ref)
 	}
 	if len(rd.tokens) > 0 {
-		c.unlock(ctx, name, owner, w, rd.granting())
+		c.unlock(ctx, b, owner, w, rd.granting())
 	}
 	if rd.f.pending() == 0 {
 		rd.f.cancel()
@@ -292,16 +295,23 @@ func (c *Client) cleanUp(ctx context.Context, name, owner string, w waiting, sta
 
 // round is what an acquire round learnt.
 type round struct {
-	tokens  map[int]uint64 // granting nodes and the tokens they minted
-	unknown []int          // nodes that failed: the script may have run
-	f       *fan           // the answers the round did not wait for
+	tokens  []vote // granting nodes and the tokens they minted
+	unknown []int  // nodes that failed: the script may have run
+	f       *fan   // the answers the round did not wait for
+	owned   any    // the attempt's owner, boxed once for every request
+}
+
+// vote is one node's grant: the token it minted.
+type vote struct {
+	node  int
+	token uint64
 }
 
 // granting lists the granting nodes.
 func (rd round) granting() []int {
 	out := make([]int, 0, len(rd.tokens))
-	for i := range rd.tokens {
-		out = append(out, i)
+	for _, v := range rd.tokens {
+		out = append(out, v.node)
 	}
 	return out
 }
@@ -311,29 +321,15 @@ func (rd round) granting() []int {
 // majority has become impossible: waiting for slow nodes would only eat
 // into the grant's validity. It returns the tokens of the granting nodes
 // and how many nodes may hold the key (granted, or outcome unknown).
-func (c *Client) acquireRound(ctx context.Context, name, owner string, w waiting) (attemptResult, round) {
-	keys := []string{c.lockKey(name), c.keyCtr, c.keyIdx, c.waitersKey(name), c.intentsKey(name)}
-	boxed := rediseval.BoxKeys(keys)
-	rec := "0"
-	if w.record {
-		rec = "1"
-	}
-	var owned, waiterArg, recArg, arrival any = owner, w.id, rec, w.arrival // boxed once for every node
-	var idx []int
-	for _, n := range c.nodes {
-		if !n.refused.Load() {
-			idx = append(idx, n.i)
-		}
-	}
+func (c *Client) acquireRound(ctx context.Context, b *bound, owner string, w waiting) (attemptResult, round) {
+	var owned, waiterArg, recArg, arrival any = owner, w.id, flag(w.record), w.arrival // boxed once for every node
+	idx := c.usable()
 	c.nodeRequests.Add(uint64(len(idx)))
 	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		init := "0"
-		if !n.known.Load() {
-			init = "1"
-		}
-		return rediseval.Run(ctx, n.rdb, evAcquire, keys, boxed, owned, c.ttlArg, n.i, len(c.nodes), init, waiterArg, recArg, c.ttlArg, arrival, c.procArg).Result()
+		init := flag(!n.known.Load())
+		return rediseval.Run(ctx, n.rdb, evAcquire, b.acq, b.acqB, owned, c.ttlArg, n.i, len(c.nodes), init, waiterArg, recArg, c.ttlArg, arrival, c.procArg).Result()
 	})
-	t := tally{tokens: make(map[int]uint64, c.maj), failed: len(c.nodes) - len(idx)}
+	t := tally{tokens: make([]vote, 0, len(c.nodes)), failed: len(c.nodes) - len(idx)}
 	for len(t.tokens) < c.maj && len(c.nodes)-t.heldBy-t.failed >= c.maj {
 		r, more := f.next()
 		if !more {
@@ -341,25 +337,36 @@ func (c *Client) acquireRound(ctx context.Context, name, owner string, w waiting
 		}
 		c.count(&t, r)
 	}
-	if f.pending() > 0 {
-		t.errs = append(t.errs, fmt.Errorf("%d node(s) did not answer in time", f.pending()))
-	}
+	t.pending = f.pending()
 	// Nodes that had not answered when the round stopped may still grant:
 	// they are unlocked with the rest when the attempt fails, and
 	// extended with the rest when it succeeds.
 	res := c.outcome(&t)
 	res.waiters = t.waiters
-	return res, round{tokens: t.tokens, unknown: t.unknown, f: f}
+	return res, round{tokens: t.tokens, unknown: t.unknown, f: f, owned: owned}
 }
 
 // tally is what an acquire round has heard so far.
 type tally struct {
-	tokens  map[int]uint64 // granting nodes and the tokens they minted
-	heldBy  int            // nodes held by other owners
-	failed  int            // nodes that cannot grant (errors, refusals)
-	unknown []int          // nodes that failed: the script may have run
+	tokens  []vote // granting nodes and the tokens they minted (a node answers once)
+	heldBy  int    // nodes held by other owners
+	failed  int    // nodes that cannot grant (errors, refusals)
+	unknown []int  // nodes that failed: the script may have run
 	errs    []error
 	waiters int64 // the largest waiters' count a held node answered
+	pending int   // nodes that had not answered when the round stopped
+}
+
+// The acquire script's flags, boxed once (a string boxed at run time is
+// an allocation per node).
+var argFalse, argTrue any = "0", "1"
+
+// flag is b as the scripts' "0" or "1".
+func flag(b bool) any {
+	if b {
+		return argTrue
+	}
+	return argFalse
 }
 
 // count adds one node's answer to t.
@@ -379,7 +386,7 @@ func (c *Client) count(t *tally, r result) {
 	switch code {
 	case codeGranted:
 		c.nodes[r.i].known.Store(true)
-		t.tokens[r.i] = num(vs[1])
+		t.tokens = append(t.tokens, vote{node: r.i, token: num(vs[1])})
 	case codeHeld:
 		c.nodes[r.i].known.Store(true)
 		t.heldBy++
@@ -416,6 +423,9 @@ func (c *Client) outcome(t *tally) attemptResult {
 		res.err = fmt.Errorf("%d of %d nodes held by other owners", t.heldBy, len(c.nodes))
 	default:
 		res.outcome = unreached
+		if t.pending > 0 {
+			t.errs = append(t.errs, fmt.Errorf("%d node(s) did not answer in time", t.pending))
+		}
 		res.err = fmt.Errorf("%d of %d nodes granted, %d held by others, want %d: %w", len(t.tokens), len(c.nodes), t.heldBy, c.maj, errors.Join(t.errs...))
 	}
 	if err, _ := c.broken.Load().(error); err != nil {
@@ -431,31 +441,32 @@ func (c *Client) outcome(t *tally) attemptResult {
 // this key left it, after the raise, and mints a larger token there (see
 // the package doc). The minter needs no raise: its acquire script set its
 // counter to the token in the same step that created the key.
-func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[int]uint64, r attemptResult) attemptResult {
+func (c *Client) writeBack(ctx context.Context, b *bound, owned any, tokens []vote, r attemptResult) attemptResult {
 	var t uint64
 	minter := -1
-	granting := make([]int, 0, len(tokens))
-	for i, v := range tokens {
-		granting = append(granting, i)
-		if v > t {
-			t, minter = v, i
+	for _, v := range tokens {
+		if v.token > t {
+			t, minter = v.token, v.node
 		}
 	}
-	targets := slices.DeleteFunc(slices.Clone(granting), func(i int) bool { return i == minter })
+	targets := make([]int, 0, len(tokens))
+	for _, v := range tokens {
+		if v.node != minter {
+			targets = append(targets, v.node)
+		}
+	}
 	if c.hooks.writeBack != nil {
-		targets = c.hooks.writeBack(granting, minter)
+		targets = c.hooks.writeBack(append(targets, minter), minter)
 	}
 	need := c.maj - 1 // the minter is the majority's first member
 	if len(targets) == 0 || need == 0 {
 		r.token = t
 		return r
 	}
-	keys := []string{c.lockKey(name), c.keyCtr}
-	boxed := rediseval.BoxKeys(keys)
-	var owned, tok any = owner, t // boxed once for every node
+	var tok any = t // boxed once for every node
 	c.writeBacks.Add(uint64(len(targets)))
 	f := c.fanOut(ctx, targets, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		return rediseval.Run(ctx, n.rdb, evRaise, keys, boxed, owned, tok, n.i, len(c.nodes)).Int64()
+		return rediseval.Run(ctx, n.rdb, evRaise, b.raise, b.raiseB, owned, tok, n.i, len(c.nodes)).Int64()
 	})
 	defer f.cancel()
 	raised := 0
@@ -479,7 +490,7 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 	}
 	if raised < need {
 		return attemptResult{outcome: unreached, start: r.start, majorityAnswered: true,
-			err: writeBackErr(raised+1, len(granting), c.maj, errs)}
+			err: writeBackErr(raised+1, len(tokens), c.maj, errs)}
 	}
 	r.token = t
 	return r
@@ -493,17 +504,15 @@ func (c *Client) writeBack(ctx context.Context, name, owner string, tokens map[i
 // the background until the key must have expired. It wakes nobody: the
 // lock was never held by a majority, and the attempts that split it
 // retry at their backoff step.
-func (c *Client) unlock(ctx context.Context, name, owner string, w waiting, idx []int) {
-	ref := keeper.Ref{Key: name, Owner: owner}
+func (c *Client) unlock(ctx context.Context, b *bound, owner string, w waiting, idx []int) {
+	ref := keeper.Ref{Key: b.name, Owner: owner, Aux: b}
 	c.unlocks.Add(uint64(len(idx)))
-	keys := []string{c.lockKey(name), c.waitersKey(name), c.intentsKey(name)}
-	boxed := rediseval.BoxKeys(keys)
 	var waiter any = ""
 	if w.record {
 		waiter = w.id
 	}
 	f := c.fanOut(ctx, idx, c.o.NodeTimeout, func(ctx context.Context, n *node) (any, error) {
-		return rediseval.Run(ctx, n.rdb, evUnlock, keys, boxed, owner, waiter, w.arrival, c.ttlArg).Result()
+		return rediseval.Run(ctx, n.rdb, evUnlock, b.three, b.threeB, owner, waiter, w.arrival, c.ttlArg).Result()
 	})
 	defer f.cancel()
 	for {

@@ -99,6 +99,31 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 	return renewed, nil
 }
 
+// releaseCall is the release script's call on one node for refs. One
+// ref of a Mutex (the usual release, a lease at a time) sends the keys
+// the Mutex bound, and its arguments without a list of their own.
+func (s *store) releaseCall(refs []keeper.Ref) func(ctx context.Context, n *node) (any, error) {
+	c := s.c
+	if b, _ := refs[0].Aux.(*bound); len(refs) == 1 && b != nil {
+		var owner any = refs[0].Owner // boxed once for every node
+		return func(ctx context.Context, n *node) (any, error) {
+			return rediseval.Run(ctx, n.rdb, evRelease, b.three, b.threeB, c.wo.rootArg, n.i, owner).Result()
+		}
+	}
+	keys, owners := s.keysOwners(refs)
+	for _, r := range refs {
+		keys = append(keys, c.waitersKey(r.Key))
+	}
+	for _, r := range refs {
+		keys = append(keys, c.intentsKey(r.Key))
+	}
+	boxed := rediseval.BoxKeys(keys)
+	return func(ctx context.Context, n *node) (any, error) {
+		args := append([]any{c.wo.rootArg, n.i}, owners...)
+		return rediseval.Run(ctx, n.rdb, evRelease, keys, boxed, args...).Result()
+	}
+}
+
 // Release deletes every ref on every node where it still holds its owner.
 // Each deleted key wakes one waiter of its name (see wakeone.go).
 // It succeeds when a majority of the nodes confirmed: the lock is then
@@ -111,26 +136,15 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	}
 	c := s.c
 	c.awaitLate(ctx, refs)
-	keys, owners := s.keysOwners(refs)
-	for _, r := range refs {
-		keys = append(keys, c.waitersKey(r.Key))
-	}
-	for _, r := range refs {
-		keys = append(keys, c.intentsKey(r.Key))
-	}
-	boxed := rediseval.BoxKeys(keys)
-	f := c.fanOut(ctx, nil, s.timeout(ctx), func(ctx context.Context, n *node) (any, error) {
-		args := append([]any{c.wo.rootArg, n.i}, owners...)
-		return rediseval.Run(ctx, n.rdb, evRelease, keys, boxed, args...).Result()
-	})
+	f := c.fanOut(ctx, nil, s.timeout(ctx), s.releaseCall(refs))
 	defer f.cancel()
 	ok := 0
 	var errs []error
 	var grace <-chan time.Time // once a majority confirmed: the rest get NodeTimeout more
 	for {
 		if ok >= c.maj && grace == nil {
-			t := time.NewTimer(c.o.NodeTimeout)
-			defer t.Stop()
+			t := newTimer(c.o.NodeTimeout)
+			defer putTimer(t)
 			grace = t.C
 		}
 		r, more := f.nextOr(grace)
