@@ -155,9 +155,9 @@
 // no sequences, first advances the one-row counter in a statement of its
 // own, then sends the same upsert with that value (see sequence.go for the
 // move from the counter to the sequence). SQLite uses one short
-// transaction: a conditional upsert that takes the row only if it is free
-// (and locks it), then the counter advanced by one, then the token written
-// to the row. The token source is shared by every name: it grows with
+// transaction (BEGIN IMMEDIATE): a conditional upsert that takes the row
+// only if it is free, with the counter's next value as its token, then
+// the counter advanced by one. The token source is shared by every name: it grows with
 // attempts (on SQLite, with grants), never with the number of names.
 //
 // Tokens strictly increase across the grants of one name because every
@@ -283,6 +283,21 @@
 // when it is free: a cancelled query elsewhere on the pool closes its
 // connection, and on a slow link a renewal that had to open a new one
 // (TCP, startup, prepare, execute) did not fit in what the lease had left.
+//
+// On SQLite each Client keeps one connection of its pool for its mutex
+// attempts and releases, with their statements (BEGIN IMMEDIATE and
+// COMMIT among them) prepared on it once, unless the pool allows two
+// connections or fewer; an attempt or release that finds it in use runs
+// on the pool. Only an attempt's BEGIN IMMEDIATE runs under the
+// attempt's context, which the attempt timeout (TTL/3) and Close end: it
+// is the step that waits for the file's write lock, so an attempt
+// blocked behind another writer still ends within its bound, and Close
+// cuts it. The statements after it run on a context that cannot end:
+// they hold the write lock, run in this process in microseconds with no
+// network between, and the busy timeout bounds any wait they could meet;
+// a context that can end cost a goroutine per statement in the driver
+// (modernc.org/sqlite watches each such context to interrupt the
+// statement) and would only have bought a transaction to roll back.
 //
 // With SetMaxOpenConns(n), call SetMaxIdleConns(n) too. database/sql
 // keeps only two idle connections by default and closes the rest as soon

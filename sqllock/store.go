@@ -39,6 +39,10 @@ type store struct {
 	stmtMu    sync.Mutex
 	stmts     map[string]*sql.Stmt
 	stmtsDone bool
+
+	// lite is SQLite's connection for mutex attempts and releases (see
+	// liteConn).
+	lite liteConn
 }
 
 // execQuerier is what a renewal runs on: the pool or the pinned connection.
@@ -57,6 +61,7 @@ func (s *store) unpin() {
 	}
 	s.stmts = nil
 	s.stmtMu.Unlock()
+	s.lite.unpin()
 	s.renewConn.unpin()
 	s.releaseConn.unpin()
 }
@@ -234,6 +239,9 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 	case s.q.d == fence.Postgres:
 		names, slots, owners := refArrays(refs)
 		_, err = db.ExecContext(ctx, s.q.pgRelease(), names, slots, owners, s.q.locks)
+	case s.q.d == fence.SQLite && len(refs) == 1 && s.lite.grab(ctx, s):
+		_, err = s.lite.st.release.ExecContext(ctx, release1Args(refs[0])...)
+		s.lite.mu.Unlock()
 	case s.q.d == fence.SQLite && len(refs) == 1:
 		var st *sql.Stmt
 		if st, err = s.prepared(ctx, s.q.hot.release1); err == nil {
@@ -272,11 +280,16 @@ func (s *store) Bind(name string, _ leasekit.Kind) any { return name }
 
 // liteAcquire is SQLite's attempt: one transaction of two prepared
 // statements, the row taken with the counter's next value (or refused,
-// and rolled back) and the counter advanced (see statements.liteTake).
-// Parsing was a quarter of an uncontended lock's CPU time when every
+// and rolled back) and the counter advanced (see statements.liteTake),
+// on the client's own connection when it is free (liteConn), else on the
+// pool. Parsing was a quarter of an uncontended lock's CPU time when every
 // statement was prepared afresh, and an upsert, a counter bump and a
 // separate token write cost three statements where two do.
 func (s *store) liteAcquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
+	if s.lite.grab(ctx, s) {
+		defer s.lite.mu.Unlock()
+		return s.lite.acquire(ctx, s, name, owner, ttl)
+	}
 	take, err := s.prepared(ctx, s.q.hot.liteTake)
 	if err != nil {
 		return 0, false, err

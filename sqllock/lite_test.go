@@ -1,0 +1,88 @@
+package sqllock_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/sqllock"
+)
+
+// TestSQLiteAttemptBoundOnWriteLock: an SQLite mutex attempt that waits
+// for the database file's write lock, held by another connection, ends
+// within the attempt bound (TTL/3), long before the busy timeout (5s),
+// although its statements after BEGIN run on a context that cannot end;
+// the attempts' connection serves the next lock once the write lock is
+// free; and Close ends an acquire blocked on the write lock at once.
+func TestSQLiteAttemptBoundOnWriteLock(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "locks.db")
+	c := newClient(t, openDB(t, "sqlite", "file:"+file+sqliteDSN), sqllock.Options{})
+	m, err := c.Mutex("lite/bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One lock+unlock pins the attempts' connection and prepares its
+	// statements.
+	l := lock(t, c, "lite/bound")
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+
+	other := openDB(t, "sqlite", "file:"+file+sqliteDSN)
+	conn, err := other.Conn(opCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(opCtx(t, 5*time.Second), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatalf("BEGIN IMMEDIATE on another connection = %v", err)
+	}
+	bound := testTTL / 3
+	start := time.Now()
+	_, err = m.TryLock(context.Background())
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("TryLock with the write lock held elsewhere = a lease, want an error")
+	}
+	if took > bound+300*time.Millisecond {
+		t.Errorf("TryLock blocked on the write lock took %v, want within the attempt bound %v (+300ms)", took, bound)
+	}
+	t.Logf("TryLock blocked on the write lock: %v after %v (bound %v)", err, took, bound)
+
+	if _, err := conn.ExecContext(opCtx(t, 5*time.Second), "ROLLBACK"); err != nil {
+		t.Fatalf("ROLLBACK = %v", err)
+	}
+	l = lock(t, c, "lite/bound") // the connection left no transaction open
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+
+	if _, err := conn.ExecContext(opCtx(t, 5*time.Second), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatalf("BEGIN IMMEDIATE again = %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { // owned by the test: ends with Close below
+		_, err := m.Lock(context.Background())
+		done <- err
+	}()
+	time.Sleep(bound + bound/2) // a first attempt was cut, a second waits
+	start = time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, baton.ErrClosed) {
+			t.Errorf("Lock blocked on the write lock, then Close = %v, want ErrClosed", err)
+		}
+		if took := time.Since(start); took > bound {
+			t.Errorf("Lock returned %v after Close, want within %v", took, bound)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lock blocked on the write lock did not return within 5s of Close")
+	}
+	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+}
