@@ -1,0 +1,205 @@
+package kubelock
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// lingerFor is how long a name's watch stays open after its last watcher
+// left: a client that locks the same name again and again keeps one watch
+// instead of opening one per acquire.
+const lingerFor = 10 * time.Second
+
+// hub wakes the waiters (and Election.Observe) of this client: one watch
+// per lock name, on the name's Leases (label baton.dev/lock), opened while
+// anyone watches the name and a little after (lingerFor). Every event
+// feeds the observer, so waiters judge expiries from the moment a renewal
+// was written, not from their next read; an event that changes who holds
+// (a grant, a release, a takeover) or takes a waiter out of the queue
+// wakes the name's watchers. Renewals and intent refreshes wake nobody:
+// they free nothing. A watch that breaks is reopened after a backoff, and
+// its watchers are woken when it is back, since events may have been
+// missed; meanwhile they poll, at most TTL/4 apart.
+type hub struct {
+	c      *Client
+	mu     sync.Mutex
+	names  map[string]*nameWatch
+	closed bool
+	wg     sync.WaitGroup // the watch goroutines
+}
+
+// nameWatch is the watch of one lock name.
+type nameWatch struct {
+	lock   string
+	refs   int
+	ch     chan struct{} // closed at the next wake
+	cancel context.CancelFunc
+	linger *time.Timer // stops the watch after lingerFor without watchers
+}
+
+func newHub(c *Client) *hub { return &hub{c: c, names: make(map[string]*nameWatch)} }
+
+// watch returns a channel closed at the next wake of lock, and the func
+// that stops watching. After close the channel never closes.
+func (h *hub) watch(lock string) (<-chan struct{}, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, func() {}
+	}
+	w := h.names[lock]
+	if w == nil {
+		ctx, cancel := context.WithCancel(h.c.ctx)
+		w = &nameWatch{lock: lock, ch: make(chan struct{}), cancel: cancel}
+		h.names[lock] = w
+		h.wg.Add(1)
+		go h.run(ctx, w)
+	}
+	if w.linger != nil {
+		w.linger.Stop()
+		w.linger = nil
+	}
+	w.refs++
+	ch := w.ch
+	once := sync.Once{}
+	return ch, func() { once.Do(func() { h.unwatch(w) }) }
+}
+
+// unwatch drops one watcher of w; the last one arms the linger timer.
+func (h *hub) unwatch(w *nameWatch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.refs--
+	if w.refs > 0 || h.closed {
+		return
+	}
+	w.linger = time.AfterFunc(lingerFor, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if w.refs == 0 && h.names[w.lock] == w {
+			delete(h.names, w.lock)
+			w.cancel()
+		}
+	})
+}
+
+// wake wakes lock's watchers (a release by this client).
+func (h *hub) wake(lock string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w := h.names[lock]; w != nil {
+		close(w.ch)
+		w.ch = make(chan struct{})
+	}
+}
+
+// close stops every watch and waits for their goroutines.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for _, w := range h.names {
+		if w.linger != nil {
+			w.linger.Stop()
+		}
+		w.cancel()
+	}
+	h.names = map[string]*nameWatch{}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+// run is the goroutine of one name's watch, owned by the hub: it ends
+// when ctx is cancelled (linger, Close).
+func (h *hub) run(ctx context.Context, w *nameWatch) {
+	defer h.wg.Done()
+	sel := labelLock + "=" + nameHash(w.lock)
+	var last string // who holds and waits, as the last event showed
+	for failures := 0; ctx.Err() == nil; failures++ {
+		wi, err := h.c.leases.Watch(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err == nil {
+			last = h.follow(ctx, w, wi, last)
+			wi.Stop()
+			failures = 0
+		}
+		t := time.NewTimer(h.c.o.Backoff.Delay(failures))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// follow reads one watch until it ends, feeding the observer and waking
+// w's watchers at the events that may free something, and at the first
+// event (events may have been missed before it).
+func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last string) string {
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return last
+		case ev, ok := <-wi.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return last
+			}
+			obj, _ := ev.Object.(*coordv1.Lease)
+			if obj == nil {
+				continue
+			}
+			sig := ""
+			if ev.Type != watch.Deleted {
+				if v, err := decode(w.lock, obj); err == nil {
+					h.c.obs.observe(v, time.Now())
+					sig = signature(v)
+				}
+			}
+			if first || sig != last && !onlyJoined(last, sig) {
+				h.wake(w.lock)
+			}
+			first, last = false, sig
+		}
+	}
+}
+
+// signature names who holds and who waits on v: the spec's holder, then
+// the state's holders, then its waiters.
+func signature(v *view) string {
+	hs := make([]string, 0, len(v.st.Holders))
+	for _, e := range v.st.Holders {
+		hs = append(hs, e.Owner)
+	}
+	ws := make([]string, 0, len(v.st.Waiters))
+	for _, e := range v.st.Waiters {
+		ws = append(ws, e.Owner)
+	}
+	slices.Sort(hs)
+	slices.Sort(ws)
+	return specHolder(v.obj) + "|" + strings.Join(hs, ",") + "|" + strings.Join(ws, ",")
+}
+
+// onlyJoined reports a change from a to b that only added waiters: a new
+// waiter frees nothing for the others.
+func onlyJoined(a, b string) bool {
+	pa, pb := strings.SplitN(a, "|", 3), strings.SplitN(b, "|", 3)
+	if len(pa) != 3 || len(pb) != 3 || pa[0] != pb[0] || pa[1] != pb[1] {
+		return false
+	}
+	if pa[2] == "" {
+		return true
+	}
+	have := strings.Split(pb[2], ",")
+	for _, x := range strings.Split(pa[2], ",") {
+		if !slices.Contains(have, x) {
+			return false
+		}
+	}
+	return true
+}
