@@ -1,0 +1,69 @@
+package kubelock_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/kubelock"
+)
+
+// TestInspect shows a holder with its token, owner and holder record
+// (host, pid, program, labels), and a waiter with its ticket, through
+// the typed Inspect and through *baton.Client.
+func TestInspect(t *testing.T) {
+	t.Parallel()
+	proc := baton.Process{Host: "web-1", PID: os.Getpid(), Program: "worker", Labels: map[string]string{"team": "pay"}}
+	c1 := newClient(t, kubelock.Options{Process: proc})
+	c2 := newClient(t, kubelock.Options{})
+	name := lockName(t)
+	m1, _ := c1.Mutex(name)
+	m2, _ := c2.Mutex(name)
+	l, err := m1.Lock(opCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { // the waiter; owned by this test, which reads done
+		l2, err := m2.Lock(opCtx(t, 20*time.Second))
+		if err == nil {
+			err = l2.Release(opCtx(t, 5*time.Second))
+		}
+		done <- err
+	}()
+	var in baton.Inspection
+	if !eventually(5*time.Second, func() bool {
+		in, err = c1.Baton().Inspect(opCtx(t, 5*time.Second), name)
+		return err == nil && len(in.Waiters) == 1
+	}) {
+		t.Fatalf("Inspect = %+v, %v; want one holder and one waiter", in, err)
+	}
+	if in.Engine != "kube" || len(in.Holders) != 1 {
+		t.Fatalf("Inspect = %+v, want engine kube and one holder", in)
+	}
+	h := in.Holders[0]
+	if h.Owner != l.Owner() || h.Token != l.Token() || h.Mode != "mutex" {
+		t.Errorf("holder = %+v, want owner %s, token %d, mode mutex", h, l.Owner(), l.Token())
+	}
+	if h.Host != "web-1" || h.PID != os.Getpid() || h.Program != "worker" || h.Labels["team"] != "pay" {
+		t.Errorf("holder's process = %+v, want %+v", h.Process, proc)
+	}
+	if h.Left <= 0 || h.Left > testTTL || h.Dead {
+		t.Errorf("holder Left %v, Dead %v; want in (0, %v], alive", h.Left, h.Dead, testTTL)
+	}
+	w := in.Waiters[0]
+	if w.Token <= h.Token || w.Host == "" || w.PID != os.Getpid() {
+		t.Errorf("waiter = %+v, want a ticket after the holder's token and this process", w)
+	}
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("waiter = %v", err)
+	}
+	es, err := c1.Entries(opCtx(t, 5*time.Second), name)
+	if err != nil || len(es) != 0 {
+		t.Errorf("Entries after both released = %q, %v, want none", es, err)
+	}
+}
