@@ -224,12 +224,14 @@ func grantable(kind string, n int, others []other, ticket uint64) bool {
 	return true
 }
 
-// hint is how soon the first holder among others expires, as this client
-// judges it: a waiter tries again then, if nothing wakes it sooner.
+// hint is how soon the first entry among others expires, as this client
+// judges it: a waiter tries again then, if nothing wakes it sooner. A
+// dead holder's expiry, or a dead waiter's ahead of the caller, is no
+// event that a watch could report.
 func hint(others []other, now time.Time) time.Duration {
 	var first time.Time
 	for _, o := range others {
-		if !o.waiting && (first.IsZero() || o.until.Before(first)) {
+		if first.IsZero() || o.until.Before(first) {
 			first = o.until
 		}
 	}
