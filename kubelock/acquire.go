@@ -2,6 +2,7 @@ package kubelock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,9 @@ type attempts struct {
 	owner  string
 	queued bool      // an intent of owner may be on the server
 	fresh  time.Time // when this acquire last wrote its intent
+	// unknown: the last failed attempt sent a write whose answer never
+	// came (see Forget).
+	unknown bool
 }
 
 // Begin starts one acquire for package leasekit.
@@ -59,18 +63,28 @@ func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 // ref is how the keeper renews and releases owner's entries of the name.
 func (a *attempts) ref() keeper.Ref { return keeper.Ref{Key: a.req.Name, Owner: a.owner} }
 
+// attemptRaces is how many lost races an attempt takes before it counts
+// as refused: under contention, every waiter's write racing every other
+// one's until the attempt timed out made waiters give up as if the
+// server were gone (baton.ErrSessionLost) while it answered everyone.
+const attemptRaces = 4
+
 // outcome is what one attempt's decision did.
 type outcome struct {
 	granted bool
 	token   uint64
 	hint    time.Duration
 	seen    []leasekit.Permits
+	intent  time.Time // when the intent was written; zero: not written
 }
 
 func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	res := leasekit.Result{Sent: time.Now(), Ref: a.ref()}
-	var out outcome
-	err := a.c.modify(ctx, a.req.Name, func(v *view, seen *seen, now time.Time) (bool, error) {
+	var (
+		out outcome
+		tr  trace
+	)
+	err := a.c.modify(ctx, a.req.Name, attemptRaces, &tr, func(v *view, seen *seen, now time.Time) (bool, error) {
 		out = outcome{}
 		return a.decide(v, seen, now, n, &out), nil
 	})
@@ -78,10 +92,22 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 		a.req.Seen(out.seen, true)
 	}
 	switch {
+	case errors.Is(err, errRaced):
+		// Refused: the server answered, and others wrote first. A grant
+		// is decided again at the next attempt; a refresh that did not
+		// land is made then (the intent lasts a TTL, refreshes come
+		// every TTL/3 or so).
+		out.granted, out.hint = false, 0
 	case err != nil:
+		// The server answered part of the attempt (a read, a lost race)
+		// before it failed: the waiter is contended, not cut off. Only a
+		// write whose answer never came may have taken something.
+		res.Reached, a.unknown = tr.answered, tr.unknown
 		return res, err
+	case !out.intent.IsZero():
+		a.queued, a.fresh = true, out.intent
 	case out.granted:
-		res.Granted, res.Token = true, out.token
+		res.Granted, res.Token, res.Sent = true, out.token, tr.sent
 		a.queued = false // the intent is the grant now
 		return res, nil
 	}
@@ -91,8 +117,9 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 
 // decide is one attempt's decision on v: grant (the grant replaces the
 // caller's intent and takes the name's next token), or, for a waiting
-// acquire after its first attempt, record or refresh the intent (a new
-// one takes the next token as its ticket). It reports whether to write.
+// acquire of a read/write lock, a semaphore or an election after its
+// first attempt, record or refresh the intent (a new one takes the next
+// token as its ticket). It reports whether to write.
 func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcome) bool {
 	others, ticket := a.others(v, seen, now)
 	if a.kind == kindPermit {
@@ -111,11 +138,14 @@ func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcom
 		return true
 	}
 	out.hint = hint(others, now)
-	if !a.req.Wait || n == 0 {
+	if !a.req.Wait || n == 0 || a.kind == kindMutex {
+		// A mutex's waiters keep no intent (see the package doc's
+		// "Waiting"): their refreshes, three per TTL each, made the
+		// holder's renewals and release lose race after race.
 		return false
 	}
 	if i := find(v.st.Waiters, a.owner); i >= 0 {
-		if now.Sub(a.fresh) < a.c.o.TTL/4 {
+		if now.Sub(a.fresh) < a.c.o.TTL/3 {
 			return false // fresh enough: no write, a read only
 		}
 		v.st.Waiters[i].Stamp++
@@ -123,7 +153,7 @@ func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcom
 		v.st.Waiters = append(v.st.Waiters, a.entry(v.mint(), a.c.o.TTL, now))
 	}
 	v.prune(seen, now, map[string]bool{a.owner: true})
-	a.queued, a.fresh = true, now
+	out.intent = now
 	return true
 }
 
@@ -258,12 +288,18 @@ func permitsOf(name string, holders, waiters []entry, owner string) []leasekit.P
 // Forget frees, owner-checked and in the background, what a failed
 // attempt may have written (a grant, an intent), and goes on under a new
 // owner: a late write of the failed attempt must not be taken for a later
-// one.
+// one. An attempt that wrote nothing, or whose every write was answered,
+// took nothing: the waiter keeps its owner and its place in the queue
+// (under load, a read that timed out cost waiters their place, and the
+// releases of their intents loaded the server further).
 func (a *attempts) Forget(res leasekit.Result) {
+	if !a.unknown && !res.Granted {
+		return
+	}
 	if res.Ref.Owner != "" {
 		a.c.k.Abandon(res.Ref)
 	}
-	a.owner, a.queued, a.fresh = engine.NewOwnerID(), false, time.Time{}
+	a.owner, a.queued, a.fresh, a.unknown = engine.NewOwnerID(), false, time.Time{}, false
 }
 
 // End drops the intent of an acquire that gave up, in the background
@@ -282,7 +318,7 @@ func (a *attempts) End(_ context.Context, granted bool) {
 // lease ran out as this client judges it.
 func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error) {
 	var cand baton.Candidate
-	err := s.c.modify(ctx, name, func(v *view, seen *seen, now time.Time) (bool, error) {
+	err := s.c.modify(ctx, name, 0, nil, func(v *view, seen *seen, now time.Time) (bool, error) {
 		cand = baton.Candidate{}
 		if id := v.foreign(); id != "" && now.Before(seen.specExpiry(v.obj, now)) {
 			cand = baton.Candidate{Session: id, ID: id}

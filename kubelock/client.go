@@ -137,14 +137,31 @@ func (c *Client) Close() error {
 	return c.k.Close()
 }
 
+// trace is what one modify saw of the server, for an attempt that
+// failed: whether a write may have landed, and when the server last
+// answered.
+type trace struct {
+	unknown  bool      // a write was sent and its answer never came
+	answered time.Time // when the last answer came (zero: none)
+	// sent is when the last write was sent: a grant's lease counts from
+	// it, not from the attempt's start, which lost races may have made
+	// long ago.
+	sent time.Time
+}
+
 // modify is every write of the engine: it reads lock's Lease, observes it
 // (observe.go), lets decide say what to change in the view, and writes it
 // back conditional on the resourceVersion it read (Update), or creates the
 // Lease (Create) when there was none. A write that lost a race — Conflict,
 // AlreadyExists, or NotFound when the Lease went away meanwhile — is no
 // error: decide runs again on a fresh read, after a short jittered pause,
-// until ctx ends. decide returns whether to write.
-func (c *Client) modify(ctx context.Context, lock string, decide func(v *view, s *seen, now time.Time) (bool, error)) error {
+// until ctx ends, or, when races > 0, until that many writes lost
+// (errRaced). decide returns whether to write. tr, if set, is told what
+// the server answered.
+func (c *Client) modify(ctx context.Context, lock string, races int, tr *trace, decide func(v *view, s *seen, now time.Time) (bool, error)) error {
+	if tr == nil {
+		tr = &trace{}
+	}
 	name := objectName(lock)
 	for try := 0; ; try++ {
 		cur, err := c.leases.Get(ctx, name, metav1.GetOptions{})
@@ -155,6 +172,7 @@ func (c *Client) modify(ctx context.Context, lock string, decide func(v *view, s
 			return c.classify("get", name, err)
 		}
 		now := time.Now()
+		tr.answered = now
 		v, err := decode(lock, cur)
 		if err != nil {
 			return leasekit.Permanent(err)
@@ -168,11 +186,17 @@ func (c *Client) modify(ctx context.Context, lock string, decide func(v *view, s
 			return leasekit.Permanent(err)
 		}
 		verb := "update"
+		tr.unknown, tr.sent = true, time.Now()
 		if cur == nil {
 			verb = "create"
 			_, err = c.leases.Create(ctx, next, metav1.CreateOptions{FieldManager: managedBy})
 		} else {
 			_, err = c.leases.Update(ctx, next, metav1.UpdateOptions{FieldManager: managedBy})
+		}
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) {
+			// The server answered: the write landed, or it did not.
+			tr.unknown, tr.answered = false, time.Now()
 		}
 		if err == nil {
 			return nil
@@ -180,11 +204,18 @@ func (c *Client) modify(ctx context.Context, lock string, decide func(v *view, s
 		if !raced(err) {
 			return c.classify(verb, name, err)
 		}
+		if races > 0 && try+1 >= races {
+			return errRaced
+		}
 		if err := pause(ctx, try); err != nil {
 			return err
 		}
 	}
 }
+
+// errRaced is modify's error when its writes lost every race it was
+// allowed: the server answered, and other writers got there first.
+var errRaced = errors.New("kubelock: other writers won every race for the Lease")
 
 // raced reports a conditional write that lost to another writer.
 func raced(err error) bool {

@@ -82,12 +82,14 @@
 // Every write is a read, a decision, and an Update carrying the
 // resourceVersion read (a Create for a new Lease): a Conflict or
 // AlreadyExists is a race lost to another writer, never an error, and the
-// decision is made again on a fresh read. An acquire grants when the rule
-// of its recipe allows (waiters in ticket order; a foreign holder, or a
-// holder of another recipe on the same name, counts as exclusive),
-// replacing its waiting intent by a holder entry with the name's next
-// token; else a waiting acquire records an intent with the next token as
-// its ticket, and refreshes it (its stamp) at most every TTL/4: between
+// decision is made again on a fresh read (an attempt gives up after four
+// lost races and counts as refused: the server answered). An acquire
+// grants when the rule of its recipe allows (waiters in ticket order; a
+// foreign holder, or a holder of another recipe on the same name, counts
+// as exclusive), replacing its waiting intent, if any, by a holder entry
+// with the name's next token. A waiting acquire of a read/write lock, a
+// semaphore or an election records an intent with the next token as its
+// ticket, and refreshes it (its stamp) about every TTL/3: between
 // refreshes an attempt is a read only. A renewal adds one to its entry's
 // stamp and sets renewTime; a release removes the owner's entries. Each
 // write also drops the entries it judges expired. The keeper renews every
@@ -145,13 +147,28 @@
 // # Waiting
 //
 // A waiter retries with jittered exponential backoff (capped at TTL/4,
-// and at the first holder's expiry as it judges it) and is woken by a
-// watch of the name's Leases (label selector), one per name per client,
-// opened at the first wait and kept 10s after the last (one goroutine),
-// reopened with a backoff when it breaks: a release, a grant or a takeover
-// wakes the name's waiters; renewals and refreshes wake nobody. A waiter
-// that cannot reach the apiserver for a whole TTL fails with
-// baton.ErrSessionLost.
+// and at the first expiry among the entries in its way, as it judges it)
+// and is woken by a watch of the name's Leases (label selector), one per
+// name per client, opened at the first wait and kept 10s after the last
+// (one goroutine), reopened with a backoff when it breaks: a grant, a
+// release, a takeover or a waiter leaving the queue wakes the name's
+// waiters; renewals, refreshes and new waiters wake nobody. The watch
+// reads the spec and two annotations of each event (baton.dev/waiters
+// counts the waiters), never the state: every watcher receives every
+// write of the Lease. A waiter that cannot reach the apiserver for a
+// whole TTL fails with baton.ErrSessionLost; one whose reads are answered
+// but whose writes keep losing races is contended, not cut off.
+//
+// A mutex's waiters keep no intent: a release wakes them all, they race
+// for the Lease, one conditional update wins and the others find it
+// taken. So a mutex serves its waiters in no particular order, and
+// Inspect lists none. Intents are entries of the name's one Lease, and
+// each waiter's refreshes (three per TTL) are writes the holder's
+// renewals must then race: with fifty clients waiting on one mutex the
+// holder lost its renewals, and its lease. The read/write lock, the
+// semaphore and the election keep intents, since their order is part of
+// their contract (a waiting writer holds new readers back); a name with
+// dozens of such waiters makes its holders' writes race theirs.
 //
 // None of the lease timing survives a host that suspends (Go's monotonic
 // clock stops); fencing tokens do.

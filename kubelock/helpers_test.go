@@ -41,6 +41,7 @@ func kubeconfig(t testing.TB, path string) (*rest.Config, string) {
 		t.Fatalf("kubeconfig %s: namespace: %v", path, err)
 	}
 	rc.QPS, rc.Burst = -1, 0
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	return rc, ns
 }
 

@@ -53,6 +53,9 @@ type Inspection struct {
 const inspectNote = "time left counts from when this client first saw each entry's last renewal " +
 	"(client-go's rule: no clock of another machine is read), so an entry seen for the first time has its whole lease left"
 
+// mutexNote says why a mutex shows no waiters.
+const mutexNote = "mutex waiters keep no intent on Kubernetes (they race for the Lease at each release), so they are not listed"
+
 // Inspect reads every Lease of name — those labelled with its hash, and
 // the one its name maps to — and lists their holders and waiters. It
 // changes nothing. Errors wrap baton.ErrAuth when the server refused the
@@ -78,7 +81,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 			return Inspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, c.classify("get", objectName(n), err))
 		}
 	}
-	in := Inspection{Name: n, Notes: []string{inspectNote}}
+	in := Inspection{Name: n, Notes: []string{inspectNote, mutexNote}}
 	for i := range objs {
 		if err := c.inspectLease(&in, n, &objs[i]); err != nil {
 			return Inspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, err)

@@ -9,24 +9,24 @@ import (
 	"github.com/baton-go/baton/kubelock"
 )
 
-// TestInspect shows a holder with its token, owner and holder record
-// (host, pid, program, labels), and a waiter with its ticket, through
-// the typed Inspect and through *baton.Client.
+// TestInspect shows a holder (a writer) with its token, owner and holder
+// record (host, pid, program, labels), and a waiter (a reader: a mutex's
+// waiters keep no intent) with its ticket, through *baton.Client.
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	proc := baton.Process{Host: "web-1", PID: os.Getpid(), Program: "worker", Labels: map[string]string{"team": "pay"}}
 	c1 := newClient(t, kubelock.Options{Process: proc})
 	c2 := newClient(t, kubelock.Options{})
 	name := lockName(t)
-	m1, _ := c1.Mutex(name)
-	m2, _ := c2.Mutex(name)
+	m1, _ := c1.RWMutex(name)
+	m2, _ := c2.RWMutex(name)
 	l, err := m1.Lock(opCtx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { // the waiter; owned by this test, which reads done
-		l2, err := m2.Lock(opCtx(t, 20*time.Second))
+		l2, err := m2.RLock(opCtx(t, 20*time.Second))
 		if err == nil {
 			err = l2.Release(opCtx(t, 5*time.Second))
 		}
@@ -43,8 +43,8 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("Inspect = %+v, want engine kube and one holder", in)
 	}
 	h := in.Holders[0]
-	if h.Owner != l.Owner() || h.Token != l.Token() || h.Mode != "mutex" {
-		t.Errorf("holder = %+v, want owner %s, token %d, mode mutex", h, l.Owner(), l.Token())
+	if h.Owner != l.Owner() || h.Token != l.Token() || h.Mode != "write" {
+		t.Errorf("holder = %+v, want owner %s, token %d, mode write", h, l.Owner(), l.Token())
 	}
 	if h.Host != "web-1" || h.PID != os.Getpid() || h.Program != "worker" || h.Labels["team"] != "pay" {
 		t.Errorf("holder's process = %+v, want %+v", h.Process, proc)
@@ -53,7 +53,7 @@ func TestInspect(t *testing.T) {
 		t.Errorf("holder Left %v, Dead %v; want in (0, %v], alive", h.Left, h.Dead, testTTL)
 	}
 	w := in.Waiters[0]
-	if w.Token <= h.Token || w.Host == "" || w.PID != os.Getpid() {
+	if w.Token <= h.Token || w.Mode != "read" || w.Host == "" || w.PID != os.Getpid() {
 		t.Errorf("waiter = %+v, want a ticket after the holder's token and this process", w)
 	}
 	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {

@@ -29,6 +29,10 @@ const (
 	// annState is the baton holders and waiters of the name (JSON, see
 	// state.go).
 	annState = "baton.dev/state"
+	// annWaiters is how many waiters annState lists: what the watch
+	// reads to tell a waiter who left (a wake-up) from one who joined
+	// (none) without decoding the state.
+	annWaiters = "baton.dev/waiters"
 )
 
 // maxPrefix bounds the readable part of a mapped object name: with "-"

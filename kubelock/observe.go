@@ -123,6 +123,23 @@ func (o *observer) observe(v *view, now time.Time) *seen {
 	return s.clone()
 }
 
+// observeSpec records the spec record of obj, read now, without its
+// state: the watch's observation, which decodes no annotation (see
+// hub.follow).
+func (o *observer) observeSpec(obj *coordv1.Lease, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.objs[obj.Name]
+	if s == nil {
+		s = &seen{entries: make(map[string]stamp)}
+		o.objs[obj.Name] = s
+	}
+	s.used = now
+	if rec := specRecord(obj); rec != s.spec || s.specAt.IsZero() {
+		s.spec, s.specAt = rec, now
+	}
+}
+
 // clone copies s for reading outside the lock.
 func (s *seen) clone() *seen {
 	c := *s

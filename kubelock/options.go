@@ -51,7 +51,8 @@ type Options struct {
 	// means DefaultParallel. It must be in 1…64. The keeper makes two
 	// requests (a read and a conditional update) per held Lease every
 	// TTL/3: give the clientset's rate limiter room for them (baton.Open
-	// turns client-go's limiter off).
+	// turns client-go's limiter off, and asks for protobuf, which every
+	// watcher of a busy name decodes faster than JSON).
 	Parallel int
 
 	// DriftMargin is subtracted from every lease deadline (see package

@@ -7,7 +7,8 @@ import (
 
 // Mutex is an exclusive lock: the holder of the name's Lease, named by
 // spec.holderIdentity (the grant's owner), as a client-go LeaderElector
-// holds one. It implements baton.Locker, with the lock operations of
+// holds one. Its waiters keep no intent: a release wakes them all and
+// the first conditional update wins (see the package doc's "Waiting"). It implements baton.Locker, with the lock operations of
 // package leasekit (Lock, TryLock, LockFor, TryLockFor; fixed lease times
 // in whole milliseconds). Locking it again with a context derived from
 // one of its own leases re-enters (see the baton package doc).

@@ -192,6 +192,11 @@ func (v *view) encode(objName, ns string, now time.Time) (*coordv1.Lease, error)
 	}
 	obj.Annotations[annName] = v.lock
 	obj.Annotations[annToken] = strconv.FormatUint(v.counter, 10)
+	if len(v.st.Waiters) == 0 {
+		delete(obj.Annotations, annWaiters)
+	} else {
+		obj.Annotations[annWaiters] = strconv.Itoa(len(v.st.Waiters))
+	}
 	if len(v.st.Holders) == 0 && len(v.st.Waiters) == 0 {
 		delete(obj.Annotations, annState)
 	} else {

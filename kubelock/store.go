@@ -33,7 +33,7 @@ func (s *store) BatchSize() int { return s.c.o.BatchSize }
 func (s *store) Renew(ctx context.Context, refs []keeper.Ref, _ time.Duration) ([]bool, error) {
 	renewed := make([]bool, len(refs))
 	err := s.c.eachLock(ctx, refs, func(ctx context.Context, lock string, idx []int) error {
-		return s.c.modify(ctx, lock, func(v *view, seen *seen, now time.Time) (bool, error) {
+		return s.c.modify(ctx, lock, 0, nil, func(v *view, seen *seen, now time.Time) (bool, error) {
 			mine := make(map[string]bool, len(idx))
 			any := false
 			for _, i := range idx {
@@ -61,7 +61,7 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, _ time.Duration) (
 // holder leaves the spec as client-go's release does (see project).
 func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	err := s.c.eachLock(ctx, refs, func(ctx context.Context, lock string, idx []int) error {
-		err := s.c.modify(ctx, lock, func(v *view, _ *seen, _ time.Time) (bool, error) {
+		err := s.c.modify(ctx, lock, 0, nil, func(v *view, _ *seen, _ time.Time) (bool, error) {
 			changed := false
 			for _, i := range idx {
 				changed = v.drop(refs[i].Owner) || changed

@@ -2,8 +2,7 @@ package kubelock
 
 import (
 	"context"
-	"slices"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -120,7 +119,7 @@ func (h *hub) close() {
 func (h *hub) run(ctx context.Context, w *nameWatch) {
 	defer h.wg.Done()
 	sel := labelLock + "=" + nameHash(w.lock)
-	var last string // who holds and waits, as the last event showed
+	var last sig // who holds and waits, as the last event showed
 	for failures := 0; ctx.Err() == nil; failures++ {
 		wi, err := h.c.leases.Watch(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err == nil {
@@ -137,10 +136,14 @@ func (h *hub) run(ctx context.Context, w *nameWatch) {
 	}
 }
 
-// follow reads one watch until it ends, feeding the observer and waking
-// w's watchers at the events that may free something, and at the first
-// event (events may have been missed before it).
-func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last string) string {
+// follow reads one watch until it ends, feeding the observer the spec
+// records (a foreign holder's renewals) and waking w's watchers at the
+// events that may free something, and at the first event (events may
+// have been missed before it). It reads no state annotation: every
+// watcher of a name receives every write of it, a waiter's refresh
+// included, and decoding a busy name's state at each of them cost more
+// than everything else a waiter does.
+func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last sig) sig {
 	first := true
 	for {
 		select {
@@ -154,52 +157,39 @@ func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last
 			if obj == nil {
 				continue
 			}
-			sig := ""
+			cur := sig{gone: true}
 			if ev.Type != watch.Deleted {
-				if v, err := decode(w.lock, obj); err == nil {
-					h.c.obs.observe(v, time.Now())
-					sig = signature(v)
-				}
+				h.c.obs.observeSpec(obj, time.Now())
+				cur = sigOf(obj)
 			}
-			if first || sig != last && !onlyJoined(last, sig) {
+			if first || frees(last, cur) {
 				h.wake(w.lock)
 			}
-			first, last = false, sig
+			first, last = false, cur
 		}
 	}
 }
 
-// signature names who holds and who waits on v: the spec's holder, then
-// the state's holders, then its waiters.
-func signature(v *view) string {
-	hs := make([]string, 0, len(v.st.Holders))
-	for _, e := range v.st.Holders {
-		hs = append(hs, e.Owner)
-	}
-	ws := make([]string, 0, len(v.st.Waiters))
-	for _, e := range v.st.Waiters {
-		ws = append(ws, e.Owner)
-	}
-	slices.Sort(hs)
-	slices.Sort(ws)
-	return specHolder(v.obj) + "|" + strings.Join(hs, ",") + "|" + strings.Join(ws, ",")
+// sig is what a waiter's wake-up depends on in a Lease: who holds (the
+// spec's holderIdentity), the token counter, which moves at every grant
+// and every new waiter, and the number of waiters.
+type sig struct {
+	holder, counter, waiters string
+	gone                     bool
 }
 
-// onlyJoined reports a change from a to b that only added waiters: a new
-// waiter frees nothing for the others.
-func onlyJoined(a, b string) bool {
-	pa, pb := strings.SplitN(a, "|", 3), strings.SplitN(b, "|", 3)
-	if len(pa) != 3 || len(pb) != 3 || pa[0] != pb[0] || pa[1] != pb[1] {
-		return false
+func sigOf(obj *coordv1.Lease) sig {
+	return sig{holder: specHolder(obj), counter: obj.Annotations[annToken], waiters: obj.Annotations[annWaiters]}
+}
+
+// frees reports whether the change from a to b may let a waiter in: the
+// holders changed, the Lease went away, or a waiter left the queue (a
+// waiter who joined frees nothing, nor does a renewal or a refresh).
+func frees(a, b sig) bool {
+	if a.gone || b.gone || a.holder != b.holder {
+		return a != b
 	}
-	if pa[2] == "" {
-		return true
-	}
-	have := strings.Split(pb[2], ",")
-	for _, x := range strings.Split(pa[2], ",") {
-		if !slices.Contains(have, x) {
-			return false
-		}
-	}
-	return true
+	na, _ := strconv.Atoi(a.waiters)
+	nb, _ := strconv.Atoi(b.waiters)
+	return nb < na || a.counter != b.counter && nb == na
 }

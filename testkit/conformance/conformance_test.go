@@ -113,7 +113,9 @@ func k8sDial(kubeconfig string) func(t testing.TB, hosts []string) (*baton.Clien
 			return nil, err
 		}
 		rc.Host = "https://" + hosts[0]
-		rc.QPS = -1 // baton paces itself, as baton.Open's clients do
+		// As baton.Open's clients: no rate limiter (baton paces itself),
+		// protobuf (every watcher decodes every write of a busy Lease).
+		rc.QPS, rc.ContentType = -1, "application/vnd.kubernetes.protobuf"
 		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {
