@@ -2,6 +2,7 @@ package kubelock_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,4 +228,43 @@ func TestInteropElectorLeadsFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInteropBatonLost: baton leads through a fault proxy and is cut off;
+// its leadership ends (context cancelled, Lost) before the client-go
+// LeaderElector, judging the same Lease by the same rule, takes it over.
+func TestInteropBatonLost(t *testing.T) {
+	t.Parallel()
+	lf := watchLeaders(t)
+	c, p := proxied(t, kubelock.Options{TTL: interopTTL})
+	lease := interopLease()
+	el, _ := c.Election(lease)
+	ld := <-campaign(t, el, lf)
+	if ld == nil {
+		t.FailNow()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	elector(t, ctx, lease, "client-go-c", true, lf)
+	time.Sleep(interopTTL)
+	if lf.elector.Load() {
+		t.Fatal("client-go leads while baton leads and renews")
+	}
+	cut := time.Now()
+	if err := p.Blackhole(""); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(3*interopTTL, lf.elector.Load) {
+		t.Fatalf("client-go does not lead %v after baton was cut off", 3*interopTTL)
+	}
+	led := time.Since(cut)
+	select {
+	case <-ld.Context().Done():
+	default:
+		t.Fatal("client-go leads while baton's leadership context is alive")
+	}
+	if err := context.Cause(ld.Context()); !errors.Is(err, baton.ErrLost) {
+		t.Errorf("baton's leadership ended with %v, want ErrLost", err)
+	}
+	t.Logf("client-go leads %v after baton was cut off", led.Round(time.Millisecond))
 }
