@@ -57,7 +57,7 @@ func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	if !a.req.Wait || n == 0 {
 		return nil, func() {}
 	}
-	return a.c.hub.watch(a.req.Name)
+	return a.c.hub.watch(a.req.Name, false)
 }
 
 // ref is how the keeper renews and releases owner's entries of the name.
@@ -76,6 +76,7 @@ type outcome struct {
 	hint    time.Duration
 	seen    []leasekit.Permits
 	intent  time.Time // when the intent was written; zero: not written
+	refresh bool      // the write refreshes an intent: optional (see trace)
 }
 
 func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
@@ -86,7 +87,9 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	)
 	err := a.c.modify(ctx, a.req.Name, attemptRaces, &tr, func(v *view, seen *seen, now time.Time) (bool, error) {
 		out = outcome{}
-		return a.decide(v, seen, now, n, &out), nil
+		write := a.decide(v, seen, now, n, &out)
+		tr.optional = out.refresh
+		return write, nil
 	})
 	if a.req.Seen != nil && out.seen != nil {
 		a.req.Seen(out.seen, true)
@@ -149,6 +152,7 @@ func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcom
 			return false // fresh enough: no write, a read only
 		}
 		v.st.Waiters[i].Stamp++
+		out.refresh = true
 	} else {
 		v.st.Waiters = append(v.st.Waiters, a.entry(v.mint(), a.c.o.TTL, now))
 	}

@@ -147,6 +147,10 @@ type trace struct {
 	// it, not from the attempt's start, which lost races may have made
 	// long ago.
 	sent time.Time
+	// optional, set by decide, marks a write that may be skipped when it
+	// loses a race (a waiter's refresh, made again at its next attempt):
+	// it is not retried, leaving the Lease to the writes that must land.
+	optional bool
 }
 
 // modify is every write of the engine: it reads lock's Lease, observes it
@@ -172,7 +176,7 @@ func (c *Client) modify(ctx context.Context, lock string, races int, tr *trace, 
 			return c.classify("get", name, err)
 		}
 		now := time.Now()
-		tr.answered = now
+		tr.answered, tr.optional = now, false
 		v, err := decode(lock, cur)
 		if err != nil {
 			return leasekit.Permanent(err)
@@ -204,7 +208,7 @@ func (c *Client) modify(ctx context.Context, lock string, races int, tr *trace, 
 		if !raced(err) {
 			return c.classify(verb, name, err)
 		}
-		if races > 0 && try+1 >= races {
+		if races > 0 && try+1 >= races || tr.optional {
 			return errRaced
 		}
 		if err := pause(ctx, try); err != nil {

@@ -150,9 +150,11 @@
 // and at the first expiry among the entries in its way, as it judges it)
 // and is woken by a watch of the name's Leases (label selector), one per
 // name per client, opened at the first wait and kept 10s after the last
-// (one goroutine), reopened with a backoff when it breaks: a grant, a
-// release, a takeover or a waiter leaving the queue wakes the name's
-// waiters; renewals, refreshes and new waiters wake nobody. The watch
+// (one goroutine), reopened with a backoff when it breaks: a holder
+// leaving (a release, a takeover by a foreign holder) or a waiter leaving
+// the queue wakes the name's waiters; grants, renewals, refreshes and new
+// waiters free nothing and wake none of them (Election.Observe is woken
+// by every change of holder). The watch
 // reads the spec and two annotations of each event (baton.dev/waiters
 // counts the waiters), never the state: every watcher receives every
 // write of the Lease. A waiter that cannot reach the apiserver for a

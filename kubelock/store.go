@@ -69,7 +69,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 			return changed, nil
 		})
 		if err == nil {
-			s.c.hub.wake(lock)
+			s.c.hub.wake(lock, true)
 		}
 		return err
 	})
@@ -136,5 +136,6 @@ func (v *view) prune(seen *seen, now time.Time, keep map[string]bool) {
 	}
 }
 
-// Watch wakes at the next change of name's holders (watch.go).
-func (s *store) Watch(name string) (<-chan struct{}, func()) { return s.c.hub.watch(name) }
+// Watch wakes at the next change of name's holders (watch.go): a grant
+// or a release, for Election.Observe.
+func (s *store) Watch(name string) (<-chan struct{}, func()) { return s.c.hub.watch(name, true) }

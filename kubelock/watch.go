@@ -19,13 +19,12 @@ const lingerFor = 10 * time.Second
 // hub wakes the waiters (and Election.Observe) of this client: one watch
 // per lock name, on the name's Leases (label baton.dev/lock), opened while
 // anyone watches the name and a little after (lingerFor). Every event
-// feeds the observer, so waiters judge expiries from the moment a renewal
-// was written, not from their next read; an event that changes who holds
-// (a grant, a release, a takeover) or takes a waiter out of the queue
-// wakes the name's watchers. Renewals and intent refreshes wake nobody:
-// they free nothing. A watch that breaks is reopened after a backoff, and
-// its watchers are woken when it is back, since events may have been
-// missed; meanwhile they poll, at most TTL/4 apart.
+// feeds the observer the spec records (a foreign holder's renewals); an
+// event that may free something (see frees) wakes the name's waiters,
+// and any change of holder wakes Election.Observe. A watch that breaks is
+// reopened after a backoff, and its watchers are woken when it is back,
+// since events may have been missed; meanwhile they poll, at most TTL/4
+// apart.
 type hub struct {
 	c      *Client
 	mu     sync.Mutex
@@ -38,16 +37,18 @@ type hub struct {
 type nameWatch struct {
 	lock   string
 	refs   int
-	ch     chan struct{} // closed at the next wake
+	ch     chan struct{} // closed at the next wake of the waiters
+	obs    chan struct{} // closed at the next change of holder (Observe)
 	cancel context.CancelFunc
 	linger *time.Timer // stops the watch after lingerFor without watchers
 }
 
 func newHub(c *Client) *hub { return &hub{c: c, names: make(map[string]*nameWatch)} }
 
-// watch returns a channel closed at the next wake of lock, and the func
-// that stops watching. After close the channel never closes.
-func (h *hub) watch(lock string) (<-chan struct{}, func()) {
+// watch returns a channel closed at the next wake of lock's waiters (any
+// change of holder when holders), and the func that stops watching.
+// After close the channel never closes.
+func (h *hub) watch(lock string, holders bool) (<-chan struct{}, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -56,7 +57,7 @@ func (h *hub) watch(lock string) (<-chan struct{}, func()) {
 	w := h.names[lock]
 	if w == nil {
 		ctx, cancel := context.WithCancel(h.c.ctx)
-		w = &nameWatch{lock: lock, ch: make(chan struct{}), cancel: cancel}
+		w = &nameWatch{lock: lock, ch: make(chan struct{}), obs: make(chan struct{}), cancel: cancel}
 		h.names[lock] = w
 		h.wg.Add(1)
 		go h.run(ctx, w)
@@ -67,6 +68,9 @@ func (h *hub) watch(lock string) (<-chan struct{}, func()) {
 	}
 	w.refs++
 	ch := w.ch
+	if holders {
+		ch = w.obs
+	}
 	once := sync.Once{}
 	return ch, func() { once.Do(func() { h.unwatch(w) }) }
 }
@@ -89,13 +93,18 @@ func (h *hub) unwatch(w *nameWatch) {
 	})
 }
 
-// wake wakes lock's watchers (a release by this client).
-func (h *hub) wake(lock string) {
+// wake wakes lock's observers of holders, and its waiters too when
+// frees: something may have been freed (a release by this client).
+func (h *hub) wake(lock string, frees bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w := h.names[lock]; w != nil {
-		close(w.ch)
-		w.ch = make(chan struct{})
+		close(w.obs)
+		w.obs = make(chan struct{})
+		if frees {
+			close(w.ch)
+			w.ch = make(chan struct{})
+		}
 	}
 }
 
@@ -162,8 +171,11 @@ func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last
 				h.c.obs.observeSpec(obj, time.Now())
 				cur = sigOf(obj)
 			}
-			if first || frees(last, cur) {
-				h.wake(w.lock)
+			switch {
+			case first || frees(last, cur):
+				h.wake(w.lock, true)
+			case changed(last, cur):
+				h.wake(w.lock, false)
 			}
 			first, last = false, cur
 		}
@@ -182,14 +194,26 @@ func sigOf(obj *coordv1.Lease) sig {
 	return sig{holder: specHolder(obj), counter: obj.Annotations[annToken], waiters: obj.Annotations[annWaiters]}
 }
 
-// frees reports whether the change from a to b may let a waiter in: the
-// holders changed, the Lease went away, or a waiter left the queue (a
-// waiter who joined frees nothing, nor does a renewal or a refresh).
+// frees reports whether the change from a to b may let a waiter in: a
+// holder left (the holders changed and no token was minted), the Lease
+// went away, or a waiter left the queue. A grant frees nothing (it mints
+// a token), nor does a waiter who joined, a renewal or a refresh: waking
+// every waiter of a busy semaphore at each grant made them all read and
+// race the holders' releases, which then lost their leases.
 func frees(a, b sig) bool {
-	if a.gone || b.gone || a.holder != b.holder {
+	switch {
+	case a.gone || b.gone:
 		return a != b
+	case a.counter != b.counter:
+		return false
+	case a.holder != b.holder:
+		return true
 	}
 	na, _ := strconv.Atoi(a.waiters)
 	nb, _ := strconv.Atoi(b.waiters)
-	return nb < na || a.counter != b.counter && nb == na
+	return nb < na
 }
+
+// changed reports whether the change from a to b is one an observer of
+// the holders cares for: any change of holder.
+func changed(a, b sig) bool { return a.gone != b.gone || a.holder != b.holder }

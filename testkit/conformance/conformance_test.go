@@ -90,7 +90,13 @@ const sqlTTL = 1500 * time.Millisecond
 // k8sTTL is the lease time on the kube-apiserver. A lease runs out TTL
 // after the other clients saw its last renewal (their watch tells them at
 // once), so SessionTTL adds only the watch's and a request's latency.
-const k8sTTL = 2 * time.Second
+// Every holder and waiter of a name writes the name's one Lease, and a
+// write that lost a race to another is read and sent again: at 2s, on a
+// loaded two-core host (load average 8) where a read and a write took a
+// few hundred milliseconds, three readers' renewals or a semaphore's
+// holders against nine waiters' refreshes sometimes went TTL/2 without a
+// confirmed renewal (Suspended) or longer (Lost). 3s leaves room for it.
+const k8sTTL = 3 * time.Second
 
 // liveEntry keeps the entries whose lease has not run out: kubelock lists
 // an expired holder or waiter Dead (as the admin client judges it) until
