@@ -90,7 +90,8 @@
 // with the name's next token. A waiting acquire of a read/write lock, a
 // semaphore or an election records an intent with the next token as its
 // ticket, and refreshes it (its stamp) about every TTL/3: between
-// refreshes an attempt is a read only. A renewal adds one to its entry's
+// refreshes an attempt is a read only, and a refresh that loses a race is
+// made at the next attempt instead of being retried at once. A renewal adds one to its entry's
 // stamp and sets renewTime; a release removes the owner's entries. Each
 // write also drops the entries it judges expired. The keeper renews every
 // lease of a client every TTL/3, Options.Parallel Leases at a time.
@@ -112,8 +113,11 @@
 // renewal before it was written, so nobody takes the lock over before
 // send time + TTL. The price is that a client that never saw a dead
 // holder alive waits out one whole lease duration from its first read.
-// Every read, write and watch event feeds the observations; a waiter
-// tries again when the first holder's lease runs out as it judges it.
+// Every read feeds the observations (the watch feeds those of the spec:
+// a foreign holder's renewals); a waiter reads at least every TTL/4 and
+// tries again when the first entry in its way runs out as it judges it,
+// so it takes a dead holder's place at most TTL + TTL/4 after the
+// holder's last renewal.
 //
 // # Tokens
 //
