@@ -152,7 +152,10 @@ func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcom
 			return false // fresh enough: no write, a read only
 		}
 		v.st.Waiters[i].Stamp++
-		out.refresh = true
+		// Optional while the intent has time left: a refresh that loses a
+		// race is made at the next attempt. Past TTL/2 it must land, or
+		// the others would soon judge the intent expired and drop it.
+		out.refresh = now.Sub(a.fresh) < a.c.o.TTL/2
 	} else {
 		v.st.Waiters = append(v.st.Waiters, a.entry(v.mint(), a.c.o.TTL, now))
 	}
