@@ -67,3 +67,49 @@ func TestInspect(t *testing.T) {
 		t.Errorf("Entries after both released = %q, %v, want none", es, err)
 	}
 }
+
+// TestInspectFlagsExpired cuts a permit holder off: Inspect lists its
+// entry Dead once its lease ran out as the inspecting client judges it
+// (the entry is still in the Lease: nobody wrote since), and the next
+// grant's write drops it.
+func TestInspectFlagsExpired(t *testing.T) {
+	t.Parallel()
+	cut, p := proxied(t, kubelock.Options{})
+	c := newClient(t, kubelock.Options{})
+	name := lockName(t)
+	s1, _ := cut.Semaphore(name, 2)
+	l1, err := s1.Acquire(opCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := c.Baton()
+	dead := func() (baton.Entry, bool) {
+		in, err := bc.Inspect(opCtx(t, 5*time.Second), name)
+		if err != nil || len(in.Holders) != 1 {
+			t.Fatalf("Inspect = %+v, %v; want one holder", in, err)
+		}
+		return in.Holders[0], in.Holders[0].Dead
+	}
+	if h, d := dead(); d || h.Owner != l1.Owner() || h.Mode != "permit" {
+		t.Fatalf("holder before the cut = %+v, want %s alive", h, l1.Owner())
+	}
+	if err := p.Blackhole(""); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var h baton.Entry
+	if !eventually(testTTL+2*time.Second, func() bool { var d bool; h, d = dead(); return d }) {
+		t.Fatalf("holder %v after the cut = %+v, want it Dead", time.Since(start), h)
+	}
+	t.Logf("holder listed Dead %v after the cut: %q", time.Since(start).Round(time.Millisecond), h.Note)
+	s2, _ := c.Semaphore(name, 2)
+	l2, err := s2.Acquire(opCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := bc.Inspect(opCtx(t, 5*time.Second), name)
+	if err != nil || len(in.Holders) != 1 || in.Holders[0].Owner != l2.Owner() {
+		t.Errorf("Inspect after the next grant = %+v, %v; want only its holder", in, err)
+	}
+	_ = l2.Release(opCtx(t, 5*time.Second))
+}
