@@ -10,7 +10,7 @@
 #     why etcdlock is a module of its own), or baton's cmd/baton, drill,
 #     interop and bench modules, or its test-support module (testkit),
 #     which only the nested modules' tests require;
-#   - (redislock, sqllock) the graph contains etcd's client, or the
+#   - (redislock, sqllock, kubelock) the graph contains etcd's client, or the
 #     modules the scratch module builds (its tidy go.mod) contain another
 #     engine's client. Those engines' clients are requirements of the root
 #     module, so they appear as edges of the graph, pruned: never built,
@@ -58,9 +58,11 @@ require $root $zero
 replace $root => $repo
 
 replace $root/etcdlock => $repo/etcdlock
+
+replace $root/kubelock => $repo/kubelock
 MOD
-  if [ "$pkg" = "$root/etcdlock" ]; then
-    (cd "$dir" && go mod edit -require "$root/etcdlock@$zero")
+  if [ "$pkg" = "$root/etcdlock" ] || [ "$pkg" = "$root/kubelock" ]; then
+    (cd "$dir" && go mod edit -require "$pkg@$zero")
   fi
   printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$pkg" >"$dir/main.go"
   if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go mod tidy >"$dir/tidy.log" 2>&1); then
@@ -172,4 +174,5 @@ echo "modcheck tidy, internal imports: ${#modules[@]} modules checked: ${modules
 check redislock "$root/redislock" "$never|$loggers|$etcdclient" "$zk|$sqldrivers" || status=1
 check sqllock "$root/sqllock" "$never|$loggers|$etcdclient" "$zk|$redis" || status=1
 check etcdlock "$root/etcdlock" "$never" "$zk|$redis|$sqldrivers" || status=1
+check kubelock "$root/kubelock" "$never|$loggers|$etcdclient" "$zk|$redis|$sqldrivers" || status=1
 exit $status

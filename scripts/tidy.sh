@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 root=github.com/baton-go/baton
-nested=(etcdlock cmd/baton drill interop bench examples prom otel testkit)
+nested=(etcdlock kubelock cmd/baton drill interop bench examples prom otel testkit)
 
 GOWORK=off go mod tidy
 for mod in "${nested[@]}"; do

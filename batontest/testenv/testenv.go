@@ -111,3 +111,24 @@ func EtcdMain() string {
 	os.Exit(0)
 	return ""
 }
+
+// K8s returns the path of an admin kubeconfig of the private
+// kube-apiserver, whose context's namespace (baton-test) the tests may
+// fill with Leases of their own.
+func K8s(t testing.TB) string { return Require(t, "BATON_TEST_K8S", "kube-apiserver") }
+
+// K8sAddr returns the kube-apiserver's address (host:port), for a fault
+// proxy in front of it: its certificate is valid for 127.0.0.1.
+func K8sAddr(t testing.TB) string { return Require(t, "BATON_TEST_K8S_ADDR", "kube-apiserver address") }
+
+// K8sLimited returns a kubeconfig of a user who may only get, list,
+// watch, create, update and delete Leases in the tests' namespace.
+func K8sLimited(t testing.TB) string {
+	return Require(t, "BATON_TEST_K8S_LIMITED", "kube-apiserver limited user")
+}
+
+// K8sNoUpdate returns a kubeconfig of a user with K8sLimited's rights
+// but update.
+func K8sNoUpdate(t testing.TB) string {
+	return Require(t, "BATON_TEST_K8S_NOUPDATE", "kube-apiserver user without update")
+}

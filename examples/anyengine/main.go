@@ -3,7 +3,7 @@
 // their side effect (they register their URL schemes, as database/sql
 // drivers do), and everything else is package baton.
 //
-//	go run ./anyengine redis://127.0.0.1:6379 postgres://u@db/app mem://local
+//	go run ./anyengine redis://127.0.0.1:6379 postgres://u@db/app mem://local k8s://?kubeconfig=$HOME/.kube/config
 //
 // For each URL it locks a mutex, checks that the next grant's fencing token
 // is greater, inspects the lock and checks that this host and process are
@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-go/baton"
 	_ "github.com/baton-go/baton/etcdlock"
+	_ "github.com/baton-go/baton/kubelock"
 	_ "github.com/baton-go/baton/memlock"
 	_ "github.com/baton-go/baton/redislock"
 	_ "github.com/baton-go/baton/redlock"

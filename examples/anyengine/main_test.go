@@ -25,6 +25,7 @@ func urls(t *testing.T) []struct{ name, env, url string } {
 		{"redlock", "BATON_TEST_REDLOCK", "redlock://" + env("BATON_TEST_REDLOCK")},
 		{"postgres", "BATON_TEST_POSTGRES", env("BATON_TEST_POSTGRES")},
 		{"mysql", "BATON_TEST_MYSQL", "mysql://" + mysql},
+		{"kube", "BATON_TEST_K8S", "k8s://?kubeconfig=" + env("BATON_TEST_K8S")},
 	}
 }
 

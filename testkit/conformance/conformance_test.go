@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/batontest/testenv"
 	_ "github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
+	"github.com/baton-go/baton/kubelock"
 	"github.com/baton-go/baton/memlock"
 	_ "github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
@@ -83,6 +86,54 @@ const redlockTTL = 2 * redlocktest.TTL
 // sqlTTL is the row lease time on the SQL servers; a row expires TTL
 // after its last renewal executed, and waiters poll at least every TTL/4.
 const sqlTTL = 1500 * time.Millisecond
+
+// k8sTTL is the lease time on the kube-apiserver. A lease runs out TTL
+// after the other clients saw its last renewal (their watch tells them at
+// once), so SessionTTL adds only the watch's and a request's latency.
+// Every holder and waiter of a name writes the name's one Lease, and a
+// write that lost a race to another is read and sent again: at 2s, on a
+// loaded two-core host (load average 8) where a read and a write took a
+// few hundred milliseconds, three readers' renewals or a semaphore's
+// holders against nine waiters' refreshes sometimes went TTL/2 without a
+// confirmed renewal (Suspended) or longer (Lost). 3s leaves room for it.
+const k8sTTL = 3 * time.Second
+
+// liveEntry keeps the entries whose lease has not run out: kubelock lists
+// an expired holder or waiter Dead (as the admin client judges it) until
+// the next write of its name drops it; it neither holds nor waits.
+func liveEntry(e baton.Entry, _ bool) bool { return !e.Dead }
+
+// k8sDial opens a kubelock client on the admin kubeconfig with its
+// server replaced by host (a fault proxy's address: the apiserver's
+// certificate is valid for 127.0.0.1).
+func k8sDial(kubeconfig string) func(t testing.TB, hosts []string) (*baton.Client, error) {
+	return func(t testing.TB, hosts []string) (*baton.Client, error) {
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{})
+		rc, err := cc.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		ns, _, err := cc.Namespace()
+		if err != nil {
+			return nil, err
+		}
+		rc.Host = "https://" + hosts[0]
+		// As baton.Open's clients: no rate limiter (baton paces itself),
+		// protobuf (every watcher decodes every write of a busy Lease).
+		rc.QPS, rc.ContentType = -1, "application/vnd.kubernetes.protobuf"
+		rc.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		c, err := kubelock.New(cs, ns, kubelock.Options{TTL: k8sTTL})
+		if err != nil {
+			return nil, err
+		}
+		return c.Baton(), nil
+	}
+}
 
 // sqlEntry keeps every SQL row but a gone waiter's intent: the engine
 // leaves it in the table, expired, for the next acquire to reuse; it no
@@ -249,6 +300,24 @@ var rows = []row{
 		sessionTTL: 4*time.Second + 100*time.Millisecond,
 		warm:       true,
 		keep:       sqlEntry,
+	},
+	{
+		name: "k8s",
+		deploy: func(t *testing.T) deployment {
+			path := testenv.K8s(t)
+			return deployment{
+				hosts: []string{testenv.K8sAddr(t)},
+				url:   func([]string) string { return "k8s://?kubeconfig=" + path },
+				// Not baton.Open: a k8s:// URL names no host (its
+				// kubeconfig does), and each client under test must reach
+				// the apiserver through its own fault proxy.
+				dial: k8sDial(path),
+			}
+		},
+		ttl:        k8sTTL,
+		sessionTTL: k8sTTL + 300*time.Millisecond,
+		keep:       liveEntry,
+		parallel:   true,
 	},
 	{
 		name: "mem",

@@ -1,0 +1,204 @@
+package kubelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
+)
+
+func init() { engine.Register(engine.Driver{Open: open, Check: check}, "k8s") }
+
+// protobuf is the apiserver's protobuf encoding.
+const protobuf = runtime.ContentTypeProtobuf
+
+// namespaceFile is where a pod's service account names its namespace.
+const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// target is a k8s:// URL read: where the configuration comes from.
+type target struct {
+	kubeconfig, context, namespace string
+}
+
+// parseURL reads k8s://[?kubeconfig=PATH][&context=NAME][&namespace=NS]:
+// no host, no path, no credentials, each parameter at most once.
+func parseURL(u engine.URL) (target, error) {
+	hosts, tail := u.Hosts()
+	path, query, _ := strings.Cut(tail, "?")
+	switch {
+	case u.HasUser:
+		return target{}, u.Badf("a k8s:// URL takes no credentials: they come from the kubeconfig or the pod's service account")
+	case hosts != "":
+		return target{}, u.Badf("a k8s:// URL names no host: the server comes from the kubeconfig (kubeconfig=PATH) or the pod (k8s://)")
+	case path != "" && path != "/":
+		return target{}, u.Badf("a k8s:// URL has no path (k8s://?namespace=NS)")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return target{}, u.Badf("%v", err)
+	}
+	var t target
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		vs := q[k]
+		if len(vs) != 1 || vs[0] == "" {
+			return target{}, u.Badf("parameter %s: want one non-empty value", k)
+		}
+		switch v := vs[0]; k {
+		case "kubeconfig":
+			t.kubeconfig = v
+		case "context":
+			t.context = v
+		case "namespace":
+			if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+				return target{}, u.Badf("namespace %q: %s", v, strings.Join(errs, "; "))
+			}
+			t.namespace = v
+		default:
+			return target{}, u.Badf("unknown parameter %q: want kubeconfig=, context= or namespace=", k)
+		}
+	}
+	return t, nil
+}
+
+// check checks a k8s:// URL and the options offline.
+func check(cfg engine.Config) error {
+	if _, err := parseURL(cfg.URL); err != nil {
+		return err
+	}
+	_, err := options(cfg).validate()
+	return err
+}
+
+// options are the engine's Options from baton.Open's.
+func options(cfg engine.Config) Options {
+	return Options{TTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer, Process: cfg.Process}
+}
+
+// open serves baton.Open for k8s:// URLs: k8s:// alone is the pod's own
+// service account (rest.InClusterConfig) in the pod's namespace;
+// kubeconfig= and context= read a kubeconfig as kubectl does (context=
+// alone: the default kubeconfig, $KUBECONFIG or ~/.kube/config), in the
+// context's namespace ("default" when it names none); namespace=
+// overrides either. A list of the namespace's Leases proves the
+// connection and the credentials; it is retried until ctx ends, unless
+// the server refuses them (baton.ErrAuth).
+func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
+	t, err := parseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	rc, ns, err := restConfig(cfg.URL, t)
+	if err != nil {
+		return nil, err
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "baton"
+	// baton paces its own requests; client-go's default limiter (5/s,
+	// bursts of 10) would starve the keeper's renewals.
+	rc.QPS, rc.Burst = -1, 0
+	// Every watcher of a name decodes every write of its Lease: protobuf
+	// costs a fraction of JSON there.
+	rc.ContentType = protobuf
+	rc.AcceptContentTypes = protobuf + "," + runtime.ContentTypeJSON
+	if cfg.URL.TLSName != "" {
+		rc.TLSClientConfig.ServerName = cfg.URL.TLSName
+	}
+	// Not rc.Timeout: it bounds a whole response, and a watch is one.
+	rc.Dial = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, cfg.URL.Badf("%v", engine.Scrub(err, rc.BearerToken))
+	}
+	c, err := New(cs, ns, options(cfg))
+	if err != nil {
+		return nil, err
+	}
+	c.secrets = []string{rc.BearerToken, rc.Password}
+	if err := c.ping(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("kubelock: connect %s: %w", cfg.URL.Redacted, err)
+	}
+	return connOf(c), nil
+}
+
+// restConfig builds the client configuration and namespace of t.
+func restConfig(u engine.URL, t target) (*rest.Config, string, error) {
+	if t.kubeconfig == "" && t.context == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, "", u.Badf("not in a pod (%v): give kubeconfig=PATH", err)
+		}
+		ns := t.namespace
+		if ns == "" {
+			b, err := os.ReadFile(namespaceFile)
+			if err != nil {
+				return nil, "", u.Badf("the pod's namespace: %v (give namespace=)", err)
+			}
+			ns = strings.TrimSpace(string(b))
+		}
+		return rc, ns, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if t.kubeconfig != "" {
+		rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: t.kubeconfig}
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: t.context, Context: clientcmdContext(t.namespace)})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", u.Badf("kubeconfig: %v", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", u.Badf("kubeconfig: %v", err)
+	}
+	return rc, ns, nil
+}
+
+// ping lists at most one of the namespace's Leases until it works, the
+// server refuses the credentials, or ctx ends; the error wraps
+// baton.ErrAuth or baton.ErrUnavailable.
+func (c *Client) ping(ctx context.Context) error {
+	delay := 50 * time.Millisecond
+	for {
+		_, err := c.leases.List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: labelManaged + "=" + managedBy})
+		if err == nil {
+			return nil
+		}
+		err = c.classify("list", "*", err)
+		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
+			if !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
+				err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
+			}
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// clientcmdContext overrides the context's namespace when ns is set.
+func clientcmdContext(ns string) clientcmdapi.Context { return clientcmdapi.Context{Namespace: ns} }
