@@ -3,9 +3,10 @@
 # prints the environment the tests read. Sourced by scripts/test.sh; usable
 # by hand:  eval "$(scripts/servers.sh start)"   …   scripts/servers.sh stop
 # `start SET…` starts only the sets named (zk, etcd, redis,
-# redis_private_set, postgres, mariadb, cluster_set, kube, tls,
-# zkensemble); `start --except SET…` starts every set but those named
-# (scripts/test.sh starts kube on its own once its server is built).
+# redis_private_set, postgres, mariadb, cluster_set, kube, kube_fault,
+# tls, zkensemble); `start --except SET…` starts every set but those named
+# (scripts/test.sh starts kube and kube_fault on their own once their
+# server is built).
 #
 # ZooKeeper runs privately with a short tickTime (sessions can expire in
 # about 2 s), maxClientCnxns=0 (hundreds of test sessions from one host)
