@@ -68,8 +68,14 @@ start_redis() {
 # killed node still restarts from its file, which is the failure the
 # setting guards against.
 REDLOCK_PORTS="16381 16382 16383 16384 16385"
+# Each state directory has its own directory there, named by a checksum
+# of its path, so that stopping one set of servers never deletes the
+# files of another's (two state directories run side by side: a
+# developer's and a helper's or CI's).
 AOF_STATE=$STATE
-if [ -d /dev/shm ] && [ -w /dev/shm ]; then AOF_STATE=/dev/shm/baton-servers-$(id -u); fi
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  AOF_STATE=/dev/shm/baton-servers-$(id -u)/$(printf %s "$STATE" | cksum | cut -d' ' -f1)
+fi
 start_private_redis() { # PORT ARGS… (REDIS_DIR= overrides the data directory)
   local port=$1 dir=${REDIS_DIR:-$STATE/redis-$1}; shift
   mkdir -p "$STATE/redis-$port" "$dir"

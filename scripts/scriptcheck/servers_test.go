@@ -93,3 +93,26 @@ func TestStartNamesASetThatFailed(t *testing.T) {
 		t.Errorf("the failed set's environment was printed: %q", stdout.String())
 	}
 }
+
+// TestStopKeepsOtherStateDirs: stopping the servers of one state
+// directory leaves the Redlock files of every other one alone. They all
+// used to share one directory under /dev/shm, which a stop emptied.
+func TestStopKeepsOtherStateDirs(t *testing.T) {
+	shm := fmt.Sprintf("/dev/shm/baton-servers-%d", os.Getuid())
+	if err := os.MkdirAll(shm, 0o755); err != nil {
+		t.Skipf("no /dev/shm here: %v", err)
+	}
+	other := filepath.Join(shm, fmt.Sprintf("redis-other-%d", os.Getpid()))
+	if err := os.WriteFile(other, []byte("another state directory's node"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(other) })
+	cmd := exec.Command("bash", "../servers.sh", "stop")
+	cmd.Env = append(os.Environ(), "BATON_SERVERS_DIR="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("servers.sh stop = %v: %s", err, out)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("stopping one state directory removed %s: %v", other, err)
+	}
+}
