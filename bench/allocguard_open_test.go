@@ -4,6 +4,7 @@ package bench_test
 
 import (
 	"context"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	_ "github.com/baton-go/baton/etcdlock"
+	_ "github.com/baton-go/baton/kubelock"
 	_ "github.com/baton-go/baton/redislock"
 	_ "github.com/baton-go/baton/redlock"
 	_ "github.com/baton-go/baton/sqllock"
@@ -33,6 +35,8 @@ func openURL(tb testing.TB, eng string) string {
 		return "redlock://" + strings.Join(testenv.Redlock(tb), ",") + "?prefix=allocguard-" + engine.NewOwnerID()[:12]
 	case "postgres":
 		return testenv.Postgres(tb)
+	case "kube":
+		return "k8s://?kubeconfig=" + url.QueryEscape(testenv.K8s(tb))
 	case "mysql":
 		return "mysql://" + strings.NewReplacer("tcp(", "", ")", "").Replace(testenv.MySQL(tb))
 	}

@@ -63,6 +63,22 @@
 //   - Redlock: redlock's mutex on five nodes beside go-redsync (one try)
 //     and the floor of two rounds of PING to every node.
 //
+//   - Kubernetes (kube-apiserver): kubelock's Mutex lock+unlock beside
+//     the floor (a Get and a conditional Update to acquire, a Get and a
+//     conditional Update to release, the protocol kubelock and client-go
+//     both follow) and client-go's LeaderElector used as a lock (a new one
+//     per op on a LeaseLock, ReleaseOnCancel: Run until it leads, then
+//     cancel and wait for Run's return), each on a Lease of its own
+//     through one clientset; requests are HTTP requests counted by a
+//     RoundTripper on the rest.Config (by verb, a watch apart). Leader
+//     handoff after a release: from the start of Resign (client-go: the
+//     cancel, until Run returned with the Lease released) to the next
+//     candidate leading, kubelock's Election beside client-go's
+//     LeaderElector at the same lease duration (2s) with client-go's usual
+//     15s/10s/2s scaled to it (RenewDeadline 2/3, RetryPeriod 2/15 of it),
+//     with both candidates' requests and the process's allocations per
+//     handoff. Reported without a target.
+//
 //   - Observer: redislock's uncontended mutex lock+unlock with
 //     Options.Observer nil, batonslog at its default level writing to
 //     io.Discard, and a batonprom Collector on a fresh registry, in
@@ -184,5 +200,7 @@
 // control); the Redis and Redlock pairs lock on the server(s), the counted
 // twins send the commands and round trips their protocol needs, and a
 // Redis client holding 300 leases renews them with the goroutines of one
-// lease and releases them all on Close.
+// lease and releases them all on Close; every Kubernetes pair leaves its
+// Lease held after lock and free after unlock, and each Kubernetes
+// election hands leadership over twice, with a larger epoch each time.
 package bench

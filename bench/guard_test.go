@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/etcdlock"
+	"github.com/baton-go/baton/kubelock"
 	"github.com/baton-go/baton/redislock"
 	"github.com/baton-go/baton/redlock"
 	"github.com/baton-go/baton/sqllock"
@@ -61,6 +62,9 @@ var requestGuards = []requestGuard{
 	{engine: "mysql", max: func(int) int64 { return 2 },
 		why:  "acquire is one autocommitted upsert that takes the row only if it is free and holds a smaller token, with the token sequence's NEXTVAL, which comes back as LAST_INSERT_ID (MariaDB has no UPDATE … RETURNING; no transaction, so no BEGIN or COMMIT: it was 6, then 3 with a counter row bumped first, as MySQL still does), release is one UPDATE",
 		make: func(tb testing.TB) (*countedMutex, int) { return guardSQL(tb, "mysql"), 1 }},
+	{engine: "kube", max: func(int) int64 { return 4 },
+		why:  "every write is decided on a fresh read and conditional on its resourceVersion: a Get and an Update to acquire, a Get and an Update to release, as client-go's LeaderElector does (the waiters' watch opens only when one waits)",
+		make: func(tb testing.TB) (*countedMutex, int) { return guardKube(tb), 1 }},
 }
 
 // TestRequestGuard fails when an engine's uncontended lock+unlock sends
@@ -210,6 +214,21 @@ func guardRedlock(tb testing.TB) *countedMutex {
 		tb.Fatalf("Mutex = %v", err)
 	}
 	return &countedMutex{engine: "redlock", unit: "round trips (all nodes)", m: m, requests: sum.Turns}
+}
+
+func guardKube(tb testing.TB) *countedMutex {
+	cnt := &kubeCounter{}
+	cs, ns := kubeClientset(tb, cnt)
+	c, err := kubelock.New(cs, ns, kubelock.Options{TTL: kubeTTL})
+	if err != nil {
+		tb.Fatalf("kubelock.New = %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	m, err := c.Mutex(kubeLeaseName("guard"))
+	if err != nil {
+		tb.Fatalf("Mutex = %v", err)
+	}
+	return &countedMutex{engine: "kube", unit: "requests", m: m, requests: cnt.requests, breakdown: cnt.snapshot}
 }
 
 func guardSQL(tb testing.TB, name string) *countedMutex {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/zklock"
@@ -25,6 +25,10 @@ type leadership struct {
 	resign func(ctx context.Context) error
 	ended  <-chan struct{} // closed when leadership ends (lost or resigned)
 	epoch  uint64
+	// won, when set, is when the candidate began to lead, for a campaign
+	// that does more after that before it returns (client-go's: it reads
+	// the epoch); otherwise the harness takes Campaign's return.
+	won time.Time
 }
 
 // candidate is one participant of an election, on a session of its own.
@@ -47,6 +51,11 @@ type leaderRig struct {
 	candidate func(tb testing.TB, killable bool) *candidate
 	// entries counts the election's entries, read by an uncounted client.
 	entries func(ctx context.Context) (int, error)
+	// phase, when set, is the longest poll interval of a waiting
+	// candidate: resignHandoffs waits a random part of it once the
+	// waiter is queued, so that the release comes at a random point of
+	// the waiter's polling rather than just after its first read.
+	phase time.Duration
 }
 
 // benchKillTTL is the session timeout and lease TTL of killable candidates:
@@ -98,8 +107,14 @@ func newZKLeaderRig(tb testing.TB) *leaderRig {
 	return r
 }
 
-// batonCampaign adapts queuekit.Election, which both engines return.
-func batonCampaign(el *queuekit.Election) func(context.Context) (leadership, error) {
+// campaigner is a baton election: queuekit's (ZooKeeper, etcd) or
+// leasekit's (kubelock).
+type campaigner interface {
+	Campaign(ctx context.Context) (*baton.Leader, error)
+}
+
+// batonCampaign adapts a baton election.
+func batonCampaign(el campaigner) func(context.Context) (leadership, error) {
 	return func(ctx context.Context) (leadership, error) {
 		ld, err := el.Campaign(ctx)
 		if err != nil {
@@ -236,6 +251,9 @@ func startCampaign(ctx context.Context, c *candidate) *campaignRun {
 		defer close(r.done)
 		r.ld, r.err = c.campaign(ctx)
 		r.at = time.Now()
+		if !r.ld.won.IsZero() {
+			r.at = r.ld.won
+		}
 	}()
 	return r
 }
@@ -282,6 +300,9 @@ func resignHandoffs(ctx context.Context, r *leaderRig, a, b *candidate, k int) (
 		if err := r.awaitQueued(ctx, 2); err != nil {
 			<-run.done
 			return out, err
+		}
+		if r.phase > 0 {
+			time.Sleep(rand.N(r.phase))
 		}
 		t0 := time.Now()
 		if err := cur.resign(ctx); err != nil {

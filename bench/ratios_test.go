@@ -18,7 +18,8 @@ import (
 // (the target column: on ZooKeeper within 5 % of the bare round-trip
 // floor and no slower than zk.Lock; on etcd within 5 % of
 // concurrency.Mutex; on Redis within 5 % of bsm/redislock; on Redlock
-// within 1.3× go-redsync; an observer within 10 % of a nil one). It runs
+// within 1.3× go-redsync; an observer within 10 % of a nil one; the
+// Kubernetes section is reported without a target). It runs
 // only with BATON_BENCH=1. A MISS is reported, not failed (timings are not
 // assertions); BATON_BENCH_STRICT=1 makes a MISS fail the test.
 //
@@ -70,6 +71,7 @@ func TestRatios(t *testing.T) {
 	t.Run("redlock", func(t *testing.T) {
 		misses = append(misses, redlockReport(t, rounds)...)
 	})
+	t.Run("kube", func(t *testing.T) { misses = append(misses, kubeReport(t, rounds)...) })
 	t.Run("observer", func(t *testing.T) {
 		misses = append(misses, observerReport(t, rounds)...)
 	})

@@ -18,6 +18,7 @@ var reportKeys = []struct{ key, heading string }{
 	{"redis", "Redis"},
 	{"redlock", "Redlock"},
 	{"sql", "SQL: PostgreSQL, MariaDB, SQLite"},
+	{"kube", "Kubernetes: kubelock beside client-go's leaderelection"},
 	{"curve-handoff", "Handoff cost curve"},
 	{"curve-throughput", "Throughput against names"},
 	{"curve-held", "Held leases"},
@@ -34,9 +35,9 @@ const readmeIntro = `# baton benchmarks
 A separate module (` + "`github.com/baton-go/baton/bench`" + `, tied to the others by the repository's
 ` + "`go.work`" + `) so the peers it measures never enter the library's go.mod. It measures baton beside
 go-zookeeper's ` + "`zk.Lock`" + `, etcd's ` + "`concurrency.Mutex`" + `, bsm/redislock, go-redsync, the SQL
-databases' own session locks and each engine's bare round-trip floor, on the same servers in the
-same run, and reports ratios against baton's targets, and cost curves on every engine (ZooKeeper,
-etcd, Redis, Redlock, PostgreSQL, MariaDB, SQLite). See doc.go for what is measured and how requests
+databases' own session locks, client-go's LeaderElector and each engine's bare round-trip floor,
+on the same servers in the same run, and reports ratios against baton's targets, and cost curves
+on every engine (ZooKeeper, etcd, Redis, Redlock, PostgreSQL, MariaDB, SQLite). See doc.go for what is measured and how requests
 are counted.
 
 Run the report after starting the servers (it regenerates this file and the charts in
@@ -51,14 +52,14 @@ Run the report after starting the servers (it regenerates this file and the char
   servers instead of the ` + "`BATON_TEST_*`" + ` ones (the uncontended ZooKeeper rows count requests with
   ` + "`mntr`" + `, every client of the server included: use a server nobody else uses during the run).
 - ` + "`BATON_BENCH_STRICT=1`" + ` — a missed target fails the test (by default it is reported only).
-- One section only: ` + "`-run 'TestRatios/sql'`" + ` (or ` + "`/redis`, `/redlock`, `/observer`, `/curves`" + `, …); a
+- One section only: ` + "`-run 'TestRatios/sql'`" + ` (or ` + "`/redis`, `/redlock`, `/kube`, `/observer`, `/curves`" + `, …); a
   partial run does not touch this file.
 
 Without ` + "`BATON_BENCH`" + `, ` + "`go test -race ./...`" + ` runs the smoke: every measured lock+unlock really
 locks and unlocks, the curves at small sizes on every engine, and ` + "`TestRequestGuard`" + `, which fails
 when an engine's uncontended lock+unlock sends more requests than its protocol needs (counted
 exactly on the client's side: ZooKeeper 3, etcd 2, Redis 2, Redlock 2N + N/2 over N nodes,
-PostgreSQL 2, MariaDB 2; the reason for each number is beside it in guard_test.go).
+PostgreSQL 2, MariaDB 2, Kubernetes 4; the reason for each number is beside it in guard_test.go).
 ` + "`TestAllocGuard`" + ` (run without ` + "`-race`" + `, which turns sync.Pool off) fails when baton's
 uncontended lock+unlock allocates more than its ceiling in allocguard_test.go: the fewest
 allocations of one operation over 30, which do not depend on the host.
