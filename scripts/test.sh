@@ -78,9 +78,9 @@ mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\
 [ ${#modules[@]} -gt 0 ] || { echo "test.sh: no modules in go.work" >&2; exit 70; }
 tools=(./scripts/kubeapiserver)
 # The modules whose tests need the kube set (a Kubernetes API server):
-# the Lease engine's, and those that run every engine (the conformance
-# runner in testkit, examples/anyengine).
-kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples)
+# the Lease engine's, those that run every engine (the conformance
+# runner in testkit, examples/anyengine), and the CLI's (k8s:// backends).
+kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples ./cmd/baton)
 gowork() { # MOD: the GOWORK to run MOD's go commands with
   local t
   for t in "${tools[@]}"; do [ "$1" = "$t" ] && echo off && return; done
