@@ -105,7 +105,8 @@ func options(cfg engine.Config) Options {
 // kubeconfig= and context= read a kubeconfig as kubectl does (context=
 // alone: the default kubeconfig, $KUBECONFIG or ~/.kube/config), in the
 // context's namespace ("default" when it names none); namespace=
-// overrides either. A list of the namespace's Leases proves the
+// overrides either; a host:port in the URL is dialled instead of the
+// server (redirect). A list of the namespace's Leases proves the
 // connection and the credentials; it is retried until ctx ends, unless
 // the server refuses them (baton.ErrAuth).
 func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
