@@ -15,12 +15,16 @@
 //	k8s://?namespace=locks                      the same, in namespace locks
 //	k8s://?kubeconfig=/etc/kube.conf            a kubeconfig's current context and its namespace ("default" if none)
 //	k8s://?kubeconfig=/etc/kube.conf&context=prod&namespace=locks
+//	k8s://127.0.0.1:7443?kubeconfig=/etc/kube.conf  the same apiserver, dialled at 127.0.0.1:7443
 //
 // context= alone reads the default kubeconfig ($KUBECONFIG, else
-// ~/.kube/config), as kubectl does. A URL names no host and carries no
-// credentials: both come from the kubeconfig or the pod. Open proves the
-// connection and the credentials by listing the namespace's Leases,
-// retried until the connect timeout; a refusal fails at once with
+// ~/.kube/config), as kubectl does. A URL carries no credentials, and the
+// server comes from the kubeconfig or the pod: a host:port in the URL is
+// only where to dial it (a proxy, a tunnel, a port-forward), and TLS
+// still verifies the server's certificate by the host the kubeconfig (or
+// the pod) names, unless baton.WithTLSServerName says otherwise. Open
+// proves the connection and the credentials by listing the namespace's
+// Leases, retried until the connect timeout; a refusal fails at once with
 // baton.ErrAuth. Open's clientset has client-go's rate limiter off (baton
 // paces its own requests); New takes your clientset as it is, so give its
 // limiter room for two requests per held lock every TTL/3.

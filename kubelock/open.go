@@ -32,29 +32,38 @@ const protobuf = runtime.ContentTypeProtobuf
 // namespaceFile is where a pod's service account names its namespace.
 const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// target is a k8s:// URL read: where the configuration comes from.
+// target is a k8s:// URL read: where the configuration comes from, and
+// the address to dial instead of the configuration's server, if any.
 type target struct {
 	kubeconfig, context, namespace string
+	dial                           string // host:port
 }
 
-// parseURL reads k8s://[?kubeconfig=PATH][&context=NAME][&namespace=NS]:
-// no host, no path, no credentials, each parameter at most once.
+// parseURL reads
+// k8s://[HOST:PORT][?kubeconfig=PATH][&context=NAME][&namespace=NS]: at
+// most one host, with its port; no path, no credentials, each parameter
+// at most once.
 func parseURL(u engine.URL) (target, error) {
 	hosts, tail := u.Hosts()
 	path, query, _ := strings.Cut(tail, "?")
 	switch {
 	case u.HasUser:
 		return target{}, u.Badf("a k8s:// URL takes no credentials: they come from the kubeconfig or the pod's service account")
-	case hosts != "":
-		return target{}, u.Badf("a k8s:// URL names no host: the server comes from the kubeconfig (kubeconfig=PATH) or the pod (k8s://)")
+	case strings.Contains(hosts, ","):
+		return target{}, u.Badf("a k8s:// URL names at most one host: the address to dial instead of the kubeconfig's server")
 	case path != "" && path != "/":
 		return target{}, u.Badf("a k8s:// URL has no path (k8s://?namespace=NS)")
+	}
+	if hosts != "" {
+		if _, port, err := net.SplitHostPort(hosts); err != nil || port == "" {
+			return target{}, u.Badf("host %q: want host:port, the address to dial instead of the kubeconfig's server", hosts)
+		}
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return target{}, u.Badf("%v", err)
 	}
-	var t target
+	t := target{dial: hosts}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		vs := q[k]
 		if len(vs) != 1 || vs[0] == "" {
@@ -96,7 +105,8 @@ func options(cfg engine.Config) Options {
 // kubeconfig= and context= read a kubeconfig as kubectl does (context=
 // alone: the default kubeconfig, $KUBECONFIG or ~/.kube/config), in the
 // context's namespace ("default" when it names none); namespace=
-// overrides either. A list of the namespace's Leases proves the
+// overrides either; a host:port in the URL is dialled instead of the
+// server (redirect). A list of the namespace's Leases proves the
 // connection and the credentials; it is retried until ctx ends, unless
 // the server refuses them (baton.ErrAuth).
 func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
@@ -109,6 +119,9 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		return nil, err
 	}
 	rc = rest.CopyConfig(rc)
+	if err := redirect(rc, t.dial); err != nil {
+		return nil, cfg.URL.Badf("%v", err)
+	}
 	rc.UserAgent = "baton"
 	// baton paces its own requests; client-go's default limiter (5/s,
 	// bursts of 10) would starve the keeper's renewals.
@@ -198,6 +211,29 @@ func (c *Client) ping(ctx context.Context) error {
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// redirect points rc at dial (host:port) instead of its server, keeping
+// the server's scheme and path, while TLS still verifies the server by
+// the name (or address) the configuration gives it: the way through a
+// proxy or a tunnel to the same apiserver. rc as it is when dial is "".
+func redirect(rc *rest.Config, dial string) error {
+	if dial == "" {
+		return nil
+	}
+	su, err := url.Parse(rc.Host)
+	if err != nil || su.Host == "" {
+		su, err = url.Parse("https://" + rc.Host) // a bare host:port, as kubeconfigs allow
+	}
+	if err != nil {
+		return fmt.Errorf("server %q: %v", rc.Host, err)
+	}
+	if rc.TLSClientConfig.ServerName == "" {
+		rc.TLSClientConfig.ServerName = su.Hostname()
+	}
+	su.Host = dial
+	rc.Host = su.String()
+	return nil
 }
 
 // clientcmdContext overrides the context's namespace when ns is set.

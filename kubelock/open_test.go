@@ -26,13 +26,16 @@ func TestCheckURL(t *testing.T) {
 		"k8s://?kubeconfig=/etc/kube.conf",
 		"k8s://?kubeconfig=/etc/kube.conf&context=prod&namespace=locks",
 		"k8s://?context=prod",
+		"k8s://apiserver:6443?kubeconfig=/etc/kube.conf",
+		"k8s://127.0.0.1:16443",
 	} {
 		if err := baton.CheckURL(ok); err != nil {
 			t.Errorf("CheckURL(%q) = %v, want nil", ok, err)
 		}
 	}
 	for _, bad := range []string{
-		"k8s://apiserver:6443",
+		"k8s://apiserver",
+		"k8s://a:6443,b:6443?kubeconfig=x",
 		"k8s://user:secret@/?kubeconfig=x",
 		"k8s://?server=https://x",
 		"k8s://?namespace=Not_A_Namespace",

@@ -82,7 +82,7 @@ tools=(./scripts/kubeapiserver)
 # the Lease engine's, those that run every engine (the conformance
 # runner in testkit, examples/anyengine), and bench (kubelock beside
 # client-go's leaderelection).
-kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples ./bench)
+kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples ./bench ./cmd/baton)
 gowork() { # MOD: the GOWORK to run MOD's go commands with
   local t
   for t in "${tools[@]}"; do [ "$1" = "$t" ] && echo off && return; done

@@ -5,6 +5,7 @@ package backend
 // here; one with a power of the CLI's own also has a row in powers.
 import (
 	_ "github.com/baton-go/baton/etcdlock"
+	_ "github.com/baton-go/baton/kubelock"
 	_ "github.com/baton-go/baton/redislock"
 	_ "github.com/baton-go/baton/redlock"
 	_ "github.com/baton-go/baton/sqllock"

@@ -38,6 +38,8 @@ type power struct {
 	list func(b *Backend) Lister
 	// drillClean removes what a drill leaves under a prefix.
 	drillClean func(b *Backend) func(ctx context.Context, prefix string) error
+	// hosts finds the servers of a URL that names none (DialHosts).
+	hosts func(u URL) ([]string, error)
 }
 
 // powers are the engines' powers by scheme. A table, not a registry:
@@ -47,6 +49,7 @@ var powers = map[string]power{
 	"etcd": etcdPower, "etcds": etcdPower,
 	"redis": redisPower, "rediss": redisPower,
 	"redlock":  redlockPower,
+	"k8s":      kubePower,
 	"postgres": sqlPower, "postgresql": sqlPower, "mysql": sqlPower, "sqlite": sqlPower,
 }
 

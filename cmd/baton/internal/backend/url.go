@@ -125,3 +125,13 @@ func Hosts(u URL) []string {
 	}
 	return out
 }
+
+// DialHosts is Hosts, or for a URL that names no host, the servers its
+// engine finds elsewhere (a kubeconfig's apiserver): the addresses a
+// drill puts its fault proxies in front of.
+func DialHosts(u URL) ([]string, error) {
+	if hosts := Hosts(u); len(hosts) > 0 || powers[u.Scheme].hosts == nil {
+		return hosts, nil
+	}
+	return powers[u.Scheme].hosts(u)
+}

@@ -46,7 +46,11 @@ func drillTarget(ctx context.Context, env *cli.Env, cfg *drillConfig) (scenario.
 		env.Note("drill: --ttl %v: the server gives its clients %v; the drill uses %v", cfg.TTL, ttl, ttl)
 		cfg.TTL = ttl // the clients ask for what they get: no note per client
 	}
-	t := newTarget(env, cfg.Config, admin.Engine)
+	t, err := newTarget(env, cfg.Config, admin.Engine)
+	if err != nil {
+		admin.Close()
+		return scenario.Target{}, nil, err
+	}
 	t.Scan = scanOf(admin, t.Family)
 	t.Clean = admin.DrillClean()
 	return t, admin.Close, nil
@@ -55,14 +59,17 @@ func drillTarget(ctx context.Context, env *cli.Env, cfg *drillConfig) (scenario.
 // newTarget returns the Target of cfg's backend for the engine (without
 // Scan, which needs a connection): its clients and holder children
 // connect with cfg's TTL and connect timeout.
-func newTarget(env *cli.Env, cfg backend.Config, engine string) scenario.Target {
+func newTarget(env *cli.Env, cfg backend.Config, engine string) (scenario.Target, error) {
 	t := scenario.Target{Engine: engine, Family: scenario.Lease, TTL: cfg.TTL}
 	if engine == "zk" || engine == "etcd" {
 		t.Family = scenario.Queue // every waiter is an entry on the server
 	}
 	orig := cfg.URL.Orig
 	if engine != "sqlite" {
-		t.Addrs = backend.Hosts(cfg.URL)
+		var err error
+		if t.Addrs, err = backend.DialHosts(cfg.URL); err != nil {
+			return t, err
+		}
 		// The clients dial fault proxies on 127.0.0.1: TLS must still
 		// verify the servers by the name the URL gives them.
 		cfg.TLSServerName, _, _ = net.SplitHostPort(t.Addrs[0])
@@ -92,7 +99,7 @@ func newTarget(env *cli.Env, cfg backend.Config, engine string) scenario.Target 
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		return cmd
 	}
-	return t
+	return t, nil
 }
 
 // drillClient is one connected client of a drill: a backend of its own.
@@ -123,7 +130,11 @@ func HolderMain(env *cli.Env, args []string) int {
 	if err := backend.Check(&cfg); err != nil {
 		return env.Fail(err)
 	}
-	return scenario.HolderMain(newTarget(env, cfg, env.Getenv(envDrillEngine)))
+	t, err := newTarget(env, cfg, env.Getenv(envDrillEngine))
+	if err != nil {
+		return env.Fail(err)
+	}
+	return scenario.HolderMain(t)
 }
 
 // withHosts returns raw with its host list replaced by dial (raw itself

@@ -80,7 +80,8 @@ clean is for the queue engines (ZooKeeper, etcd). On SQL, Redis and
 Redlock it exits 64: they leave no residue, as their rows and keys expire
 by themselves (a dead holder's within its --ttl; on SQL a release clears
 the row's owner, and a row whose lease expired on the database clock is
-free to the next acquire). baton inspect shows them.
+free to the next acquire). baton inspect shows them. So it does on
+Kubernetes (k8s://), whose holders and waiters on a Lease expire alike.
 
 Flags:
   --backend URL          as for baton run (default $BATON_BACKEND)
@@ -92,8 +93,8 @@ Flags:
                          ~/.local/state/baton)
 
 Exit codes: 0 done (or dry run printed); 64 usage, including a request to
-remove the lock directory, and a SQL, Redis or Redlock backend; 66
---force-release names no entry of the queue; 69 backend unreachable; 73
-the evidence could not be saved (nothing was removed); 77 authentication
-or TLS refused.
+remove the lock directory, and a SQL, Redis, Redlock or Kubernetes
+backend; 66 --force-release names no entry of the queue; 69 backend
+unreachable; 73 the evidence could not be saved (nothing was removed); 77
+authentication or TLS refused.
 `

@@ -28,6 +28,13 @@ Flags:
                          Redlock on >= 3 independent servers, listed in the same
                          order by every client (mutex only; prefix= sets the
                          key prefix).
+                         k8s://?kubeconfig=PATH[&context=C][&namespace=NS]:
+                         Leases in the context's namespace (k8s:// alone: the
+                         pod's service account and namespace).
+                         k8s://h:port?kubeconfig=… dials the kubeconfig's
+                         apiserver at h:port (a proxy, a tunnel), its
+                         certificate still checked against the kubeconfig's
+                         server name.
   --ttl D                session timeout (ZooKeeper; the server may clamp it),
                          lease TTL (etcd; rounded up to whole seconds) or the
                          renewed lease of the row or key (SQL, Redis, Redlock;
@@ -86,8 +93,8 @@ Durations: 500ms, 15s, 2m, or a bare number of seconds.
 
 COMMAND's environment adds BATON_LOCK (NAME without outer "/"), BATON_TOKEN
 (the fencing token, decimal) and BATON_ENGINE (zk, etcd, postgres, mysql,
-sqlite, redis or redlock), and sets BATON_BACKEND to the backend baton used
-(the embedded default too), so a nested baton run finds it; a user and
+sqlite, redis, redlock or kube), and sets BATON_BACKEND to the backend baton
+used (the embedded default too), so a nested baton run finds it; a user and
 password written in the URL are left out of it (--log-level info says so):
 the nested run takes them from the variables below, which COMMAND inherits.
 A BATON_BACKEND that is set but empty or blank exits 64. The embedded
