@@ -2,8 +2,8 @@ package kubelock_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -32,8 +32,8 @@ type Options struct {
 	// client's keeper; 0 means DefaultTTL. It must be in 300ms…
 	// baton.MaxTTL and whole milliseconds (the state annotation's unit);
 	// the Lease's leaseDurationSeconds is the TTL rounded up to whole
-	// seconds (and one more below 3s, see the package doc), so that
-	// client-go never takes over a lease baton still holds.
+	// seconds, plus one (see the package doc), so that client-go never
+	// takes over a lease baton still holds.
 	TTL time.Duration
 
 	// TokenFloor is added to every fencing token: a token is the name's
