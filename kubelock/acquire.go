@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
+
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/engine/leasekit"
@@ -45,6 +47,9 @@ type attempts struct {
 	// unknown: the last failed attempt sent a write whose answer never
 	// came (see Forget).
 	unknown bool
+	// woke and prev are the wake-up channels of this attempt's watch and
+	// the previous one's (see base).
+	woke, prev <-chan struct{}
 }
 
 // Begin starts one acquire for package leasekit.
@@ -57,7 +62,26 @@ func (a *attempts) Watch(n int) (<-chan struct{}, func()) {
 	if !a.req.Wait || n == 0 {
 		return nil, func() {}
 	}
-	return a.c.hub.watch(a.req.Name, false)
+	ch, stop := a.c.hub.watch(a.req.Name, false)
+	a.prev, a.woke = a.woke, ch
+	return ch, stop
+}
+
+// base is the Lease to decide on without reading it: the one the watch
+// delivered, when an event of it woke this acquire (the channel of the
+// previous attempt's watch is closed). A wake-up by a release of this
+// client, before the event came, decides on a Lease without the release:
+// the event wakes the acquire again.
+func (a *attempts) base() *coordv1.Lease {
+	if a.prev == nil {
+		return nil
+	}
+	select {
+	case <-a.prev:
+		return a.c.hub.latest(a.req.Name)
+	default:
+		return nil
+	}
 }
 
 // ref is how the keeper renews and releases owner's entries of the name.
@@ -81,10 +105,8 @@ type outcome struct {
 
 func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	res := leasekit.Result{Sent: time.Now(), Ref: a.ref()}
-	var (
-		out outcome
-		tr  trace
-	)
+	var out outcome
+	tr := trace{base: a.base()}
 	err := a.c.modify(ctx, a.req.Name, attemptRaces, &tr, func(v *view, seen *seen, now time.Time) (bool, error) {
 		out = outcome{}
 		write := a.decide(v, seen, now, n, &out)

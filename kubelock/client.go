@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -147,6 +148,10 @@ type trace struct {
 	// it, not from the attempt's start, which lost races may have made
 	// long ago.
 	sent time.Time
+	// base, if set, is the Lease as a watch event just delivered it: the
+	// first decision is made on it instead of a read (a conditional write
+	// on a stale one only loses a race).
+	base *coordv1.Lease
 	// optional, set by decide, marks a write that may be skipped when it
 	// loses a race (a waiter's refresh, made again at its next attempt):
 	// it is not retried, leaving the Lease to the writes that must land.
@@ -168,12 +173,18 @@ func (c *Client) modify(ctx context.Context, lock string, races int, tr *trace, 
 	}
 	name := objectName(lock)
 	for try := 0; ; try++ {
-		cur, err := c.leases.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cur, err = nil, nil
-		}
-		if err != nil {
-			return c.classify("get", name, err)
+		var (
+			cur *coordv1.Lease
+			err error
+		)
+		if cur, tr.base = tr.base, nil; cur == nil {
+			cur, err = c.leases.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				cur, err = nil, nil
+			}
+			if err != nil {
+				return c.classify("get", name, err)
+			}
 		}
 		now := time.Now()
 		tr.answered, tr.optional = now, false

@@ -74,7 +74,10 @@
 // grant), or the owners of the readers or permits joined by "," (the
 // first four, then "+N"); a change of holder sets acquireTime and adds one
 // to leaseTransitions; every grant and renewal sets renewTime and
-// leaseDurationSeconds (the TTL rounded up to whole seconds); the last
+// leaseDurationSeconds (the TTL rounded up to whole seconds, plus one:
+// client-go compares records with whole-second times, so it cannot tell
+// two renewals in one second apart, and may count a lease from up to a
+// second before baton's last renewal); the last
 // release writes what client-go's release writes: an empty
 // holderIdentity and leaseDurationSeconds 1. A holderIdentity that is not
 // what the state's holders project to was written by someone else (a

@@ -31,8 +31,8 @@ func TestLockUnlock(t *testing.T) {
 	if got := holderOf(lease); got != l1.Owner() {
 		t.Errorf("holderIdentity = %q, want the grant's owner %q", got, l1.Owner())
 	}
-	if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 2 {
-		t.Errorf("leaseDurationSeconds = %v, want 2 (1.5s rounded up)", d)
+	if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 3 {
+		t.Errorf("leaseDurationSeconds = %v, want 3 (1.5s rounded up, and a second for client-go's whole-second times)", d)
 	}
 	if l, err := m2.TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Errorf("TryLock while held = %v, %v, want ErrNotAcquired", l, err)

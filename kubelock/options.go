@@ -32,8 +32,8 @@ type Options struct {
 	// client's keeper; 0 means DefaultTTL. It must be in 300ms…
 	// baton.MaxTTL and whole milliseconds (the state annotation's unit);
 	// the Lease's leaseDurationSeconds is the TTL rounded up to whole
-	// seconds, so client-go and kubectl never see a shorter lease than
-	// baton keeps.
+	// seconds, plus one (see the package doc), so that client-go never
+	// takes over a lease baton still holds.
 	TTL time.Duration
 
 	// TokenFloor is added to every fencing token: a token is the name's

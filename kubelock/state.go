@@ -216,8 +216,8 @@ func (v *view) encode(objName, ns string, now time.Time) (*coordv1.Lease, error)
 // its record: holderIdentity the holders' projection; on a change of
 // holder to a new one, acquireTime now and leaseTransitions + 1; while
 // held, renewTime now and leaseDurationSeconds the longest lease time in
-// whole seconds, rounded up (client-go then waits at least as long as
-// baton does). With no holder left it writes what client-go's release
+// whole seconds, rounded up, plus one (client-go then waits longer than
+// baton holds; see the comment inside). With no holder left it writes what client-go's release
 // writes: an empty holderIdentity, leaseDurationSeconds 1, acquireTime
 // and renewTime now, leaseTransitions unchanged. renewTime is this
 // client's clock and informs only: no reader compares it with its own
@@ -245,7 +245,13 @@ func project(spec *coordv1.LeaseSpec, holders []entry, now time.Time) {
 	for _, h := range holders {
 		longest = max(longest, h.TTL)
 	}
-	secs := int32((longest + 999) / 1000)
+	// Rounded up, and a second more: client-go compares records with
+	// their times in whole seconds (LeaderElectionRecord's metav1.Time),
+	// so a renewal in the same second as the one before (they come every
+	// TTL/3, and a slow read can bring two closer) changes nothing it
+	// sees, and it may count the lease from up to a second before baton's
+	// last renewal. The second more keeps its takeover after baton's Lost.
+	secs := int32((longest+999)/1000) + 1
 	spec.LeaseDurationSeconds = &secs
 	if id != old {
 		transitions++

@@ -35,10 +35,14 @@ type hub struct {
 
 // nameWatch is the watch of one lock name.
 type nameWatch struct {
-	lock   string
-	refs   int
-	ch     chan struct{} // closed at the next wake of the waiters
-	obs    chan struct{} // closed at the next change of holder (Observe)
+	lock string
+	refs int
+	ch   chan struct{} // closed at the next wake of the waiters
+	obs  chan struct{} // closed at the next change of holder (Observe)
+	// last is the Lease as the last event delivered it (nil: gone, or
+	// no event yet), set before the watchers are woken, so that a waiter
+	// woken by an event decides on it without reading it again.
+	last   *coordv1.Lease
 	cancel context.CancelFunc
 	linger *time.Timer // stops the watch after lingerFor without watchers
 }
@@ -108,6 +112,27 @@ func (h *hub) wake(lock string, frees bool) {
 	}
 }
 
+// setLast records the Lease an event delivered.
+func (h *hub) setLast(w *nameWatch, obj *coordv1.Lease, gone bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.last = obj
+	if gone {
+		w.last = nil
+	}
+}
+
+// latest returns the Lease of lock as its watch last delivered it, nil
+// when the watch has none.
+func (h *hub) latest(lock string) *coordv1.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w := h.names[lock]; w != nil {
+		return w.last
+	}
+	return nil
+}
+
 // close stops every watch and waits for their goroutines.
 func (h *hub) close() {
 	h.mu.Lock()
@@ -171,6 +196,7 @@ func (h *hub) follow(ctx context.Context, w *nameWatch, wi watch.Interface, last
 				h.c.obs.observeSpec(obj, time.Now())
 				cur = sigOf(obj)
 			}
+			h.setLast(w, obj, ev.Type == watch.Deleted)
 			switch {
 			case first || frees(last, cur):
 				h.wake(w.lock, true)
@@ -195,23 +221,20 @@ func sigOf(obj *coordv1.Lease) sig {
 }
 
 // frees reports whether the change from a to b may let a waiter in: a
-// holder left (the holders changed and no token was minted), the Lease
-// went away, or a waiter left the queue. A grant frees nothing (it mints
-// a token), nor does a waiter who joined, a renewal or a refresh: waking
-// every waiter of a busy semaphore at each grant made them all read and
-// race the holders' releases, which then lost their leases.
+// waiter left the queue (it gave up, or was granted: the ones behind it
+// move up, and another permit may be free), a holder left without a
+// grant (no token minted: a release, or a foreign holder's change), or
+// the Lease went away. A newcomer's grant frees nothing (it mints a token
+// and takes no waiter out), nor does a waiter who joined, a renewal or a
+// refresh: waking every waiter of a busy semaphore at each of them made
+// them all read and race the holders' releases, which lost their leases.
 func frees(a, b sig) bool {
-	switch {
-	case a.gone || b.gone:
+	if a.gone || b.gone {
 		return a != b
-	case a.counter != b.counter:
-		return false
-	case a.holder != b.holder:
-		return true
 	}
 	na, _ := strconv.Atoi(a.waiters)
 	nb, _ := strconv.Atoi(b.waiters)
-	return nb < na
+	return nb < na || a.counter == b.counter && a.holder != b.holder
 }
 
 // changed reports whether the change from a to b is one an observer of
