@@ -251,8 +251,9 @@ func pause(ctx context.Context, try int) error {
 	}
 }
 
-// classify marks an API error: a refused identity (401) or a missing
-// permission (403) wraps baton.ErrAuth, and is final (the apiserver's
+// classify marks an API error: a refused identity (401), a missing
+// permission (403) or a refused certificate (tlsRefused) wraps
+// baton.ErrAuth, and is final (the apiserver's
 // message names the verb and the resource: `leases.coordination.k8s.io
 // "x" is forbidden: User "u" cannot update resource "leases" …`); a
 // request the server refused as invalid is final too; anything else —
@@ -262,7 +263,7 @@ func pause(ctx context.Context, try int) error {
 func (c *Client) classify(verb, name string, err error) error {
 	err = engine.Scrub(err, c.secrets...)
 	switch {
-	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || tlsRefused(err):
 		return leasekit.Permanent(fmt.Errorf("%w: %s Lease %s/%s: %w", baton.ErrAuth, verb, c.ns, name, err))
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err):
 		return leasekit.Permanent(fmt.Errorf("%s Lease %s/%s: %w", verb, c.ns, name, err))

@@ -108,7 +108,9 @@ func options(cfg engine.Config) Options {
 // overrides either; a host:port in the URL is dialled instead of the
 // server (redirect). A list of the namespace's Leases proves the
 // connection and the credentials; it is retried until ctx ends, unless
-// the server refuses them (baton.ErrAuth).
+// the server refuses them (baton.ErrAuth). Then checkAccess asks whether
+// the identity may create and update Leases, so that a missing verb
+// fails Open, not the first renewal.
 func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	t, err := parseURL(cfg.URL)
 	if err != nil {
@@ -146,6 +148,13 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	c.secrets = []string{rc.BearerToken, rc.Password}
 	if err := c.ping(ctx); err != nil {
 		_ = c.Close()
+		return nil, fmt.Errorf("kubelock: connect %s: %w", cfg.URL.Redacted, err)
+	}
+	if err := checkAccess(ctx, cs, ns); err != nil {
+		_ = c.Close()
+		if !errors.Is(err, baton.ErrAuth) {
+			err = c.classify("review", "*", err)
+		}
 		return nil, fmt.Errorf("kubelock: connect %s: %w", cfg.URL.Redacted, err)
 	}
 	return connOf(c), nil

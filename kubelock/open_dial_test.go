@@ -75,5 +75,10 @@ func TestOpenDialHost(t *testing.T) {
 	if errors.Is(err, baton.ErrInvalidOption) {
 		t.Errorf("Open with a certificate for another name = %v, a usage error", err)
 	}
+	// A refused certificate is a setting to fix (the CLI's exit 77), not
+	// a server to wait for: Open fails at once with ErrAuth.
+	if !errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		t.Errorf("Open with a certificate for another name = %v, want ErrAuth alone", err)
+	}
 	t.Logf("certificate for another name: %v", err)
 }

@@ -157,12 +157,21 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := baton.Open(opCtx(t, 10*time.Second), "k8s://?kubeconfig="+testenv.K8sNoUpdate(t), baton.WithTTL(testTTL))
-	if err != nil {
-		t.Fatalf("Open as the user without update = %v (it may list)", err)
+	// Open asks the apiserver whether the identity may create and update
+	// Leases: without update it fails at once, on any name, rather than
+	// granting a fresh name by create and losing it at the first renewal.
+	_, err = baton.Open(opCtx(t, 10*time.Second), "k8s://?kubeconfig="+testenv.K8sNoUpdate(t), baton.WithTTL(testTTL))
+	if !errors.Is(err, baton.ErrAuth) || errors.Is(err, baton.ErrUnavailable) {
+		t.Fatalf("Open as the user without update = %v, want an error wrapping ErrAuth alone", err)
 	}
-	defer func() { _ = c.Close() }()
-	m, _ := c.Mutex(name)
+	if msg := err.Error(); !strings.Contains(msg, "update") || !strings.Contains(msg, "leases") {
+		t.Errorf("Open without update = %q, want the verb and the resource named", msg)
+	}
+	t.Logf("Open without update: %v", err)
+	// A client on the caller's own clientset makes no such check: the
+	// update itself is refused, as final.
+	rc, ns := kubeconfig(t, testenv.K8sNoUpdate(t))
+	m, _ := clientOn(t, clientset(t, rc), ns, kubelock.Options{}).Mutex(name)
 	_, err = m.Lock(opCtx(t, 10*time.Second))
 	if !errors.Is(err, baton.ErrAuth) {
 		t.Fatalf("Lock without update = %v, want an error wrapping ErrAuth", err)
@@ -170,7 +179,7 @@ func TestAuth(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "update") || !strings.Contains(msg, "leases") {
 		t.Errorf("Lock without update = %q, want the verb and the resource named", msg)
 	}
-	t.Logf("without update: %v", err)
+	t.Logf("Lock without update: %v", err)
 
 	lc, err := baton.Open(opCtx(t, 10*time.Second), "k8s://?kubeconfig="+testenv.K8sLimited(t), baton.WithTTL(testTTL))
 	if err != nil {

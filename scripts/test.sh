@@ -80,8 +80,8 @@ mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\
 tools=(./scripts/kubeapiserver)
 # The modules whose tests need the kube set (a Kubernetes API server):
 # the Lease engine's, those that run every engine (the conformance
-# runner in testkit, examples/anyengine), and bench (kubelock beside
-# client-go's leaderelection).
+# runner in testkit, examples/anyengine), bench (kubelock beside
+# client-go's leaderelection) and cmd/baton (the CLI on k8s://).
 kube_modules=(./kubelock ./scripts/kubeapiserver ./testkit ./examples ./bench ./cmd/baton)
 gowork() { # MOD: the GOWORK to run MOD's go commands with
   local t
