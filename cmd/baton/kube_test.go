@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 )
 
@@ -143,4 +144,31 @@ func TestKubeDrill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExporterKube: the exporter serves a lock on Kubernetes: its holder
+// and the holder's token, exactly; after the release the next holder's
+// larger token replaces it. (A mutex's waiters keep no entry on a Lease,
+// so none is counted.)
+func TestExporterKube(t *testing.T) {
+	t.Parallel()
+	url, name := kubeURL(t), lockName(t)
+	c, err := baton.Open(t.Context(), url)
+	if err != nil {
+		t.Fatalf("baton.Open(%s) = %v", url, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	first := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
+	base, _, _ := startExporter(t, url, name)
+	waitMetrics(t, base, name, map[string]float64{
+		"baton_lock_entries": 1, "baton_lock_holders": 1, "baton_lock_holder_token": float64(first.Token()),
+	})
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatalf("Release() = %v", err)
+	}
+	second := holdLock(t, name, func() (baton.Locker, error) { return c.Mutex(name) })
+	if second.Token() <= first.Token() {
+		t.Fatalf("next token %d <= first %d", second.Token(), first.Token())
+	}
+	waitMetrics(t, base, name, map[string]float64{"baton_lock_holders": 1, "baton_lock_holder_token": float64(second.Token())})
 }
