@@ -171,4 +171,25 @@ func TestExporterKube(t *testing.T) {
 		t.Fatalf("next token %d <= first %d", second.Token(), first.Token())
 	}
 	waitMetrics(t, base, name, map[string]float64{"baton_lock_holders": 1, "baton_lock_holder_token": float64(second.Token())})
+
+	// A PREFIX: the locks directly under it, read from the Leases' name
+	// annotations (not the deeper one).
+	dir := lockName(t)
+	var held []*baton.Lease
+	for _, n := range []string{dir + "/a", dir + "/b", dir + "/a/deeper"} {
+		held = append(held, holdLock(t, n, func() (baton.Locker, error) { return c.Mutex(n) }))
+	}
+	base, _, _ = startExporter(t, url, dir+"/*")
+	for i, n := range []string{dir + "/a", dir + "/b"} {
+		waitMetrics(t, base, n, map[string]float64{"baton_lock_holders": 1, "baton_lock_holder_token": float64(held[i].Token())})
+	}
+	for _, mf := range scrape(t, base) {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == dir+"/a/deeper" {
+					t.Errorf("the exporter of %s/* serves %s/a/deeper, which is not directly under it", dir, dir)
+				}
+			}
+		}
+	}
 }
