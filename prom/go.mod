@@ -1,6 +1,6 @@
 module github.com/baton-go/baton/prom
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
