@@ -101,16 +101,35 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	return c.c.Inspect(ctx, name)
 }
 
-// As returns what only c's engine can do, as T: the engine's own client
-// (*redislock.Client for its Stats, *zklock.Client for its session,
-// *sqllock.Client for Migrate and Prune) or an interface it implements.
-// ok is false when the engine has no such thing. Like database/sql's
-// Conn.Raw, it lets code reach one engine's powers without a type switch
-// on engines it does not know.
-func As[T any](c *Client) (T, bool) {
-	if v, ok := c.c.Raw().(T); ok {
-		return v, true
+// As returns what only one engine can do, as T. v is a *Client, and T
+// the engine's own client (*redislock.Client for its Stats,
+// *zklock.Client for its session, *sqllock.Client for Migrate and Prune)
+// or an interface it implements; or v is a *Mutex, *RWMutex, *Semaphore
+// or *Election, and T an interface of the engine's lock object (the lease
+// engines' LockFor, a semaphore's OnDisagreement, Redis's Key). ok is
+// false when the engine has no such thing, or v is none of those types.
+// Like database/sql's Conn.Raw and gocloud's As, it reaches one engine's
+// powers without a type switch over engines the caller does not know.
+func As[T any](v any) (T, bool) {
+	var zero T
+	var r any
+	switch v := v.(type) {
+	case *Client:
+		if t, ok := v.c.Raw().(T); ok {
+			return t, true
+		}
+		r = v.c
+	case *Mutex:
+		r = v.l
+	case *RWMutex:
+		r = v.rw
+	case *Semaphore:
+		r = v.s
+	case *Election:
+		r = v.e
+	default:
+		return zero, false
 	}
-	v, ok := c.c.(T)
-	return v, ok
+	t, ok := r.(T)
+	return t, ok
 }

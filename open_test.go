@@ -105,3 +105,29 @@ func TestClientRecipesReportBadNames(t *testing.T) {
 		t.Errorf("Election(\"\") = %v, %v; want nil, ErrInvalidName", e, err)
 	}
 }
+
+// TestAsLockObjects: As reaches the engine's own lock objects behind the
+// root's, by an interface, and refuses what they lack or is not baton's.
+func TestAsLockObjects(t *testing.T) {
+	srv := memlock.NewServer(memlock.Options{})
+	defer srv.Close()
+	c := srv.Client("a").Baton()
+	defer c.Close()
+	type named interface{ Name() string }
+	m, _ := c.Mutex("jobs/a")
+	rw, _ := c.RWMutex("jobs/b")
+	s, _ := c.Semaphore("jobs/c", 2)
+	e, _ := c.Election("jobs/d")
+	for _, v := range []any{m, rw, s, e} {
+		n, ok := baton.As[named](v)
+		if !ok || !strings.HasPrefix(n.Name(), "jobs/") {
+			t.Errorf("As[named](%T) = %v, %v; want the engine's lock object", v, n, ok)
+		}
+		if _, ok := baton.As[interface{ Nope() }](v); ok {
+			t.Errorf("As of a method %T's engine object lacks reported ok", v)
+		}
+	}
+	if _, ok := baton.As[named]("jobs/a"); ok {
+		t.Error("As of a value that is not baton's reported ok")
+	}
+}
