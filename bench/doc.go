@@ -98,7 +98,7 @@
 //     Targets: requests per handoff flat (≤ 1.1× from the fewest waiters
 //     to the most), p50 at the most ≤ 1.5× at the fewest, goroutines
 //     independent of the leases held, throughput over the most names
-//     ≥ 0.8× the floor's. The curves count requests exactly on the
+//     ≥ 0.9× the floor's. The curves count requests exactly on the
 //     client's side: ZooKeeper request frames by opcode through a proxy
 //     (pings told apart by opcode), etcd calls (keepalives left out), and
 //     request flights through turnProxy for the others (for Redis and

@@ -628,7 +628,7 @@ func smokeCounted(t *testing.T, pairs []*pair, turns *turnProxy) {
 var sqlTargets = map[string]struct {
 	ratio   float64
 	flights float64
-}{"postgres": {1.3, 0}, "mysql": {1.5, 2}, "sqlite": {2.0, 0}}
+}{"postgres": {1.1, 0}, "mysql": {1.3, 2}, "sqlite": {1.5, 0}}
 
 // sqlVerdict judges one database's lock+unlock against sqlTargets, and
 // returns the target's text, PASS or MISS, and the miss to report.
