@@ -221,11 +221,11 @@ func redisEngine(t *testing.T) *engine {
 // before it) and starts the client's pub/sub goroutine, which a client
 // runs from its first wait until Close: a row that counts baton's
 // goroutines around one call must not see it start inside that call.
-func warmRedis(c *redislock.Client) error {
+func warmRedis(c *baton.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Entries(ctx, "drill/warm"); err != nil {
-		return fmt.Errorf("Entries = %w", err)
+	if _, err := redisEntries(c)(ctx, "drill/warm"); err != nil {
+		return fmt.Errorf("Inspect = %w", err)
 	}
 	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 	if err != nil {
@@ -247,12 +247,33 @@ func warmRedis(c *redislock.Client) error {
 	return nil
 }
 
+// redisEntries lists the holders and waiting intents of a name as c
+// inspects them, "<recipe>/holder/<owner>" and "<recipe>/waiting/<waiter>",
+// holders first.
+func redisEntries(c *baton.Client) func(context.Context, string) ([]string, error) {
+	return func(ctx context.Context, name string) ([]string, error) {
+		in, err := c.Inspect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		es := make([]string, 0, len(in.Holders)+len(in.Waiters))
+		for _, e := range in.Holders {
+			es = append(es, e.Mode+"/holder/"+e.Owner)
+		}
+		for _, e := range in.Waiters {
+			es = append(es, e.Mode+"/waiting/"+e.Owner)
+		}
+		return es, nil
+	}
+}
+
 // redisScan is the orphan scan of a redislock client: the name's holders
 // and waiting intents, and any key of the name that has no expiry (a key
 // that would block or leak forever).
-func redisScan(c *redislock.Client, rdb *redis.Client) func(context.Context, string) ([]string, error) {
+func redisScan(c *baton.Client, rdb *redis.Client) func(context.Context, string) ([]string, error) {
+	entries := redisEntries(c)
 	return func(ctx context.Context, name string) ([]string, error) {
-		es, err := c.Entries(ctx, name)
+		es, err := entries(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +281,11 @@ func redisScan(c *redislock.Client, rdb *redis.Client) func(context.Context, str
 		if err != nil {
 			return nil, err
 		}
-		keys := []string{m.Key(), m.Key() + ":waiters"}
+		k, ok := baton.As[interface{ Key() string }](m)
+		if !ok {
+			return nil, fmt.Errorf("%s mutex has no Key", c.Engine())
+		}
+		keys := []string{k.Key(), k.Key() + ":waiters"}
 		pipe := rdb.Pipeline()
 		ttls := make([]*redis.DurationCmd, len(keys))
 		for i, k := range keys {
@@ -434,12 +459,12 @@ func dialRedisChild(ctx context.Context, engine, endpoint string) (*lockClient, 
 			closeAll()
 			return nil, err
 		}
-		if _, err := c.Entries(ctx, "drill/warm"); err != nil {
+		if _, err := redisEntries(c)(ctx, "drill/warm"); err != nil {
 			c.Close()
 			closeAll()
 			return nil, err
 		}
-		lc.mutex, lc.entries = lockerOf(c.Mutex), c.Entries
+		lc.mutex, lc.entries = lockerOf(c.Mutex), redisEntries(c)
 		lc.close = func() error { err := c.Close(); closeAll(); return err }
 	case "redlock":
 		nodes := make([]redis.UniversalClient, len(rdbs))
