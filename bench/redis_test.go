@@ -182,7 +182,7 @@ func redisEntries(c *baton.Client, name string) func(context.Context) (int, erro
 
 // redisPairs builds on rdb:
 //
-//   - baton: redislock's Mutex, lock+unlock (one script call each way;
+//   - baton: redislock's mutex, lock+unlock (one script call each way;
 //     the acquire also mints the fencing token).
 //   - floor: PING + PING, the two round trips any lock needs.
 //   - peer: bsm/redislock Obtain + Release (SET NX PX, then a
