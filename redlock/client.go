@@ -130,7 +130,7 @@ type hooks struct {
 // go-redis honours a context's deadline on a blocked socket read only
 // with ContextTimeoutEnabled; baton's per-node deadlines hold either way,
 // because every node request runs in a goroutine the call abandons at its
-// deadline (see Close for when those goroutines end).
+// deadline (the client's Close waits for them: see close).
 //
 // Its *baton.Client has the mutex only: RWMutex, Semaphore and Election
 // fail with an error wrapping baton.ErrInvalidOption. Its Close closes the
