@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,10 +64,7 @@ func observedPair(tb testing.TB, rdb *redis.Client, impl string, obs baton.Obser
 	if err != nil {
 		tb.Fatalf("Mutex = %v", err)
 	}
-	p := batonPair(m, "redislock Mutex, Observer "+impl, func(ctx context.Context) (int, error) {
-		es, err := c.Entries(ctx, "baton")
-		return len(es), err
-	})
+	p := batonPair(m, "redislock Mutex, Observer "+impl, redisEntries(c, "baton"))
 	p.impl = impl
 	return p
 }

@@ -171,9 +171,18 @@ func countKeys(ctx context.Context, rdb redis.UniversalClient, prefix string) (i
 	}
 }
 
+// redisEntries counts the holders and waiters of name as c inspects
+// them: one while the mutex is held, none once it is released.
+func redisEntries(c *baton.Client, name string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		in, err := c.Inspect(ctx, name)
+		return len(in.Holders) + len(in.Waiters), err
+	}
+}
+
 // redisPairs builds on rdb:
 //
-//   - baton: redislock's Mutex, lock+unlock (one script call each way;
+//   - baton: redislock's mutex, lock+unlock (one script call each way;
 //     the acquire also mints the fencing token).
 //   - floor: PING + PING, the two round trips any lock needs.
 //   - peer: bsm/redislock Obtain + Release (SET NX PX, then a
@@ -191,10 +200,7 @@ func redisPairs(tb testing.TB, rdb *redis.Client) []*pair {
 	if err != nil {
 		tb.Fatalf("Mutex(%q) = %v", name, err)
 	}
-	bp := batonPair(m, "redislock Mutex", func(ctx context.Context) (int, error) {
-		es, err := c.Entries(ctx, name)
-		return len(es), err
-	})
+	bp := batonPair(m, "redislock Mutex", redisEntries(c, name))
 
 	ping := func(ctx context.Context) error {
 		s, err := rdb.Ping(ctx).Result()
@@ -375,17 +381,21 @@ func holdMany(t *testing.T, n int, ttl time.Duration, periods int) heldReport {
 	// began, so that each window holds one round per period whatever the
 	// rounds' jitter.
 	period := ttl / 3
-	st0 := c.Stats()
-	for wait := time.Now().Add(3 * period); c.Stats().Rounds == st0.Rounds; {
+	rc, ok := baton.As[*redislock.Client](c)
+	if !ok {
+		t.Fatal("As[*redislock.Client] failed")
+	}
+	st0 := rc.Stats()
+	for wait := time.Now().Add(3 * period); rc.Stats().Rounds == st0.Rounds; {
 		if time.Now().After(wait) {
 			t.Fatalf("no renewal round within %v of holding %d leases (TTL %v)", 3*period, n, ttl)
 		}
 		time.Sleep(period / 50)
 	}
 	time.Sleep(period / 2)
-	t0, c0, cmd0, st1, m1 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats(), readMem()
+	t0, c0, cmd0, st1, m1 := turns.Turns(), processCPU(), cmds.snapshot(), rc.Stats(), readMem()
 	time.Sleep(time.Duration(periods) * period)
-	t1, c1, cmd1, st2, m2 := turns.Turns(), processCPU(), cmds.snapshot(), c.Stats(), readMem()
+	t1, c1, cmd1, st2, m2 := turns.Turns(), processCPU(), cmds.snapshot(), rc.Stats(), readMem()
 	hr.renewAllocs, _ = m2.perOp(m1, periods)
 	hr.flights = float64(t1-t0) / float64(periods)
 	hr.cpu = (c1 - c0) / time.Duration(periods)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redlock"
 	"github.com/go-redsync/redsync/v4"
@@ -84,20 +85,31 @@ func allNodes(n, total int) int {
 	return 100 + n
 }
 
-// majorityOf is allNodes for baton's Redlock, whose acquire returns once
-// a majority granted: a node that answers later may hold the key a moment
-// after Lock returns (a loaded run saw 4 of 5), so a majority counts as
-// held; after a release no node may hold it.
-func majorityOf(n, total int) int {
-	if n > total/2 {
-		return 1
+// redlockHeld is allNodes for baton's Redlock, as c inspects the nodes:
+// its acquire returns once a majority granted, and a node that answers
+// later may hold the key a moment after Lock returns (a loaded run saw 4
+// of 5), so a majority counts as held (1); after a release no node may
+// hold it (0); an owner on fewer nodes than a majority counts 100 + the
+// number of such owners. It fails when a node does not answer.
+func redlockHeld(c *baton.Client, name string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		in, err := c.Inspect(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		if len(in.Notes) > 0 { // the nodes that did not answer
+			return 0, fmt.Errorf("redlock: inspect %q: %s", name, strings.Join(in.Notes, "; "))
+		}
+		if len(in.Other) > 0 {
+			return 100 + len(in.Other), nil
+		}
+		return len(in.Holders), nil
 	}
-	return allNodes(n, total)
 }
 
 // redlockPairs builds on the nodes:
 //
-//   - baton: redlock's Mutex, lock+unlock: a SET-if-absent round on every
+//   - baton: redlock's mutex, lock+unlock: a SET-if-absent round on every
 //     node, the fencing token written back in a second round, a delete
 //     round.
 //   - floor: two rounds of PING, each sent to every node at once and
@@ -123,7 +135,11 @@ func redlockPairs(tb testing.TB, nodes []*redis.Client) []*pair {
 	tb.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Verify(ctx); err != nil {
+	rc, ok := baton.As[*redlock.Client](c)
+	if !ok {
+		tb.Fatal("As[*redlock.Client] failed")
+	}
+	if err := rc.Verify(ctx); err != nil {
 		tb.Fatalf("redlock Verify = %v", err)
 	}
 	name := "baton"
@@ -131,10 +147,7 @@ func redlockPairs(tb testing.TB, nodes []*redis.Client) []*pair {
 	if err != nil {
 		tb.Fatalf("Mutex(%q) = %v", name, err)
 	}
-	bp := batonPair(m, "redlock Mutex", func(ctx context.Context) (int, error) {
-		es, err := c.Entries(ctx, name)
-		return majorityOf(len(es), len(nodes)), err
-	})
+	bp := batonPair(m, "redlock Mutex", redlockHeld(c, name))
 
 	everyNode := func(ctx context.Context, f func(context.Context, *redis.Client) error) error {
 		errs := make([]error, len(nodes))

@@ -221,11 +221,11 @@ func redisEngine(t *testing.T) *engine {
 // before it) and starts the client's pub/sub goroutine, which a client
 // runs from its first wait until Close: a row that counts baton's
 // goroutines around one call must not see it start inside that call.
-func warmRedis(c *redislock.Client) error {
+func warmRedis(c *baton.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Entries(ctx, "drill/warm"); err != nil {
-		return fmt.Errorf("Entries = %w", err)
+	if _, err := redisEntries(c)(ctx, "drill/warm"); err != nil {
+		return fmt.Errorf("Inspect = %w", err)
 	}
 	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 	if err != nil {
@@ -247,12 +247,33 @@ func warmRedis(c *redislock.Client) error {
 	return nil
 }
 
+// redisEntries lists the holders and waiting intents of a name as c
+// inspects them, "<recipe>/holder/<owner>" and "<recipe>/waiting/<waiter>",
+// holders first.
+func redisEntries(c *baton.Client) func(context.Context, string) ([]string, error) {
+	return func(ctx context.Context, name string) ([]string, error) {
+		in, err := c.Inspect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		es := make([]string, 0, len(in.Holders)+len(in.Waiters))
+		for _, e := range in.Holders {
+			es = append(es, e.Mode+"/holder/"+e.Owner)
+		}
+		for _, e := range in.Waiters {
+			es = append(es, e.Mode+"/waiting/"+e.Owner)
+		}
+		return es, nil
+	}
+}
+
 // redisScan is the orphan scan of a redislock client: the name's holders
 // and waiting intents, and any key of the name that has no expiry (a key
 // that would block or leak forever).
-func redisScan(c *redislock.Client, rdb *redis.Client) func(context.Context, string) ([]string, error) {
+func redisScan(c *baton.Client, rdb *redis.Client) func(context.Context, string) ([]string, error) {
+	entries := redisEntries(c)
 	return func(ctx context.Context, name string) ([]string, error) {
-		es, err := c.Entries(ctx, name)
+		es, err := entries(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +281,11 @@ func redisScan(c *redislock.Client, rdb *redis.Client) func(context.Context, str
 		if err != nil {
 			return nil, err
 		}
-		keys := []string{m.Key(), m.Key() + ":waiters"}
+		k, ok := baton.As[interface{ Key() string }](m)
+		if !ok {
+			return nil, fmt.Errorf("%s mutex has no Key", c.Engine())
+		}
+		keys := []string{k.Key(), k.Key() + ":waiters"}
 		pipe := rdb.Pipeline()
 		ttls := make([]*redis.DurationCmd, len(keys))
 		for i, k := range keys {
@@ -297,7 +322,7 @@ func redlockEngine(t *testing.T) *engine {
 	e := &engine{
 		name: "redlock", family: leaseFamily, ttl: redisTTL, endpoint: redisEndpoint(prefix, addrs...), network: true,
 		recipes: []recipe{mutexRecipe},
-		// Entries are "<owner>@nodes<i,j,…>": one per grant.
+		// Entries are "<owner>@<on how many nodes>": one per grant.
 		owns:        func(entry, owner string) bool { return strings.HasPrefix(entry, owner+"@") },
 		nodeTimeout: redlockNodeTimeout,
 	}
@@ -363,14 +388,14 @@ func redlockEngine(t *testing.T) *engine {
 
 // warmRedlock verifies the node indexes (a client's first use) and loads
 // the scripts of an acquire, a release and an inspection.
-func warmRedlock(c *redlock.Client) error {
+func warmRedlock(c *baton.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Verify(ctx); err != nil {
+	if err := verifyRedlock(ctx, c); err != nil {
 		return fmt.Errorf("Verify = %w", err)
 	}
-	if _, err := c.Entries(ctx, "drill/warm"); err != nil {
-		return fmt.Errorf("Entries = %w", err)
+	if _, err := redlockScan(c)(ctx, "drill/warm"); err != nil {
+		return fmt.Errorf("Inspect = %w", err)
 	}
 	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
 	if err != nil {
@@ -386,29 +411,34 @@ func warmRedlock(c *redlock.Client) error {
 	return nil
 }
 
+// verifyRedlock reads the nodes' indexes of a Redlock client (its
+// Verify, reached through baton.As).
+func verifyRedlock(ctx context.Context, c *baton.Client) error {
+	rc, ok := baton.As[*redlock.Client](c)
+	if !ok {
+		return fmt.Errorf("%s client is not a Redlock client", c.Engine())
+	}
+	return rc.Verify(ctx)
+}
+
 // redlockScan is the orphan scan of a Redlock client: one entry per owner
-// holding the name's key on any node, "<owner>@nodes<i,j,…>". It fails
+// holding the name's key on any node, as the client inspects them,
+// "<owner>@<note>" (the note says on how many of the nodes). It fails
 // when a node does not answer.
-func redlockScan(c *redlock.Client) func(context.Context, string) ([]string, error) {
+func redlockScan(c *baton.Client) func(context.Context, string) ([]string, error) {
 	return func(ctx context.Context, name string) ([]string, error) {
-		es, err := c.Entries(ctx, name) // "node<i>/<owner>"
+		in, err := c.Inspect(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		nodes := map[string][]string{}
-		var owners []string
-		for _, x := range es {
-			n, owner, _ := strings.Cut(x, "/")
-			if nodes[owner] == nil {
-				owners = append(owners, owner)
-			}
-			nodes[owner] = append(nodes[owner], strings.TrimPrefix(n, "node"))
+		if len(in.Notes) > 0 { // the nodes that did not answer
+			return nil, fmt.Errorf("redlock: inspect %q: %s", name, strings.Join(in.Notes, "; "))
 		}
-		slices.Sort(owners)
-		out := make([]string, 0, len(owners))
-		for _, o := range owners {
-			out = append(out, o+"@nodes"+strings.Join(nodes[o], ","))
+		var out []string
+		for _, e := range slices.Concat(in.Holders, in.Other) {
+			out = append(out, e.Owner+"@"+e.Note)
 		}
+		slices.Sort(out)
 		return out, nil
 	}
 }
@@ -434,12 +464,12 @@ func dialRedisChild(ctx context.Context, engine, endpoint string) (*lockClient, 
 			closeAll()
 			return nil, err
 		}
-		if _, err := c.Entries(ctx, "drill/warm"); err != nil {
+		if _, err := redisEntries(c)(ctx, "drill/warm"); err != nil {
 			c.Close()
 			closeAll()
 			return nil, err
 		}
-		lc.mutex, lc.entries = lockerOf(c.Mutex), c.Entries
+		lc.mutex, lc.entries = lockerOf(c.Mutex), redisEntries(c)
 		lc.close = func() error { err := c.Close(); closeAll(); return err }
 	case "redlock":
 		nodes := make([]redis.UniversalClient, len(rdbs))
@@ -451,7 +481,7 @@ func dialRedisChild(ctx context.Context, engine, endpoint string) (*lockClient, 
 			closeAll()
 			return nil, err
 		}
-		if err := c.Verify(ctx); err != nil {
+		if err := verifyRedlock(ctx, c); err != nil {
 			c.Close()
 			closeAll()
 			return nil, err

@@ -289,8 +289,12 @@ func sentinelAcks(t *testing.T, seed uint64) {
 	}
 	defer rc.Close()
 	m, _ := rc.Mutex(name + "-missed")
-	if n, _ := primary.Exists(ctx, m.Key()).Result(); n != 0 {
-		t.Errorf("%s exists after the refused acquire, want it released", m.Key())
+	k, ok := baton.As[interface{ Key() string }](m)
+	if !ok {
+		t.Fatal("As[Key](redis mutex) failed")
+	}
+	if n, _ := primary.Exists(ctx, k.Key()).Result(); n != 0 {
+		t.Errorf("%s exists after the refused acquire, want it released", k.Key())
 	}
 
 	// An acknowledged grant survives the failover.

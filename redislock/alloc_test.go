@@ -6,13 +6,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redislock"
 )
 
 // benchMutex is an uncontended mutex on a client of its own; cut builds
 // the redis client with ContextTimeoutEnabled.
-func benchMutex(tb testing.TB, cut bool) *redislock.Mutex {
+func benchMutex(tb testing.TB, cut bool) *baton.Mutex {
 	tb.Helper()
 	rdb := redisClientWith(tb, &redis.Options{Addr: testenv.Redis(tb), MaxRetries: -1, ContextTimeoutEnabled: cut})
 	c, err := redislock.New(rdb, redislock.Options{TTL: 30e9, Prefix: testPrefix(tb, rdb)})
@@ -27,7 +28,7 @@ func benchMutex(tb testing.TB, cut bool) *redislock.Mutex {
 	return m
 }
 
-func lockUnlock(tb testing.TB, ctx context.Context, m *redislock.Mutex) {
+func lockUnlock(tb testing.TB, ctx context.Context, m *baton.Mutex) {
 	l, err := m.Lock(ctx)
 	if err != nil {
 		tb.Fatalf("Lock = %v", err)

@@ -8,17 +8,12 @@ import (
 	"github.com/baton-go/baton/engine"
 )
 
-// Baton returns c as the *baton.Client every engine gives, so that code
-// written against *baton.Client runs on Redis. Its Close closes c, not
-// the redis client c was made on, which stays the caller's. baton.As
-// hands c back, for Stats, Inspect and the lock objects' own methods
-// (LockFor, OnDisagreement).
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c, nil)) }
-
-// connOf is c as package engine drives it; closeRDB, if set, closes the
-// redis client Open made for c.
+// connOf is c as package engine drives it, the Conn behind the
+// *baton.Client New and Open return: its Close closes c, and the redis
+// client only when Open made it (closeRDB set); baton.As hands c back, for
+// Stats, Prefix and TTL.
 func connOf(c *Client, closeRDB func() error) batonConn {
-	return batonConn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c, closeRDB}
+	return batonConn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c, closeRDB}
 }
 
 // batonConn is a Client as package engine drives it.
@@ -35,7 +30,7 @@ func (k batonConn) Raw() any       { return k.c }
 
 // Close closes the client, then the redis client Open made for it.
 func (k batonConn) Close() error {
-	err := k.c.Close()
+	err := k.c.close()
 	if k.closeRDB == nil || errors.Is(err, baton.ErrClosed) {
 		return err
 	}
@@ -46,11 +41,11 @@ func (k batonConn) Close() error {
 // every attempt, not a place it keeps by itself.
 const waitingNote = "waiting intent: expires unless the waiter retries"
 
-// Inspect reads the name's entries (Client.Inspect) as baton.Inspection:
+// Inspect reads the name's entries (Client.inspect) as baton.Inspection:
 // holders with their token, owner, holder record and time left; waiters
 // with the time their intent has left.
 func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
-	in, err := k.c.Inspect(ctx, name)
+	in, err := k.c.inspect(ctx, name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}

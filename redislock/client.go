@@ -39,7 +39,13 @@ var ErrBadCounter = errors.New("redislock: token counter out of range")
 // flight, renewing every lease it holds in pipelined batches, on a
 // connection of rdb's pool it keeps for them: see warm.go) and, once
 // somebody waits, one pub/sub connection (one goroutine) that wakes
-// waiters when a lock they wait for is released. Close stops and releases them.
+// waiters when a lock they wait for is released. Its close stops and
+// releases them.
+//
+// New returns it as a *baton.Client, the type every engine gives; baton.As
+// hands this Client back for what only Redis has (Stats, Prefix, TTL):
+//
+//	rc, ok := baton.As[*redislock.Client](c)
 type Client struct {
 	rdb redis.UniversalClient
 	o   Options
@@ -70,7 +76,16 @@ type Client struct {
 
 // New returns a client on rdb, which the caller keeps owning (Close does
 // not close it). It does not touch the server.
-func New(rdb redis.UniversalClient, o Options) (*Client, error) {
+func New(rdb redis.UniversalClient, o Options) (*baton.Client, error) {
+	c, err := newClient(rdb, o)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(connOf(c, nil)), nil
+}
+
+// newClient is New's Client, before package engine wraps it.
+func newClient(rdb redis.UniversalClient, o Options) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redislock: nil redis client", baton.ErrInvalidOption)
 	}
@@ -106,23 +121,22 @@ func New(rdb redis.UniversalClient, o Options) (*Client, error) {
 	return c, nil
 }
 
-// Engine returns "redis".
-func (c *Client) Engine() string { return "redis" }
-
-// TTL returns the renewed lease time of a key.
+// TTL returns the renewed lease time of a key (Options.TTL, or its
+// default). It is reached through baton.As.
 func (c *Client) TTL() time.Duration { return c.o.TTL }
 
-// Prefix returns the key prefix.
+// Prefix returns the key prefix (Options.Prefix, or its default). It is
+// reached through baton.As.
 func (c *Client) Prefix() string { return c.o.Prefix }
 
 // Stats returns the counters of the keeper that renews this client's
 // leases (rounds, pipelined batches, releases, suspensions, losses), for
-// tests and monitoring.
+// tests and monitoring. It is reached through baton.As.
 func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
 
-// DriftMargin returns the margin subtracted from every lease deadline:
+// driftMargin returns the margin subtracted from every lease deadline:
 // Options.DriftMargin, or its default.
-func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
+func (c *Client) driftMargin() time.Duration { return c.k.DriftMargin() }
 
 // checkOpen returns an error wrapping baton.ErrClosed after Close.
 func (c *Client) checkOpen() error {
@@ -138,16 +152,16 @@ func (c *Client) checkOpen() error {
 // their callers' contexts (see call).
 func (c *Client) closeWait() time.Duration { return c.o.TTL + 5*time.Second }
 
-// Close ends every lease of the client (Lost, cause wrapping
+// close ends every lease of the client (Lost, cause wrapping
 // baton.ErrClosed), frees their keys, wakes its waiters with ErrClosed and
-// stops its goroutines. It does not close the redis client. A second Close
-// returns an error wrapping baton.ErrClosed.
+// stops its goroutines: the *baton.Client's Close. It does not close the
+// redis client. A second close returns an error wrapping baton.ErrClosed.
 //
-// Close waits for Redis calls that were abandoned by their callers'
+// It waits for Redis calls that were abandoned by their callers'
 // deadlines to end (go-redis ends them at its ReadTimeout, 3s by default),
 // at most TTL+5s: a redis client built without read timeouts may leave a
 // read blocked on a dead connection beyond that.
-func (c *Client) Close() error {
+func (c *Client) close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -238,8 +252,8 @@ func contextTimeoutEnabled(rdb redis.UniversalClient) bool {
 	return false
 }
 
-// Entry is one entry of a lock name as Inspect reads it on the server.
-type Entry struct {
+// entry is one entry of a lock name as inspect reads it on the server.
+type entry struct {
 	Recipe string        // "mutex", "read", "write", "permit" or "leader"
 	Role   string        // "holder" or "waiting"
 	Owner  string        // the grant's owner; a waiter's id for waiting entries
@@ -251,16 +265,16 @@ type Entry struct {
 	Process baton.Process
 }
 
-// Inspection is what Inspect reads about one lock name.
-type Inspection struct {
+// inspection is what inspect reads about one lock name.
+type inspection struct {
 	Name    string
-	Entries []Entry // holders first, then waiters, by recipe
+	Entries []entry // holders first, then waiters, by recipe
 	// Permits is the N stored by a semaphore's holders, 0 when none is
 	// held.
 	Permits int
 }
 
-// Inspect reads, in one round trip, every unexpired entry of name on the
+// inspect reads, in one round trip, every unexpired entry of name on the
 // server: holders of each recipe with owner, token, time left and holder
 // record, and the waiting intents acquirers recorded, in the order they
 // are served. It changes nothing. An error reaching the server wraps
@@ -268,10 +282,10 @@ type Inspection struct {
 // baton.ErrUnavailable. A holder's token whose sum with TokenFloor would
 // overflow uint64 fails the inspection with an error wrapping
 // baton.ErrInvalidOption, as such an acquire does.
-func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
+func (c *Client) inspect(ctx context.Context, name string) (inspection, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
-		return Inspection{}, err
+		return inspection{}, err
 	}
 	k := c.keysOf(n)
 	ks := []string{
@@ -289,9 +303,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		return err
 	})
 	if err != nil {
-		return Inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, rediseval.Classify(err))
+		return inspection{}, fmt.Errorf("redislock: inspect %q: %w", n, rediseval.Classify(err))
 	}
-	in := Inspection{Name: n}
+	in := inspection{Name: n}
 	if len(v) != 2 {
 		return in, fmt.Errorf("redislock: inspect %q: unexpected reply %v", n, v)
 	}
@@ -301,11 +315,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		if len(f) != 7 {
 			continue
 		}
-		e := Entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4]), Process: engine.ParseProcess(str(f[6]))}
+		e := entry{Recipe: str(f[0]), Role: str(f[1]), Owner: str(f[2]), ID: str(f[4]), Process: engine.ParseProcess(str(f[6]))}
 		if raw, _ := strconv.ParseUint(str(f[3]), 10, 64); raw > 0 {
 			tok, ok := leasekit.Token(raw, c.o.TokenFloor)
 			if !ok {
-				return Inspection{}, fmt.Errorf("redislock: inspect %q: %w: token %d + TokenFloor %d overflows uint64",
+				return inspection{}, fmt.Errorf("redislock: inspect %q: %w: token %d + TokenFloor %d overflows uint64",
 					n, baton.ErrInvalidOption, raw, c.o.TokenFloor)
 			}
 			e.Token = tok
@@ -321,10 +335,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 	return in, nil
 }
 
-// Entries lists the unexpired entries of name as "recipe/role/owner", for
-// tests and tools.
-func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
-	in, err := c.Inspect(ctx, name)
+// entries lists the unexpired entries of name as "recipe/role/owner", for
+// tests.
+func (c *Client) entries(ctx context.Context, name string) ([]string, error) {
+	in, err := c.inspect(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func TestCounterOutOfRange(t *testing.T) {
 		if got, err := rdb.Get(ctx, counter).Result(); err != nil || got != bad {
 			t.Errorf("counter after the refusals = %q, %v, want %q untouched", got, err, bad)
 		}
-		if es, err := c.Entries(ctx, name); err != nil || len(es) != 0 {
+		if es, err := redislock.Entries(ctx, c, name); err != nil || len(es) != 0 {
 			t.Errorf("Entries(%q) after the refusals = %q, %v, want none", name, es, err)
 		}
 	}

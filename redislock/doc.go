@@ -2,10 +2,24 @@
 // under Sentinel, or a Redis Cluster): leases on keys, minted and expired
 // by Lua scripts on the server's clock, kept alive by package keeper,
 // through the caller's go-redis client (github.com/redis/go-redis/v9, any
-// redis.UniversalClient). Recipes: Mutex (reentrant), RWMutex, Semaphore
-// and Election, whose API and acquire loop are package leasekit's, shared by
-// every lease engine; this package supplies the scripts, the key layout and
-// the pub/sub wake-ups.
+// redis.UniversalClient). New returns the *baton.Client every engine
+// gives, with its mutex (reentrant), read/write lock, semaphore and
+// election, whose acquire loop is package leasekit's, shared by every
+// lease engine; this package supplies the scripts, the key layout and the
+// pub/sub wake-ups.
+//
+//	c, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
+//	m, err := c.Mutex("orders/42")
+//	lease, err := m.Lock(ctx)
+//
+// What only Redis has is reached through baton.As: the client's own
+// *Client (Stats, Prefix, TTL), and the lock objects' own methods behind
+// a *baton.Mutex, *baton.RWMutex, *baton.Semaphore or *baton.Election —
+// Key (the lock's or the leadership's Redis key), LockFor and TryLockFor
+// (a fixed lease time, not renewed), OnDisagreement (a semaphore's N
+// stored by other clients):
+//
+//	k, ok := baton.As[interface{ Key() string }](m)
 //
 // # Opening by URL
 //
@@ -19,8 +33,8 @@
 // refuses skip_verify. Open proves the connection by a PING, retried until
 // the connect timeout; a refusal (credentials, ACL, TLS) fails at once
 // with baton.ErrAuth. The client it returns owns its go-redis client;
-// New takes one of yours (a Sentinel failover client, a Cluster) and
-// Client.Baton gives it the same *baton.Client.
+// New takes one of yours (a Sentinel failover client, a Cluster) and gives
+// the same *baton.Client, whose Close leaves your client open.
 //
 // # Keys
 //
@@ -144,7 +158,7 @@
 //
 // The read/write lock and the semaphore wake every waiter of the name: a
 // writer's release may admit many readers. Every release publishes on
-// the name's channel, which they (and Election.Observe) watch by reference
+// the name's channel, which they (and an election's Observe) watch by reference
 // count; but a mutex's release, only when its waiters' set is not empty
 // (the channel's only watchers of a mutex are its waiters, each of which
 // records its intent before it waits): an uncontended release sends no

@@ -11,37 +11,38 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// Election is a leader election on one hash key
+// election is a leader election on one hash key
 // "<prefix>:{<name>}:elect" holding the leader's owner, epoch and
 // candidate ID. The epoch is the grant's fencing token. Candidates wait as
 // mutex waiters do (their intents are listed by inspect); a grant and a
 // release are published on the name's channel, which is how Observe learns
 // about changes without polling, with a bounded poll (ObservePeriod) for
 // leaderships that end by expiry. It implements baton.Elector, with the
-// operations of leasekit.Election.
-type Election struct {
+// operations of leasekit.Election. A *baton.Election of a Redis client
+// wraps one; baton.As reaches its Key.
+type election struct {
 	*leasekit.Election
 	key string
 }
 
-var _ baton.Elector = (*Election)(nil)
+var _ baton.Elector = (*election)(nil)
 
-// Election returns the election called name.
-func (c *Client) Election(name string) (*Election, error) {
+// election returns the election called name.
+func (c *Client) election(name string) (*election, error) {
 	e, err := c.eng.Election(name)
 	if err != nil {
 		return nil, err
 	}
-	return &Election{Election: e, key: c.keysOf(e.Name()).base + sfxElect}, nil
+	return &election{Election: e, key: c.keysOf(e.Name()).base + sfxElect}, nil
 }
 
 // Key returns the Redis key of the leadership (a hash: owner, token, id,
-// proc).
-func (e *Election) Key() string { return e.key }
+// proc), reached through baton.As as a mutex's Key is.
+func (e *election) Key() string { return e.key }
 
 // Leader reads the leadership of name (Session: the grant's owner, ID:
 // the candidate ID), or an error wrapping baton.ErrNoLeader. Entry is
-// left empty: the key (Election.Key) is every leader's, so the grant's
+// left empty: the key (election.Key) is every leader's, so the grant's
 // owner is what names one leadership.
 func (s *store) Leader(ctx context.Context, name string) (baton.Candidate, error) {
 	key := s.c.keysOf(name).base + sfxElect

@@ -27,11 +27,10 @@ func Example_quickstart() {
 	// Your go-redis client (Sentinel, Cluster, your pool settings) serves
 	// the locks too. Without one, baton.Open(ctx, "redis://127.0.0.1:6379",
 	// baton.WithTTL(10*time.Second)) opens a client of its own.
-	own, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
+	locks, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	locks := own.Baton()
 	defer locks.Close()
 	if err := payOrder(ctx, locks, rdb, "orders/42"); err != nil {
 		log.Fatal(err)
@@ -86,7 +85,7 @@ func TestQuickstart(t *testing.T) {
 
 	// Run 1 on a client over rdb, as the example; run 2 on one that
 	// baton.Open made from the URL: the same code on either.
-	own := newClient(t, rdb, redislock.Options{TTL: 10 * time.Second}).Baton()
+	own := newClient(t, rdb, redislock.Options{TTL: 10 * time.Second})
 	opened, err := baton.Open(ctx, "redis://"+rdb.Options().Addr, baton.WithTTL(10*time.Second))
 	if err != nil {
 		t.Fatalf("baton.Open = %v", err)

@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/redislock"
 )
 
-// A mutex on a single Redis primary. (Not run: it needs a Redis server.)
-func ExampleClient_Mutex() {
+// A mutex on a single Redis primary: New gives the *baton.Client every
+// engine gives. (Not run: it needs a Redis server.)
+func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ReadTimeout: time.Second})
 	defer rdb.Close()
 	c, err := redislock.New(rdb, redislock.Options{TTL: 10 * time.Second})
@@ -37,11 +39,15 @@ func ExampleClient_Mutex() {
 	// Do the work under lease.Context(), and pass lease.Token() to the
 	// resource so that it rejects a late writer.
 	fmt.Println("token", lease.Token())
+	// What only Redis has is reached through baton.As: the lock's key.
+	if k, ok := baton.As[interface{ Key() string }](m); ok {
+		fmt.Println("held in", k.Key())
+	}
 }
 
 // A read/write lock: readers share, a waiting writer keeps new readers
 // out. (Not run: it needs a Redis server.)
-func ExampleClient_RWMutex() {
+func ExampleNew_rwMutex() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	c, err := redislock.New(rdb, redislock.Options{})
@@ -59,7 +65,9 @@ func ExampleClient_RWMutex() {
 
 // A semaphore of 3 permits; a dead holder's permit expires and comes
 // back. (Not run: it needs a Redis server.)
-func ExampleClient_Semaphore() {
+// A client told of permits held under another N reaches the semaphore's
+// OnDisagreement through baton.As.
+func ExampleNew_semaphore() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	c, err := redislock.New(rdb, redislock.Options{})
@@ -68,7 +76,11 @@ func ExampleClient_Semaphore() {
 	}
 	defer c.Close()
 	s, _ := c.Semaphore("exports", 3)
-	s.OnDisagreement(func(d redislock.Disagreement) { log.Print(d) })
+	if on, ok := baton.As[interface {
+		OnDisagreement(func(leasekit.Disagreement))
+	}](s); ok {
+		on.OnDisagreement(func(d leasekit.Disagreement) { log.Print(d) })
+	}
 	p, err := s.Acquire(context.Background())
 	if err != nil {
 		log.Fatal(err)
@@ -77,7 +89,7 @@ func ExampleClient_Semaphore() {
 }
 
 // Leader election with an epoch. (Not run: it needs a Redis server.)
-func ExampleClient_Election() {
+func ExampleNew_election() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	c, err := redislock.New(rdb, redislock.Options{})
@@ -123,4 +135,19 @@ func ExampleOptions_tokenFloor() {
 		log.Fatal(err)
 	}
 	defer c.Close()
+}
+
+// The keeper's counters of a client, reached through baton.As. (Not
+// run: it needs a Redis server.)
+func ExampleClient() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rdb.Close()
+	c, err := redislock.New(rdb, redislock.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if rc, ok := baton.As[*redislock.Client](c); ok {
+		fmt.Printf("prefix %s, TTL %v, renewal rounds %d\n", rc.Prefix(), rc.TTL(), rc.Stats().Rounds)
+	}
 }

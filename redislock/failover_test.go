@@ -110,8 +110,8 @@ func TestReplicaAcks(t *testing.T) {
 		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, baton.ErrUnavailable) {
 			t.Errorf("acquire (wait=%v) with the replication cut = %v, want %v and %v", wait, err, redislock.ErrNotReplicated, baton.ErrUnavailable)
 		}
-		if n, _ := primary.Exists(context.Background(), m.Key()).Result(); n != 0 {
-			t.Errorf("key %s exists after the unacknowledged acquire (wait=%v), want it released", m.Key(), wait)
+		if n, _ := primary.Exists(context.Background(), keyOf(t, m)).Result(); n != 0 {
+			t.Errorf("key %s exists after the unacknowledged acquire (wait=%v), want it released", keyOf(t, m), wait)
 		}
 	}
 }
@@ -148,8 +148,8 @@ func TestFailoverRow6(t *testing.T) {
 	if _, err := ma.TryLock(ctx); !errors.Is(err, redislock.ErrNotReplicated) {
 		t.Fatalf("TryLock with ReplicaAcks=1 and the replication cut = %v, want %v", err, redislock.ErrNotReplicated)
 	}
-	if n, _ := primary.Exists(ctx, ma.Key()).Result(); n != 0 {
-		t.Fatalf("the unacknowledged grant was not unwound: %s exists", ma.Key())
+	if n, _ := primary.Exists(ctx, keyOf(t, ma)).Result(); n != 0 {
+		t.Fatalf("the unacknowledged grant was not unwound: %s exists", keyOf(t, ma))
 	}
 
 	// The replica is promoted (REPLICAOF NO ONE stops it applying the
@@ -162,9 +162,9 @@ func TestFailoverRow6(t *testing.T) {
 	// Had the cut taken effect late, the acknowledged-nowhere grant (TTL
 	// 1.5s) may have reached the replica without its unwind: it expires.
 	deadline := time.Now().Add(5 * time.Second)
-	for n, _ := replica.Exists(ctx, ma.Key()).Result(); n != 0; n, _ = replica.Exists(ctx, ma.Key()).Result() {
+	for n, _ := replica.Exists(ctx, keyOf(t, ma)).Result(); n != 0; n, _ = replica.Exists(ctx, keyOf(t, ma)).Result() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s still on the promoted replica after 5s", ma.Key())
+			t.Fatalf("%s still on the promoted replica after 5s", keyOf(t, ma))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

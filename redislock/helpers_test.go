@@ -93,7 +93,7 @@ func proxied(t testing.TB, addr string) (*redis.Client, *faultproxy.Proxy) {
 }
 
 // newClient returns a baton client on rdb closed at the end of the test.
-func newClient(t testing.TB, rdb redis.UniversalClient, o redislock.Options) *redislock.Client {
+func newClient(t testing.TB, rdb redis.UniversalClient, o redislock.Options) *baton.Client {
 	t.Helper()
 	if o.TTL == 0 {
 		o.TTL = testTTL
@@ -118,7 +118,7 @@ func opCtx(t testing.TB, d time.Duration) context.Context {
 }
 
 // lock acquires name on c or stops the test.
-func lock(t testing.TB, c *redislock.Client, name string) *baton.Lease {
+func lock(t testing.TB, c *baton.Client, name string) *baton.Lease {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -163,7 +163,7 @@ func clusterEngine(t *testing.T, addr string) batontest.Engine {
 			}
 			// Kill partitions the client: renewals stop reaching the
 			// server, which expires the keys after their TTL.
-			return batontest.FromClient(c.Baton(), func(t testing.TB) {
+			return batontest.FromClient(c, func(t testing.TB) {
 				if err := p.Blackhole(""); err != nil {
 					t.Fatalf("Blackhole() = %v", err)
 				}
@@ -172,7 +172,7 @@ func clusterEngine(t *testing.T, addr string) batontest.Engine {
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			es, err := adminC.Entries(ctx, name)
+			es, err := redislock.Entries(ctx, adminC, name)
 			if err != nil {
 				t.Fatalf("Entries(%q) = %v", name, err)
 			}
@@ -182,6 +182,27 @@ func clusterEngine(t *testing.T, addr string) batontest.Engine {
 		// keys actively within ~100ms and on access at once.
 		SessionTTL: testTTL + 100*time.Millisecond,
 	}
+}
+
+// rawOf returns c's own client, reached through baton.As.
+func rawOf(t testing.TB, c *baton.Client) *redislock.Client {
+	t.Helper()
+	rc, ok := baton.As[*redislock.Client](c)
+	if !ok {
+		t.Fatalf("As[*redislock.Client](%s client) failed", c.Engine())
+	}
+	return rc
+}
+
+// keyOf returns the Redis key of a lock object (a *baton.Mutex or
+// *baton.Election), reached through baton.As.
+func keyOf(t testing.TB, v any) string {
+	t.Helper()
+	k, ok := baton.As[interface{ Key() string }](v)
+	if !ok {
+		t.Fatalf("As[Key](%T) failed", v)
+	}
+	return k.Key()
 }
 
 // clusterClient returns a ClusterClient seeded with addr.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/redislock"
 )
@@ -76,8 +77,8 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("New(zero Options) = %v", err)
 	}
 	defer c.Close()
-	if c.TTL() != redislock.DefaultTTL || c.Prefix() != redislock.DefaultPrefix {
-		t.Errorf("zero Options: TTL %v prefix %q, want %v %q", c.TTL(), c.Prefix(), redislock.DefaultTTL, redislock.DefaultPrefix)
+	if rc := rawOf(t, c); rc.TTL() != redislock.DefaultTTL || rc.Prefix() != redislock.DefaultPrefix {
+		t.Errorf("zero Options: TTL %v prefix %q, want %v %q", rc.TTL(), rc.Prefix(), redislock.DefaultTTL, redislock.DefaultPrefix)
 	}
 }
 
@@ -150,7 +151,7 @@ func TestTokenFloor(t *testing.T) {
 	floored := newClient(t, rdb, redislock.Options{Prefix: prefix, TokenFloor: floor})
 	name := uniqueName("floor")
 	var got [3]uint64
-	for i, c := range []*redislock.Client{plain, floored, plain} {
+	for i, c := range []*baton.Client{plain, floored, plain} {
 		l := lock(t, c, name)
 		got[i] = l.Token()
 		_ = l.Release(context.Background())
@@ -182,8 +183,8 @@ func TestStaleReleaseNoop(t *testing.T) {
 	name := uniqueName("stale")
 	a := lock(t, c1, name)
 	m1, _ := c1.Mutex(name)
-	if err := rdb.Del(context.Background(), m1.Key()).Err(); err != nil {
-		t.Fatalf("DEL %s = %v", m1.Key(), err)
+	if err := rdb.Del(context.Background(), keyOf(t, m1)).Err(); err != nil {
+		t.Fatalf("DEL %s = %v", keyOf(t, m1), err)
 	}
 	m2, _ := c2.Mutex(name)
 	b, err := m2.TryLock(opCtx(t, 5*time.Second))
@@ -194,19 +195,19 @@ func TestStaleReleaseNoop(t *testing.T) {
 		t.Errorf("second grant's token %d, want > %d", b.Token(), a.Token())
 	}
 	_ = a.Release(context.Background()) // stale: nil or the loss, never a release of b
-	if got, _ := rdb.HGet(context.Background(), m2.Key(), "owner").Result(); got != b.Owner() {
+	if got, _ := rdb.HGet(context.Background(), keyOf(t, m2), "owner").Result(); got != b.Owner() {
 		t.Fatalf("owner after the stale release = %q, want the second grant's %q", got, b.Owner())
 	}
 	if err := a.Release(context.Background()); err == nil {
 		t.Errorf("second Release of the stale lease = nil, want an error")
 	}
-	if got, _ := rdb.HGet(context.Background(), m2.Key(), "owner").Result(); got != b.Owner() {
+	if got, _ := rdb.HGet(context.Background(), keyOf(t, m2), "owner").Result(); got != b.Owner() {
 		t.Fatalf("owner after a repeated stale release = %q, want %q", got, b.Owner())
 	}
 	if err := b.Release(context.Background()); err != nil {
 		t.Fatalf("Release(second grant) = %v", err)
 	}
-	if n, _ := rdb.Exists(context.Background(), m2.Key()).Result(); n != 0 {
+	if n, _ := rdb.Exists(context.Background(), keyOf(t, m2)).Result(); n != 0 {
 		t.Errorf("key after the owner's release: exists, want gone")
 	}
 }
@@ -241,11 +242,11 @@ func TestLostBeforeExpiry(t *testing.T) {
 			t.Fatalf("lease still %v after the cut, want %v", st, baton.Lost)
 		}
 	}
-	pttl, err := admin.PTTL(context.Background(), m.Key()).Result()
+	pttl, err := admin.PTTL(context.Background(), keyOf(t, m)).Result()
 	if err != nil {
 		t.Fatalf("PTTL = %v", err)
 	}
-	owner, _ := admin.HGet(context.Background(), m.Key(), "owner").Result()
+	owner, _ := admin.HGet(context.Background(), keyOf(t, m), "owner").Result()
 	if pttl <= 0 || owner != l.Owner() {
 		t.Errorf("when the lease turned Lost the key had PTTL %v and owner %q, want alive and %q: Lost must come before the server's expiry", pttl, owner, l.Owner())
 	}
@@ -314,8 +315,14 @@ func TestSemaphoreDisagreement(t *testing.T) {
 	name := uniqueName("sem-n")
 	s3, _ := c.Semaphore(name, 3)
 	s2, _ := c.Semaphore(name, 2)
-	var got []redislock.Disagreement
-	s2.OnDisagreement(func(d redislock.Disagreement) { got = append(got, d) })
+	var got []leasekit.Disagreement
+	on, ok := baton.As[interface {
+		OnDisagreement(func(leasekit.Disagreement))
+	}](s2)
+	if !ok {
+		t.Fatal("As[OnDisagreement](semaphore) failed")
+	}
+	on.OnDisagreement(func(d leasekit.Disagreement) { got = append(got, d) })
 	l, err := s3.Acquire(opCtx(t, 5*time.Second))
 	if err != nil {
 		t.Fatalf("Acquire(N=3) = %v", err)
@@ -374,10 +381,10 @@ func TestManyLeases(t *testing.T) {
 	// lull inside it split a round between two snapshots). A snapshot
 	// is taken once the counts stood still for 300ms.
 	quiet := func() keeper.Stats {
-		last, still := c.Stats(), 0
+		last, still := rawOf(t, c).Stats(), 0
 		for range 100 {
 			time.Sleep(100 * time.Millisecond)
-			b := c.Stats()
+			b := rawOf(t, c).Stats()
 			if b.Rounds == last.Rounds && b.RenewBatches == last.RenewBatches {
 				if still++; still == 3 {
 					return b
@@ -386,7 +393,7 @@ func TestManyLeases(t *testing.T) {
 			}
 			last, still = b, 0
 		}
-		t.Fatalf("the keeper never paused for 300ms in 10s: %+v", c.Stats())
+		t.Fatalf("the keeper never paused for 300ms in 10s: %+v", rawOf(t, c).Stats())
 		return keeper.Stats{}
 	}
 	s0 := quiet()

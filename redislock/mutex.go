@@ -5,29 +5,34 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// Mutex is an exclusive lock: one hash key "<prefix>:{<name>}:mutex"
+// mutex is an exclusive lock: one hash key "<prefix>:{<name>}:mutex"
 // holding the grant's owner, token and holder record, with the lease time
 // as its expiry.
 // It implements baton.Locker, with the lock operations of package leasekit
 // (Lock, TryLock, LockFor, TryLockFor; fixed lease times in whole
 // milliseconds). Locking it again with a context derived from one of its
-// own leases re-enters (see the baton package doc).
-type Mutex struct {
+// own leases re-enters (see the baton package doc). A *baton.Mutex of a
+// Redis client wraps one; baton.As reaches its own methods (Key, LockFor,
+// TryLockFor).
+type mutex struct {
 	*leasekit.Mutex
 	key string
 }
 
-var _ baton.Locker = (*Mutex)(nil)
+var _ baton.Locker = (*mutex)(nil)
 
-// Mutex returns the exclusive lock called name. An invalid name fails with
+// mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
-func (c *Client) Mutex(name string) (*Mutex, error) {
+func (c *Client) mutex(name string) (*mutex, error) {
 	m, err := c.eng.Mutex(name)
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{Mutex: m, key: c.keysOf(m.Name()).base + sfxMutex}, nil
+	return &mutex{Mutex: m, key: c.keysOf(m.Name()).base + sfxMutex}, nil
 }
 
 // Key returns the Redis key of the lock (a hash: owner, token, proc).
-func (m *Mutex) Key() string { return m.key }
+// Reach it through baton.As:
+//
+//	k, ok := baton.As[interface{ Key() string }](m) // m a *baton.Mutex
+func (m *mutex) Key() string { return m.key }

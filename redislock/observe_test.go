@@ -55,8 +55,8 @@ func TestObservedCutOff(t *testing.T) {
 	if !errors.Is(lost.Err, baton.ErrLost) || !errors.Is(lost.Err, keeper.ErrDeadline) {
 		t.Errorf("holder's Lost Err = %v, want %v and %v", lost.Err, baton.ErrLost, keeper.ErrDeadline)
 	}
-	if lost.Lead <= 0 || lost.Lead > holder.DriftMargin() {
-		t.Errorf("holder's Lost Lead = %v, want in (0, DriftMargin %v]", lost.Lead, holder.DriftMargin())
+	if lost.Lead <= 0 || lost.Lead > redislock.DriftMargin(holder) {
+		t.Errorf("holder's Lost Lead = %v, want in (0, DriftMargin %v]", lost.Lead, redislock.DriftMargin(holder))
 	}
 	for _, e := range h[1:] {
 		if e.Engine != "redis" || e.Recipe != "mutex" || e.Name != name || e.Token != l.Token() || e.Owner != l.Owner() {

@@ -35,13 +35,13 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		return nil, err
 	}
 	rdb := redis.NewClient(ro)
-	c, err := New(rdb, o)
+	c, err := newClient(rdb, o)
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
 	if err := ping(ctx, rdb); err != nil {
-		_ = c.Close()
+		_ = c.close()
 		_ = rdb.Close()
 		return nil, fmt.Errorf("redislock: connect %s: %w", cfg.URL.Redacted, engine.Scrub(err, cfg.URL.Password, ro.Password))
 	}
@@ -87,7 +87,7 @@ func parse(cfg engine.Config) (*redis.Options, Options, error) {
 	}
 	ttl := cfg.TTL
 	if ttl == 0 {
-		ttl = DefaultTTL
+		ttl = defaultTTL
 	}
 	ro.DialTimeout = cfg.ConnectTimeout
 	// baton retries acquires itself and bounds every call by its own

@@ -9,35 +9,26 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// Defaults. Their effects are stated so they can be tuned knowingly.
+// Defaults, stated with Options' fields so they can be tuned knowingly.
 const (
-	// DefaultTTL is the renewed lease time of a key: a dead holder's lock
-	// is free again within it, and a live holder renews every TTL/3.
-	DefaultTTL = leasekit.DefaultTTL
-
-	// DefaultPrefix starts every key and channel: "baton:{name}:mutex".
-	DefaultPrefix = "baton"
-
-	// DefaultBatchSize is how many renewals one pipeline carries: 10 000
-	// held leases cost 20 round trips every TTL/3.
-	DefaultBatchSize = leasekit.DefaultBatchSize
-
-	// DefaultReplicaAckTimeout is how long WAIT waits for the replicas
-	// when Options.ReplicaAcks > 0.
-	DefaultReplicaAckTimeout = 500 * time.Millisecond
+	defaultTTL               = leasekit.DefaultTTL // 15s
+	defaultPrefix            = "baton"
+	defaultReplicaAckTimeout = 500 * time.Millisecond
 )
 
 // Options configure New. The zero value means the documented defaults.
 type Options struct {
 	// TTL is the lease time of a key, renewed every TTL/3 by the client's
-	// keeper; 0 means DefaultTTL. Below 300ms the timing margins stop
-	// making sense and New refuses it, as it refuses one above
-	// baton.MaxTTL. It must be whole milliseconds, the unit of the keys'
-	// PX: New refuses 1.0005s rather than round it, and any positive TTL
-	// is taken as given, never replaced by DefaultTTL.
+	// keeper; 0 means 15s: a dead holder's lock is free again within it.
+	// Below 300ms the timing margins stop making sense and New refuses it,
+	// as it refuses one above baton.MaxTTL. It must be whole milliseconds,
+	// the unit of the keys' PX: New refuses 1.0005s rather than round it,
+	// and any positive TTL is taken as given, never replaced by the
+	// default.
 	TTL time.Duration
 
-	// Prefix starts every key and channel; "" means DefaultPrefix. It must
+	// Prefix starts every key and channel; "" means "baton"
+	// ("baton:{orders/42}:mutex"). It must
 	// match [A-Za-z0-9_.:/-]{1,64} (no braces: they would change the hash
 	// tag).
 	Prefix string
@@ -57,14 +48,15 @@ type Options struct {
 	// refuses it with baton.ErrInvalidOption.
 	ReplicaAcks int
 
-	// ReplicaAckTimeout bounds WAIT; 0 means the smaller of
-	// DefaultReplicaAckTimeout and TTL/10. It must be below TTL/4 and
+	// ReplicaAckTimeout bounds WAIT; 0 means the smaller of 500ms and
+	// TTL/10. It must be below TTL/4 and
 	// below the redis client's ReadTimeout (3s by default), which go-redis
 	// applies to the pipeline carrying WAIT.
 	ReplicaAckTimeout time.Duration
 
 	// BatchSize is how many renewals or releases one pipeline carries; 0
-	// means DefaultBatchSize. It must be in 1…5000.
+	// means 500 (10 000 held leases cost 20 round trips every TTL/3). It
+	// must be in 1…5000.
 	BatchSize int
 
 	// DriftMargin is subtracted from every lease deadline (see package
@@ -103,13 +95,13 @@ func (o Options) validate() (Options, error) {
 	}
 	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
+		o.Prefix = defaultPrefix
 	}
 	if isZero(o.Process) {
 		o.Process = engine.ThisProcess("", nil)
 	}
 	if o.ReplicaAckTimeout == 0 {
-		o.ReplicaAckTimeout = min(DefaultReplicaAckTimeout, o.TTL/10)
+		o.ReplicaAckTimeout = min(defaultReplicaAckTimeout, o.TTL/10)
 	}
 	switch {
 	case o.TTL%time.Millisecond != 0:

@@ -45,7 +45,7 @@ func TestHolderRecord(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.recipe, err)
 		}
-		in, err := c.Inspect(opCtx(t, 5*time.Second), tc.name)
+		in, err := redislock.Inspect(opCtx(t, 5*time.Second), c, tc.name)
 		if err != nil {
 			t.Fatalf("Inspect(%q) = %v", tc.name, err)
 		}
@@ -64,7 +64,7 @@ func TestHolderRecord(t *testing.T) {
 	d := newClient(t, rdb, redislock.Options{Prefix: prefix})
 	l := lock(t, d, "rec/default")
 	defer l.Release(opCtx(t, 5*time.Second))
-	in, err := d.Inspect(opCtx(t, 5*time.Second), "rec/default")
+	in, err := redislock.Inspect(opCtx(t, 5*time.Second), d, "rec/default")
 	if err != nil || len(in.Entries) != 1 {
 		t.Fatalf("Inspect = %+v, %v; want the holder", in, err)
 	}

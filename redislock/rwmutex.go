@@ -5,8 +5,8 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// RWMutex is a read/write lock, with the operations of leasekit.RWMutex.
-// The writer is a hash key like a Mutex's; readers are members
+// rwMutex is a read/write lock, with the operations of leasekit.RWMutex.
+// The writer is a hash key like a mutex's; readers are members
 // "<owner>:<token>" of a sorted set scored by their expiry on the server's
 // clock (milliseconds), so a dead reader's hold expires by itself while
 // the others are renewed. Writers are not starved: a waiting writer
@@ -15,18 +15,18 @@ import (
 // order they queued (see the scripts: a reader never overtakes a queued
 // writer, a writer never overtakes a queued reader).
 //
-// A context derived from a read lease of the same RWMutex is refused the
+// A context derived from a read lease of the same lock is refused the
 // write side (baton.ErrUpgradeRefused): two readers upgrading would
 // deadlock. A writer asking for the read side re-enters its write lease.
-type RWMutex struct{ *leasekit.RWMutex }
+type rwMutex struct{ *leasekit.RWMutex }
 
-var _ baton.Locker = (*RWMutex)(nil)
+var _ baton.Locker = (*rwMutex)(nil)
 
-// RWMutex returns the read/write lock called name.
-func (c *Client) RWMutex(name string) (*RWMutex, error) {
+// rwMutex returns the read/write lock called name.
+func (c *Client) rwMutex(name string) (*rwMutex, error) {
 	rw, err := c.eng.RWMutex(name)
 	if err != nil {
 		return nil, err
 	}
-	return &RWMutex{rw}, nil
+	return &rwMutex{rw}, nil
 }

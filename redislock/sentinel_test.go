@@ -86,12 +86,12 @@ func sentinelEngine(t *testing.T, sentinels []string, master string) batontest.E
 			if err != nil {
 				t.Fatalf("redislock.New() = %v", err)
 			}
-			return batontest.FromClient(c.Baton(), cut.kill)
+			return batontest.FromClient(c, cut.kill)
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			es, err := adminC.Entries(ctx, name)
+			es, err := redislock.Entries(ctx, adminC, name)
 			if err != nil {
 				t.Fatalf("Entries(%q) = %v", name, err)
 			}

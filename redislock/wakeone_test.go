@@ -53,7 +53,7 @@ func newWakeOneRig(t *testing.T, n int, base time.Duration, holderNoPubSub bool)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		in, err := holder.Inspect(opCtx(t, 5*time.Second), r.name)
+		in, err := redislock.Inspect(opCtx(t, 5*time.Second), holder, r.name)
 		if err != nil {
 			t.Fatal(err)
 		}

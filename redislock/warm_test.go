@@ -43,9 +43,9 @@ func TestRenewalsOnWarmConn(t *testing.T) {
 	}
 	defer wg.Wait()
 	time.Sleep(100 * time.Millisecond) // the BLPOPs have their connections
-	before := c.Stats()
+	before := rawOf(t, c).Stats()
 	time.Sleep(2 * ttl)
-	after := c.Stats()
+	after := rawOf(t, c).Stats()
 	if st := l.State(); st != baton.Held {
 		t.Fatalf("lease %v (%v) while the pool was busy, want %v", st, l.Err(), baton.Held)
 	}

@@ -15,15 +15,10 @@ import (
 	"github.com/baton-go/baton/internal/rediseval"
 )
 
-// Baton returns c as the *baton.Client every engine gives, so that code
-// written against *baton.Client runs on Redlock, for the mutex: its
-// RWMutex, Semaphore and Election fail with an error wrapping
-// baton.ErrInvalidOption. Its Close closes c, not the nodes' clients,
-// which stay the caller's. baton.As hands c back, for Stats, Verify and
-// the per-node Inspect.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(batonConn{c: c}) }
-
-// batonConn is a Client as package engine drives it.
+// batonConn is a Client as package engine drives it, the Conn behind the
+// *baton.Client New and Open return, for the mutex: its RWMutex, Semaphore
+// and Election fail with an error wrapping baton.ErrInvalidOption. baton.As
+// hands c back, for Stats and Verify.
 type batonConn struct {
 	c *Client
 	// closeNodes closes the nodes' clients that Open made for c; nil when
@@ -36,7 +31,7 @@ func (k batonConn) Raw() any       { return k.c }
 
 // Close closes the client, then the nodes' clients Open made for it.
 func (k batonConn) Close() error {
-	err := k.c.Close()
+	err := k.c.close()
 	if k.closeNodes == nil || errors.Is(err, baton.ErrClosed) {
 		return err
 	}
@@ -44,7 +39,7 @@ func (k batonConn) Close() error {
 }
 
 func (k batonConn) Mutex(name string) (baton.Locker, error) {
-	return engine.Recipe[baton.Locker](k.c.Mutex(name))
+	return engine.Recipe[baton.Locker](k.c.mutex(name))
 }
 
 func (k batonConn) RWMutex(string) (engine.RWLocker, error) {
@@ -75,7 +70,7 @@ type holding struct {
 	lefts   []time.Duration
 }
 
-// Inspect reads every node (Client.Inspect) as one baton.Inspection: the
+// Inspect reads every node (Client.inspect) as one baton.Inspection: the
 // owner a majority of the nodes holds is the holder, its Left the time
 // until fewer than a majority hold it; an owner on fewer nodes (an attempt
 // that failed, a lock expiring) is listed in Other; the waiters the nodes
@@ -84,13 +79,13 @@ type holding struct {
 // baton.ErrUnavailable, or baton.ErrAuth when a node refused); the others
 // are named in Notes.
 func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
-	es, err := k.c.Inspect(ctx, name)
+	es, err := k.c.inspect(ctx, name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}
 	out := baton.Inspection{Name: name, Engine: "redlock"}
 	held := map[string]*holding{}
-	waiters := map[string]Waiter{}
+	waiters := map[string]waiter{}
 	var errs []error
 	for _, e := range es {
 		if e.Err != nil {
@@ -130,7 +125,7 @@ func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, 
 			out.Other = append(out.Other, be)
 		}
 	}
-	ws := slices.SortedFunc(maps.Values(waiters), func(a, b Waiter) int {
+	ws := slices.SortedFunc(maps.Values(waiters), func(a, b waiter) int {
 		return cmp.Or(a.Arrival.Compare(b.Arrival), cmp.Compare(a.ID, b.ID))
 	})
 	for _, w := range ws {

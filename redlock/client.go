@@ -44,8 +44,13 @@ var (
 // redis-servers. It owns a keeper (see package keeper: two long-lived
 // goroutines, plus one per renewal request in flight, extending every
 // lease it holds, on every node, in batches) and the goroutines of its
-// in-flight node requests. Close stops and releases them; it does not close the
-// nodes' clients, which the caller keeps owning.
+// in-flight node requests. Its close stops and releases them; it does not
+// close the nodes' clients, which the caller keeps owning.
+//
+// New returns it as a *baton.Client, the type every engine gives; baton.As
+// hands this Client back for what only Redlock has (Stats, Verify):
+//
+//	rc, ok := baton.As[*redlock.Client](c)
 type Client struct {
 	o      Options
 	nodes  []*node
@@ -125,10 +130,23 @@ type hooks struct {
 // go-redis honours a context's deadline on a blocked socket read only
 // with ContextTimeoutEnabled; baton's per-node deadlines hold either way,
 // because every node request runs in a goroutine the call abandons at its
-// deadline (see Close for when those goroutines end).
-func New(nodes []redis.UniversalClient, o Options) (*Client, error) {
-	if len(nodes) < MinNodes {
-		return nil, fmt.Errorf("%w: redlock: %d nodes, want ≥ %d", baton.ErrInvalidOption, len(nodes), MinNodes)
+// deadline (the client's Close waits for them: see close).
+//
+// Its *baton.Client has the mutex only: RWMutex, Semaphore and Election
+// fail with an error wrapping baton.ErrInvalidOption. Its Close closes the
+// Redlock client, not the nodes' clients.
+func New(nodes []redis.UniversalClient, o Options) (*baton.Client, error) {
+	c, err := newClient(nodes, o)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(batonConn{c: c}), nil
+}
+
+// newClient is New's Client, before package engine wraps it.
+func newClient(nodes []redis.UniversalClient, o Options) (*Client, error) {
+	if len(nodes) < minNodes {
+		return nil, fmt.Errorf("%w: redlock: %d nodes, want ≥ %d", baton.ErrInvalidOption, len(nodes), minNodes)
 	}
 	o, err := o.validate()
 	if err != nil {
@@ -177,19 +195,16 @@ func addrOf(rdb redis.UniversalClient, i int) string {
 	return "node" + strconv.Itoa(i)
 }
 
-// TTL returns the lease time of a lock key.
-func (c *Client) TTL() time.Duration { return c.o.TTL }
+// ttl returns the lease time of a lock key.
+func (c *Client) ttl() time.Duration { return c.o.TTL }
 
-// Nodes returns N.
-func (c *Client) Nodes() int { return len(c.nodes) }
+// majority returns N/2+1, the votes a grant needs.
+func (c *Client) majority() int { return c.maj }
 
-// Majority returns N/2+1, the votes a grant needs.
-func (c *Client) Majority() int { return c.maj }
-
-// DriftMargin returns the margin the keeper subtracts from every lease
+// driftMargin returns the margin the keeper subtracts from every lease
 // deadline: Options.DriftMargin (or its default) plus the Redlock drift,
-// TTL·DriftFactor + DriftFixed.
-func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
+// TTL·DriftFactor + 2ms.
+func (c *Client) driftMargin() time.Duration { return c.k.DriftMargin() }
 
 // Stats counts a client's protocol work since New, for tests and
 // monitoring.
@@ -205,7 +220,7 @@ type Stats struct {
 	Keeper keeper.Stats
 }
 
-// Stats returns the client's counters.
+// Stats returns the client's counters. It is reached through baton.As.
 func (c *Client) Stats() Stats {
 	return Stats{
 		Attempts:     c.attempts.Load(),
@@ -232,14 +247,15 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// Close ends every lease of the client (Lost, cause wrapping
+// close ends every lease of the client (Lost, cause wrapping
 // baton.ErrClosed), unlocks their keys on every node it can reach within
 // a bounded time (the rest expire by their TTL), wakes its waiters with
 // ErrClosed, and waits for its goroutines, including node requests still
 // blocked in go-redis: those end at the node client's ReadTimeout (3s by
 // default) when ContextTimeoutEnabled is off, at baton's deadline when it
-// is on. A second Close returns an error wrapping baton.ErrClosed.
-func (c *Client) Close() error {
+// is on: the *baton.Client's Close. A second close returns an error
+// wrapping baton.ErrClosed.
+func (c *Client) close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -424,7 +440,7 @@ func (f *fan) pending() int { return f.n - f.got }
 // refuses to run. Nodes that do not answer are checked at their first
 // answer to an acquire. It fails with baton.ErrUnavailable when fewer than
 // a majority answered. The first acquire runs it when it has not
-// succeeded yet.
+// succeeded yet. It is reached through baton.As.
 func (c *Client) Verify(ctx context.Context) error {
 	if err := c.checkOpen(); err != nil {
 		return err
@@ -484,8 +500,8 @@ func (c *Client) checkIndex(i int, v any) error {
 // lockKey is the key of lock name on every node.
 func (c *Client) lockKey(name string) string { return c.o.Prefix + "lock:" + name }
 
-// NodeEntry is what one node holds for a lock.
-type NodeEntry struct {
+// nodeEntry is what one node holds for a lock.
+type nodeEntry struct {
 	Node    int           // index
 	Addr    string        // the node client's address
 	Owner   string        // the holding grant's owner ("" when free)
@@ -499,25 +515,25 @@ type NodeEntry struct {
 	Process baton.Process
 	// Waiters are the waiters this node lists, by arrival: the order in
 	// which its releases wake them.
-	Waiters []Waiter
+	Waiters []waiter
 	Err     error // the node did not answer
 }
 
-// Waiter is a waiting Lock as a node lists it: its id (see wakeone.go),
+// waiter is a waiting Lock as a node lists it: its id (see wakeone.go),
 // its arrival on the waiter's clock, the same on every node, and the
 // time its intent has left on the node's clock unless the waiter retries.
-type Waiter struct {
+type waiter struct {
 	ID      string
 	Arrival time.Time
 	Left    time.Duration
 }
 
-// Inspect reads what every node holds for lock name, without taking
+// inspect reads what every node holds for lock name, without taking
 // anything; a node that does not answer within NodeTimeout·4 has Err set.
 // Tokens are shown without TokenFloor. The node that minted the quorum
 // token gets no write-back (its counter is the token already): its Grant
 // is its Token when another node of the same owner records that grant.
-func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) {
+func (c *Client) inspect(ctx context.Context, name string) ([]nodeEntry, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, fmt.Errorf("redlock: Inspect: %w", err)
@@ -530,16 +546,16 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 		return inspectScript.Run(ctx, nd.rdb, []string{key, c.keyCtr, c.keyIdx, c.waitersKey(n), c.intentsKey(n)}).Result()
 	})
 	defer f.cancel()
-	out := make([]NodeEntry, len(c.nodes))
+	out := make([]nodeEntry, len(c.nodes))
 	for i, nd := range c.nodes {
-		out[i] = NodeEntry{Node: i, Addr: nd.addr, Err: fmt.Errorf("node %d (%s): no answer within %v", i, nd.addr, c.o.NodeTimeout*4)}
+		out[i] = nodeEntry{Node: i, Addr: nd.addr, Err: fmt.Errorf("node %d (%s): no answer within %v", i, nd.addr, c.o.NodeTimeout*4)}
 	}
 	for {
 		r, more := f.next()
 		if !more {
 			break
 		}
-		e := NodeEntry{Node: r.i, Addr: c.nodes[r.i].addr, Err: r.err}
+		e := nodeEntry{Node: r.i, Addr: c.nodes[r.i].addr, Err: r.err}
 		if r.err == nil {
 			vs, _ := r.v.([]any)
 			if len(vs) == 8 {
@@ -567,10 +583,10 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]NodeEntry, error) 
 	return out, nil
 }
 
-// Entries lists the nodes holding lock name as "node<i>/<owner>", for
-// tests and hygiene checks; it fails when a node does not answer.
-func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
-	es, err := c.Inspect(ctx, name)
+// entries lists the nodes holding lock name as "node<i>/<owner>", for
+// tests; it fails when a node does not answer.
+func (c *Client) entries(ctx context.Context, name string) ([]string, error) {
+	es, err := c.inspect(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -587,11 +603,11 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 }
 
 // waiters reads the inspect script's flat list of waiters.
-func waiters(v any) []Waiter {
+func waiters(v any) []waiter {
 	ws, _ := v.([]any)
-	var out []Waiter
+	var out []waiter
 	for i := 0; i+2 < len(ws); i += 3 {
-		out = append(out, Waiter{
+		out = append(out, waiter{
 			ID:      str(ws[i]),
 			Arrival: time.UnixMilli(int64(num(ws[i+1]))),
 			Left:    time.Duration(num(ws[i+2])) * time.Millisecond,

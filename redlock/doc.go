@@ -17,9 +17,19 @@
 //	defer lease.Release(context.Background())
 //	// pass lease.Token() to the resource (package fence)
 //
-// Redlock has only the mutex (reentrant through the lease's context, as
-// everywhere in baton); its acquire loop is package leasekit's, shared by
-// every lease engine, over the attempt below. The nodes are plain, independent servers: not a
+// New returns the *baton.Client every engine gives. Redlock has only the
+// mutex (reentrant through the lease's context, as everywhere in baton):
+// the client's RWMutex, Semaphore and Election fail with an error wrapping
+// baton.ErrInvalidOption. What only Redlock has is reached through
+// baton.As, on the engine's own *Client: Verify (read the nodes' indexes
+// now) and Stats (attempts, node requests, write-backs, wiped nodes):
+//
+//	if rc, ok := baton.As[*redlock.Client](c); ok {
+//		err = rc.Verify(ctx)
+//	}
+//
+// Its acquire loop is package leasekit's, shared by every lease engine,
+// over the attempt below. The nodes are plain, independent servers: not a
 // Cluster, not replicas of each other, not behind Sentinel.
 //
 // # Acquire
@@ -194,7 +204,9 @@
 // proc is the grant's holder record (Options.Process: host, pid, program,
 // labels), written with the key by the acquire script, so it lives and
 // dies with the key. Clients with different prefixes are independent
-// deployments on the same servers. Inspect (and `baton inspect` on a
-// redlock:// URL) shows each node's holder, owner, tokens, time left,
-// holder record and waiters.
+// deployments on the same servers. The client's Inspect (and `baton
+// inspect` on a redlock:// URL) reads every node and shows the owner a
+// majority holds with its token, its time left and holder record, owners
+// on fewer nodes (an attempt that failed, a lock expiring), and the
+// waiters.
 package redlock

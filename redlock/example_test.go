@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/redlock"
 )
 
@@ -36,12 +37,20 @@ func Example() {
 		return
 	}
 	defer c.Close()
+	ctx := context.Background()
+	// What only Redlock has is reached through baton.As: Verify reads the
+	// nodes' indexes now rather than at the first acquire.
+	if rc, ok := baton.As[*redlock.Client](c); ok {
+		if err := rc.Verify(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
 	m, err := c.Mutex("orders/42")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ctx := context.Background()
 	first, err := m.Lock(ctx)
 	if err != nil {
 		fmt.Println(err)

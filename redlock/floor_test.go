@@ -25,7 +25,7 @@ func TestTokenFloor(t *testing.T) {
 	floored := redlocktest.NewClient(t, addrs, prefix, redlock.Options{TokenFloor: floor})
 	name := "floor"
 	var got [3]uint64
-	for i, c := range []*redlock.Client{plain, floored, plain} {
+	for i, c := range []*baton.Client{plain, floored, plain} {
 		l := redlocktest.Lock(t, c, name)
 		got[i] = l.Token()
 		redlocktest.Release(t, l)

@@ -23,7 +23,7 @@ func TestNoLateGrantOutlivesRelease(t *testing.T) {
 	prefix := redlocktest.Prefix(t, addrs)
 	admin := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
 	c := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: 30 * time.Second, NodeTimeout: time.Second})
-	if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+	if err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 		t.Fatalf("Verify() = %v", err)
 	}
 	for _, i := range []int{3, 4} {

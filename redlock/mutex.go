@@ -14,29 +14,30 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Mutex is an exclusive lock held on a majority of the nodes. It
-// implements baton.Locker. Locking it again with a context derived from
-// one of its own leases re-enters (see the baton package doc).
+// mutex is an exclusive lock held on a majority of the nodes, behind the
+// *baton.Mutex a Redlock client returns. It implements baton.Locker.
+// Locking it again with a context derived from one of its own leases
+// re-enters (see the baton package doc).
 //
 // Redlock has only the mutex: a read/write lock or a semaphore would need
 // the quorum token's argument for several holders at once, which it does
 // not give. Nor has it LockFor: every key is written with the TTL.
-type Mutex struct{ m *leasekit.Mutex }
+type mutex struct{ m *leasekit.Mutex }
 
-var _ baton.Locker = (*Mutex)(nil)
+var _ baton.Locker = (*mutex)(nil)
 
-// Mutex returns the exclusive lock called name. An invalid name fails with
+// mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
-func (c *Client) Mutex(name string) (*Mutex, error) {
+func (c *Client) mutex(name string) (*mutex, error) {
 	m, err := c.eng.Mutex(name)
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{m}, nil
+	return &mutex{m}, nil
 }
 
 // Name returns the normalised lock name.
-func (m *Mutex) Name() string { return m.m.Name() }
+func (m *mutex) Name() string { return m.m.Name() }
 
 // Lock blocks until the lock is granted or ctx ends. Between attempts it
 // waits for a release to wake it, polling as a safety net (see
@@ -44,11 +45,11 @@ func (m *Mutex) Name() string { return m.m.Name() }
 // the nodes it sleeps a jittered backoff step. A waiter that reaches no
 // majority of the nodes for as long as a held lease would survive fails
 // with an error wrapping baton.ErrSessionLost and baton.ErrUnavailable.
-func (m *Mutex) Lock(ctx context.Context) (*baton.Lease, error) { return m.m.Lock(ctx) }
+func (m *mutex) Lock(ctx context.Context) (*baton.Lease, error) { return m.m.Lock(ctx) }
 
 // TryLock makes one attempt; baton.ErrNotAcquired when other owners hold
 // enough nodes that no majority is left.
-func (m *Mutex) TryLock(ctx context.Context) (*baton.Lease, error) { return m.m.TryLock(ctx) }
+func (m *mutex) TryLock(ctx context.Context) (*baton.Lease, error) { return m.m.TryLock(ctx) }
 
 // outcome is how one attempt ended.
 type outcome int
@@ -84,7 +85,7 @@ type attemptResult struct {
 // watched, so that a release in between is not missed.
 type attempts struct {
 	c     *Client
-	b     *bound // the Mutex's keys
+	b     *bound // the mutex's keys
 	wait  bool
 	w     waiting // the waiter, when waiting
 	num   string  // the hub's key

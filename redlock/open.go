@@ -54,13 +54,13 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		}
 		return errors.Join(errs...)
 	}
-	c, err := New(nodes, t.o)
+	c, err := newClient(nodes, t.o)
 	if err != nil {
 		_ = closeNodes()
 		return nil, err
 	}
 	if err := rediseval.Retry(ctx, func() error { return c.probe(ctx) }); err != nil {
-		_ = c.Close()
+		_ = c.close()
 		_ = closeNodes()
 		return nil, fmt.Errorf("redlock: connect %s: %w", cfg.URL.Redacted, err)
 	}
@@ -102,8 +102,8 @@ func parse(cfg engine.Config) (*target, error) {
 		seen[addr] = true
 		t.nodes = append(t.nodes, o)
 	}
-	if len(t.nodes) < MinNodes {
-		return nil, u.Badf("%d node(s): Redlock needs at least %d independent servers (odd: 3, 5, 7)", len(t.nodes), MinNodes)
+	if len(t.nodes) < minNodes {
+		return nil, u.Badf("%d node(s): Redlock needs at least %d independent servers (odd: 3, 5, 7)", len(t.nodes), minNodes)
 	}
 	return t, nil
 }
@@ -167,7 +167,7 @@ func nodeOptions(cfg engine.Config, h string, p params) (*redis.Options, error) 
 	}
 	ttl := cfg.TTL
 	if ttl == 0 {
-		ttl = DefaultTTL
+		ttl = defaultTTL
 	}
 	o := &redis.Options{
 		Addr:     net.JoinHostPort(host, port),

@@ -84,11 +84,10 @@ func TestOpen(t *testing.T) {
 	if h.Host != host || h.PID != os.Getpid() || h.Program != "opentest" || h.Labels["team"] != "pay" {
 		t.Errorf("holder record = %+v, want host %q, pid %d, program opentest, label team=pay", h.Process, host, os.Getpid())
 	}
-	rc, ok := baton.As[*redlock.Client](c)
-	if !ok {
+	if _, ok := baton.As[*redlock.Client](c); !ok {
 		t.Fatal("baton.As[*redlock.Client] = false")
 	}
-	es, err := rc.Inspect(redlocktest.OpCtx(t, 5*time.Second), name)
+	es, err := redlock.Inspect(redlocktest.OpCtx(t, 5*time.Second), c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +97,8 @@ func TestOpen(t *testing.T) {
 			recorded++
 		}
 	}
-	if recorded < rc.Majority() {
-		t.Errorf("%d nodes hold the grant with its record, want ≥ %d: %+v", recorded, rc.Majority(), es)
+	if recorded < redlock.Majority(c) {
+		t.Errorf("%d nodes hold the grant with its record, want ≥ %d: %+v", recorded, redlock.Majority(c), es)
 	}
 
 	waited := make(chan error, 1)

@@ -8,49 +8,36 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// Defaults. Their effects are stated so they can be tuned knowingly.
+// Defaults, stated with Options' fields so they can be tuned knowingly.
 const (
-	// DefaultTTL is the lease time of a lock key on every node: a dead
-	// holder's lock is free again within it, and a live holder extends it
-	// every TTL/3.
-	DefaultTTL = leasekit.DefaultTTL
-
-	// DefaultPrefix prefixes every key baton writes on the nodes.
-	DefaultPrefix = "baton:redlock:"
-
-	// DefaultDriftFactor is the clock-rate drift allowed between this host
-	// and each node, as a fraction of the TTL (the Redlock specification's
-	// 0.01); DriftFixed is added to it.
-	DefaultDriftFactor = 0.01
-
-	// DriftFixed is the constant part of the drift allowance (the Redlock
+	defaultTTL         = leasekit.DefaultTTL // 15s
+	defaultPrefix      = "baton:redlock:"
+	defaultDriftFactor = 0.01 // the Redlock specification's
+	// driftFixed is the constant part of the drift allowance (the Redlock
 	// specification's 2 ms for the granularity of Redis' expiry).
-	DriftFixed = 2 * time.Millisecond
-
-	// DefaultBatchSize is how many held leases one renewal script covers on
-	// each node: 10 000 held leases cost 20 scripts per node every TTL/3.
-	DefaultBatchSize = leasekit.DefaultBatchSize
-
-	// MinNodes is the fewest nodes a Client accepts: with two, a majority
+	driftFixed = 2 * time.Millisecond
+	// minNodes is the fewest nodes a Client accepts: with two, a majority
 	// is both and one node down stops everything.
-	MinNodes = 3
+	minNodes = 3
 )
 
 // Options configure New. The zero value means the documented defaults.
 type Options struct {
-	// TTL is the lease time of the lock key on each node; 0 means
-	// DefaultTTL. Below 300ms the timing margins stop making sense and New
-	// refuses it, as it refuses one above baton.MaxTTL. It must be whole
-	// milliseconds, the unit of the key's PX: New refuses 1.0005s rather
-	// than round it, since a key that lives shorter than the client
-	// believes breaks the validity it computes, and any positive TTL is
-	// taken as given, never replaced by DefaultTTL.
+	// TTL is the lease time of the lock key on each node; 0 means 15s: a
+	// dead holder's lock is free again within it, and a live holder
+	// extends it every TTL/3. Below 300ms the timing margins stop making
+	// sense and New refuses it, as it refuses one above baton.MaxTTL. It
+	// must be whole milliseconds, the unit of the key's PX: New refuses
+	// 1.0005s rather than round it, since a key that lives shorter than
+	// the client believes breaks the validity it computes, and any
+	// positive TTL is taken as given, never replaced by the default.
 	TTL time.Duration
 
 	// Prefix prefixes every key on the nodes: the node's index
 	// (<prefix>index), its token counter (<prefix>counter) and the lock
 	// keys (<prefix>lock:<name>). Clients with different prefixes are
-	// independent deployments on the same servers. "" means DefaultPrefix.
+	// independent deployments on the same servers. "" means
+	// "baton:redlock:".
 	Prefix string
 
 	// NodeTimeout bounds each request to one node; it must be far below
@@ -59,10 +46,12 @@ type Options struct {
 	// TTL). It must be at most TTL/4.
 	NodeTimeout time.Duration
 
-	// DriftFactor is the fraction of the TTL allowed for clock drift
-	// between this host and the nodes; 0 means DefaultDriftFactor. The
-	// drift, TTL·DriftFactor + DriftFixed, is subtracted from the validity
-	// of every grant and added to the keeper's DriftMargin.
+	// DriftFactor is the fraction of the TTL allowed for clock-rate drift
+	// between this host and the nodes; 0 means 0.01, the Redlock
+	// specification's. The drift, TTL·DriftFactor + 2ms (the
+	// specification's allowance for the granularity of Redis' expiry), is
+	// subtracted from the validity of every grant and added to the
+	// keeper's DriftMargin.
 	DriftFactor float64
 
 	// DriftMargin is the keeper's margin before a lease's deadline (see
@@ -77,7 +66,8 @@ type Options struct {
 	TokenFloor uint64
 
 	// BatchSize is how many leases one renewal or release script covers
-	// on each node; 0 means DefaultBatchSize. It must be in 1…5000.
+	// on each node; 0 means 500 (10 000 held leases cost 20 scripts per
+	// node every TTL/3). It must be in 1…5000.
 	BatchSize int
 
 	// Backoff paces waiters' retries after split votes and failures (its
@@ -110,7 +100,7 @@ func (o Options) validate() (Options, error) {
 	}
 	o.TTL, o.DriftMargin, o.BatchSize, o.Backoff = lo.TTL, lo.DriftMargin, lo.BatchSize, lo.Backoff
 	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
+		o.Prefix = defaultPrefix
 	}
 	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
 		o.Process = engine.ThisProcess("", nil)
@@ -119,7 +109,7 @@ func (o Options) validate() (Options, error) {
 		o.NodeTimeout = max(o.TTL/30, 50*time.Millisecond)
 	}
 	if o.DriftFactor == 0 {
-		o.DriftFactor = DefaultDriftFactor
+		o.DriftFactor = defaultDriftFactor
 	}
 	switch {
 	case o.TTL%time.Millisecond != 0:
@@ -142,7 +132,7 @@ func (o Options) common() leasekit.Options {
 
 // drift is the Redlock clock-drift allowance: TTL·DriftFactor + 2ms.
 func (o Options) drift() time.Duration {
-	return time.Duration(float64(o.TTL)*o.DriftFactor) + DriftFixed
+	return time.Duration(float64(o.TTL)*o.DriftFactor) + driftFixed
 }
 
 // acquireBudget is the overall deadline of one acquire attempt, both

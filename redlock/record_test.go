@@ -19,7 +19,7 @@ func TestHolderRecord(t *testing.T) {
 	p := baton.Process{Host: "web-1", PID: 4242, Program: "worker", Labels: map[string]string{"team": "pay"}}
 	c := redlocktest.NewClient(t, addrs, redlocktest.Prefix(t, addrs), redlock.Options{Process: p})
 	l := redlocktest.Lock(t, c, "rec")
-	es, err := c.Inspect(redlocktest.OpCtx(t, 5*time.Second), "rec")
+	es, err := redlock.Inspect(redlocktest.OpCtx(t, 5*time.Second), c, "rec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func TestHolderRecord(t *testing.T) {
 			recorded++
 		}
 	}
-	if recorded < c.Majority() {
-		t.Errorf("%d nodes hold the grant with its record, want ≥ %d: %+v", recorded, c.Majority(), es)
+	if recorded < redlock.Majority(c) {
+		t.Errorf("%d nodes hold the grant with its record, want ≥ %d: %+v", recorded, redlock.Majority(c), es)
 	}
 	redlocktest.Release(t, l)
 	if es := awaitNoEntries(t, c, "rec", 5*time.Second); len(es) > 0 {

@@ -51,11 +51,11 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("New(zero Options) = %v, want nil", err)
 	}
 	defer c.Close()
-	if c.TTL() != redlock.DefaultTTL || c.Majority() != 2 || c.Nodes() != 3 {
-		t.Errorf("New(zero Options): TTL, Majority, Nodes = %v, %d, %d, want %v, 2, 3", c.TTL(), c.Majority(), c.Nodes(), redlock.DefaultTTL)
+	if redlock.TTL(c) != redlock.DefaultTTL || redlock.Majority(c) != 2 || redlock.Nodes(c) != 3 {
+		t.Errorf("New(zero Options): TTL, Majority, Nodes = %v, %d, %d, want %v, 2, 3", redlock.TTL(c), redlock.Majority(c), redlock.Nodes(c), redlock.DefaultTTL)
 	}
 	// The keeper's margin includes the Redlock drift (TTL·0.01 + 2ms).
-	if got, want := c.DriftMargin(), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
+	if got, want := redlock.DriftMargin(c), redlock.DefaultTTL/10+redlock.DefaultTTL/100+redlock.DriftFixed; got != want {
 		t.Errorf("DriftMargin() = %v, want %v", got, want)
 	}
 }
@@ -127,18 +127,18 @@ func TestEarlyStop(t *testing.T) {
 		// for the two, and the write-back goes to the two granting nodes
 		// that did not mint the token.
 		c := redlocktest.NewProxied(t, addrs, prefix, o)
-		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
 		c.Blackhole(t, 3, 4)
-		before := c.Stats()
+		before := raw(c).Stats()
 		start := time.Now()
 		l, err := redlocktest.Mutex(t, c.Client, "early/won").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("TryLock with 3 of 5 nodes = %v, want a lease", err)
 		}
-		st := c.Stats()
+		st := raw(c).Stats()
 		t.Logf("granted in %v: %d acquire requests, %d write-backs", took.Round(time.Millisecond), st.NodeRequests-before.NodeRequests, st.WriteBacks-before.WriteBacks)
 		if took >= nodeTimeout {
 			t.Errorf("TryLock with 3 fast nodes took %v, want < NodeTimeout %v (no wait for the blackholed nodes)", took, nodeTimeout)
@@ -163,11 +163,11 @@ func TestEarlyStop(t *testing.T) {
 			t.Fatalf("holder TryLock on 3 nodes = %v", err)
 		}
 		c := redlocktest.NewProxied(t, addrs, prefix, o)
-		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
 		c.Blackhole(t, 3, 4)
-		before := c.Stats()
+		before := raw(c).Stats()
 		start := time.Now()
 		_, err = redlocktest.Mutex(t, c.Client, "early/impossible").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
@@ -177,7 +177,7 @@ func TestEarlyStop(t *testing.T) {
 		if took >= nodeTimeout {
 			t.Errorf("TryLock against 3 held nodes took %v, want < NodeTimeout %v", took, nodeTimeout)
 		}
-		if n := c.Stats().WriteBacks - before.WriteBacks; n != 0 {
+		if n := raw(c).Stats().WriteBacks - before.WriteBacks; n != 0 {
 			t.Errorf("write-back requests after a failed round = %d, want 0", n)
 		}
 		t.Logf("refused in %v", took.Round(time.Millisecond))
@@ -188,11 +188,11 @@ func TestEarlyStop(t *testing.T) {
 		// Three nodes blackholed: the round fails once their NodeTimeout
 		// passed — not at the 0.8·TTL deadline — and leaves nothing behind.
 		c := redlocktest.NewProxied(t, addrs, prefix, o)
-		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
 		c.Blackhole(t, 0, 1, 2)
-		before := c.Stats()
+		before := raw(c).Stats()
 		start := time.Now()
 		_, err := redlocktest.Mutex(t, c.Client, "early/down").TryLock(redlocktest.OpCtx(t, 5*time.Second))
 		took := time.Since(start)
@@ -202,7 +202,7 @@ func TestEarlyStop(t *testing.T) {
 		if took > 3*nodeTimeout {
 			t.Errorf("TryLock with 3 of 5 nodes down took %v, want ≈ NodeTimeout %v, well before 0.8·TTL", took, nodeTimeout)
 		}
-		if n := c.Stats().WriteBacks - before.WriteBacks; n != 0 {
+		if n := raw(c).Stats().WriteBacks - before.WriteBacks; n != 0 {
 			t.Errorf("write-back requests = %d, want 0", n)
 		}
 		if es := awaitNoEntries(t, admin, "early/down", 2*time.Second); len(es) != 0 {
@@ -265,12 +265,12 @@ func TestNodeIndex(t *testing.T) {
 	t.Run("Reordered", func(t *testing.T) {
 		prefix := redlocktest.Prefix(t, addrs)
 		first := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
-		if err := first.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := raw(first).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("first Verify() = %v, want nil", err)
 		}
 		swapped := append([]string{addrs[1], addrs[0]}, addrs[2:]...)
 		c := redlocktest.NewClient(t, swapped, prefix, redlock.Options{})
-		err := c.Verify(redlocktest.OpCtx(t, 5*time.Second))
+		err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second))
 		if !errors.Is(err, baton.ErrInvalidOption) || !errors.Is(err, redlock.ErrNodeIndex) {
 			t.Errorf("Verify() with nodes 0 and 1 swapped = %v, want %v and %v", err, baton.ErrInvalidOption, redlock.ErrNodeIndex)
 		}
@@ -311,7 +311,7 @@ func TestNodeIndex(t *testing.T) {
 		// The round stops at the first three grants, so node 0's answer may
 		// come too late to be read: a few grants until it is.
 		var l2 *baton.Lease
-		for i := 0; i < 20 && c.Stats().WipedNodes == 0; i++ {
+		for i := 0; i < 20 && raw(c).Stats().WipedNodes == 0; i++ {
 			if l2 != nil {
 				redlocktest.Release(t, l2)
 			}
@@ -320,7 +320,7 @@ func TestNodeIndex(t *testing.T) {
 		if l2.Token() <= l.Token() {
 			t.Errorf("token after node 0 was wiped = %d, want > %d", l2.Token(), l.Token())
 		}
-		if n := c.Stats().WipedNodes; n != 1 {
+		if n := raw(c).Stats().WipedNodes; n != 1 {
 			t.Fatalf("Stats().WipedNodes = %d after 20 grants, want 1", n)
 		}
 		redlocktest.Release(t, l2)
@@ -341,7 +341,7 @@ func TestInspect(t *testing.T) {
 	prefix := redlocktest.Prefix(t, addrs)
 	c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
 	l := redlocktest.Lock(t, c, "inspect/me")
-	es, err := c.Inspect(redlocktest.OpCtx(t, 5*time.Second), "inspect/me")
+	es, err := redlock.Inspect(redlocktest.OpCtx(t, 5*time.Second), c, "inspect/me")
 	if err != nil {
 		t.Fatalf("Inspect() = %v", err)
 	}
@@ -364,8 +364,8 @@ func TestInspect(t *testing.T) {
 			t.Errorf("node %d: index %q counter %d, want %d and ≥ %d", e.Node, e.Index, e.Counter, e.Node, e.Grant)
 		}
 	}
-	if written < c.Majority() {
-		t.Errorf("%d nodes record the grant's token %d, want ≥ %d (the write-back's majority)", written, l.Token(), c.Majority())
+	if written < redlock.Majority(c) {
+		t.Errorf("%d nodes record the grant's token %d, want ≥ %d (the write-back's majority)", written, l.Token(), redlock.Majority(c))
 	}
 	redlocktest.Release(t, l)
 }

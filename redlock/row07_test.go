@@ -21,17 +21,17 @@ import (
 // {0,1,2} and releases; B, starting after A's release, is granted on
 // {2,3,4}. Only node 2 is common to A and B. mutate, if set, alters A's
 // client (the control).
-func tokenRun(t *testing.T, mutate func(*redlock.Client)) (tokA, tokB uint64) {
+func tokenRun(t *testing.T, mutate func(*baton.Client)) (tokA, tokB uint64) {
 	t.Helper()
 	addrs := testenv.Redlock(t)
 	prefix := redlocktest.Prefix(t, addrs)
 	name := "row07/tokens"
-	grantOn := func(who string, reach []int, mutate func(*redlock.Client)) *baton.Lease {
+	grantOn := func(who string, reach []int, mutate func(*baton.Client)) *baton.Lease {
 		c := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{})
 		if mutate != nil {
 			mutate(c.Client)
 		}
-		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := raw(c).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("%s: Verify() = %v", who, err)
 		}
 		var cut []int
@@ -72,7 +72,7 @@ func contains(xs []int, x int) bool {
 func TestRow07WriteBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mutate func(*redlock.Client)
+		mutate func(*baton.Client)
 		broken bool
 	}{
 		{"Fenced", nil, false},

@@ -69,7 +69,7 @@ func (r *wakeRig) lockEverywhere() *baton.Lease {
 }
 
 // client returns a new client on the rig's counted nodes.
-func (r *wakeRig) client() *redlock.Client {
+func (r *wakeRig) client() *baton.Client {
 	c, err := redlock.New(r.nodes, r.o)
 	if err != nil {
 		r.t.Fatalf("redlock.New() = %v", err)
@@ -80,10 +80,10 @@ func (r *wakeRig) client() *redlock.Client {
 
 // wait starts n waiters, each on a client of its own, and returns their
 // clients once every node holds want intents.
-func (r *wakeRig) wait(n int, want int64) []*redlock.Client {
+func (r *wakeRig) wait(n int, want int64) []*baton.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.t.Cleanup(cancel)
-	var cs []*redlock.Client
+	var cs []*baton.Client
 	for range n {
 		c := r.client()
 		cs = append(cs, c)
@@ -319,9 +319,9 @@ func TestUnlockKeepsWaiter(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Unlocks < 4 {
+	for raw(c).Stats().Unlocks < 4 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %d unlocks, want two split attempts", c.Stats().Unlocks)
+			t.Fatalf("after 10s: %d unlocks, want two split attempts", raw(c).Stats().Unlocks)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -332,7 +332,7 @@ func TestUnlockKeepsWaiter(t *testing.T) {
 				n, _ := d.ZCard(redlocktest.OpCtx(t, 5*time.Second), r.key).Result()
 				t.Logf("node %d: %d waiters", i, n)
 			}
-			t.Fatalf("after %d unlocks the waiter is not listed on every node", c.Stats().Unlocks)
+			t.Fatalf("after %d unlocks the waiter is not listed on every node", raw(c).Stats().Unlocks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -351,7 +351,7 @@ func TestRefusedAttemptsReleaseNothing(t *testing.T) {
 	cs := r.wait(32, 32)
 	time.Sleep(100 * time.Millisecond) // the late answers are in
 	for i, c := range cs {
-		if n := c.Stats().Keeper.Releases; n != 0 {
+		if n := raw(c).Stats().Keeper.Releases; n != 0 {
 			t.Errorf("waiter %d: %d releases while refused, want 0", i, n)
 		}
 	}

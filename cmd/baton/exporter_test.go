@@ -320,7 +320,7 @@ func (s apiSnapshot) lock(t *testing.T, name string) apiLock {
 }
 
 // redisLocks returns a redislock client of the test Redis.
-func redisLocks(t *testing.T) (*redislock.Client, string) {
+func redisLocks(t *testing.T) (*baton.Client, string) {
 	t.Helper()
 	addr := testenv.Redis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})

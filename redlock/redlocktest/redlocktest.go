@@ -108,7 +108,8 @@ func Options(o redlock.Options, prefix string) redlock.Options {
 }
 
 // NewClient returns a client on addrs, closed at the end of the test.
-func NewClient(t testing.TB, addrs []string, prefix string, o redlock.Options) *redlock.Client {
+// baton.As reaches its *redlock.Client (Verify, Stats).
+func NewClient(t testing.TB, addrs []string, prefix string, o redlock.Options) *baton.Client {
 	t.Helper()
 	c, err := redlock.New(Clients(t, addrs), Options(o, prefix))
 	if err != nil {
@@ -120,7 +121,7 @@ func NewClient(t testing.TB, addrs []string, prefix string, o redlock.Options) *
 
 // Proxied is a client whose every node is reached through a fault proxy.
 type Proxied struct {
-	*redlock.Client
+	*baton.Client
 	Proxies []*faultproxy.Proxy // one a node, in the order of the addresses
 }
 
@@ -161,7 +162,7 @@ func OpCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // Mutex returns c's mutex called name or stops the test.
-func Mutex(t *testing.T, c *redlock.Client, name string) *redlock.Mutex {
+func Mutex(t *testing.T, c *baton.Client, name string) *baton.Mutex {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -171,7 +172,7 @@ func Mutex(t *testing.T, c *redlock.Client, name string) *redlock.Mutex {
 }
 
 // Lock acquires name on c or stops the test.
-func Lock(t *testing.T, c *redlock.Client, name string) *baton.Lease {
+func Lock(t *testing.T, c *baton.Client, name string) *baton.Lease {
 	t.Helper()
 	l, err := Mutex(t, c, name).Lock(OpCtx(t, 10*time.Second))
 	if err != nil {

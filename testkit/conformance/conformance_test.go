@@ -203,11 +203,7 @@ var rows = []row{
 				// NodeTimeout of Redlock's own runner.
 				dial: func(t testing.TB, hs []string) (*baton.Client, error) {
 					o := redlock.Options{TTL: redlockTTL, NodeTimeout: time.Second}
-					c, err := redlock.New(redlocktest.Clients(t, hs), redlocktest.Options(o, prefix))
-					if err != nil {
-						return nil, err
-					}
-					return c.Baton(), nil
+					return redlock.New(redlocktest.Clients(t, hs), redlocktest.Options(o, prefix))
 				},
 			}
 		},

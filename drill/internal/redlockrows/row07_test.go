@@ -20,6 +20,17 @@ import (
 	"github.com/baton-go/baton/redlock/redlocktest"
 )
 
+// redlockOf returns c's *redlock.Client, reached through baton.As, for what
+// only Redlock has (Verify, Stats).
+func redlockOf(t *testing.T, c *baton.Client) *redlock.Client {
+	t.Helper()
+	rc, ok := baton.As[*redlock.Client](c)
+	if !ok {
+		t.Fatalf("As[*redlock.Client](%s client) failed", c.Engine())
+	}
+	return rc
+}
+
 // recordGrant records an acquire's ok (or nothing) in rec.
 func recordGrant(rec *drill.Recorder, client, name string, l *baton.Lease) {
 	op := rec.Begin(client, drill.OpAcquire, name, 0)
@@ -44,7 +55,7 @@ func TestRow07EarlyExpiry(t *testing.T) {
 	a := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
 	b := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: 6 * time.Second})
 	for _, c := range []*redlocktest.Proxied{a, b} {
-		if err := c.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+		if err := redlockOf(t, c.Client).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("Verify() = %v", err)
 		}
 	}
@@ -185,8 +196,8 @@ func TestRow07WipedNode(t *testing.T) {
 	o := redlock.Options{TTL: 10 * time.Second}
 	a := redlocktest.NewProxied(t, addrs, prefix, o)
 	c := redlocktest.NewClient(t, addrs, prefix, o)
-	for who, cl := range map[string]*redlock.Client{"A": a.Client, "C": c} {
-		if err := cl.Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
+	for who, cl := range map[string]*baton.Client{"A": a.Client, "C": c} {
+		if err := redlockOf(t, cl).Verify(redlocktest.OpCtx(t, 5*time.Second)); err != nil {
 			t.Fatalf("%s: Verify() = %v", who, err)
 		}
 	}
@@ -232,7 +243,7 @@ func TestRow07WipedNode(t *testing.T) {
 	if !errors.Is(cerr, redlock.ErrNodeWiped) || !errors.Is(cerr, baton.ErrUnavailable) {
 		t.Fatalf("C's TryLock after node 0 was wiped = %v, want ErrUnavailable wrapping ErrNodeWiped", cerr)
 	}
-	if st := c.Stats(); st.WipedNodes != 1 {
+	if st := redlockOf(t, c).Stats(); st.WipedNodes != 1 {
 		t.Errorf("C's Stats().WipedNodes = %d, want 1", st.WipedNodes)
 	}
 
@@ -273,13 +284,13 @@ func TestRow07WipedNode(t *testing.T) {
 	// C refuses node 0 from now on: an attempt asks only nodes 1 and 2
 	// (and, counting node 0 as failed, reports the lock unavailable
 	// rather than merely taken).
-	before := c.Stats().NodeRequests
+	before := redlockOf(t, c).Stats().NodeRequests
 	if l, err := redlocktest.Mutex(t, c, name).TryLock(redlocktest.OpCtx(t, 5*time.Second)); err == nil {
 		t.Errorf("C's TryLock while A and B hold granted token %d, want an error", l.Token())
 	} else {
 		t.Logf("C's TryLock while A and B hold: %v", err)
 	}
-	if d := c.Stats().NodeRequests - before; d != 2 {
+	if d := redlockOf(t, c).Stats().NodeRequests - before; d != 2 {
 		t.Errorf("C's attempt sent %d acquire requests, want 2 (node 0 refused)", d)
 	}
 	redlocktest.Release(t, lb)
