@@ -99,7 +99,8 @@ func ExampleObservers() {
 	if _, err := m.Lock(context.Background()); err != nil {
 		panic(err)
 	}
-	a.Expire() // the session expires: the lease is lost, which slog logs at Warn
+	fa, _ := baton.As[*memlock.Client](a) // memlock's fault methods
+	fa.Expire()                           // the session expires: the lease is lost, which slog logs at Warn
 	fmt.Println("granted:", granted)
 	// Output:
 	// level=WARN msg="baton lost" event=lost engine=mem lock=orders/42 recipe=mutex token=1 owner=orders/42/lock-0000000001 session=a#1 err="baton: lock lost: session a#1 ended: baton: session lost"

@@ -188,7 +188,8 @@ func TestHashNamesMemlock(t *testing.T) {
 	if !strings.Contains(l.Owner(), "tenant-4711") {
 		t.Fatalf("memlock owner %q does not carry the name: the test would prove nothing", l.Owner())
 	}
-	a.Expire()
+	ma, _ := baton.As[*memlock.Client](a)
+	ma.Expire()
 	<-l.Done()
 	rec.mu.Lock()
 	events := slices.Clone(rec.events)

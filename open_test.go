@@ -86,7 +86,7 @@ func TestOpenMem(t *testing.T) {
 func TestClientRecipesReportBadNames(t *testing.T) {
 	srv := memlock.NewServer(memlock.Options{})
 	defer srv.Close()
-	c := srv.Client("a").Baton()
+	c := srv.Client("a")
 	ctx := context.Background()
 	if m, err := c.Mutex(""); !errors.Is(err, baton.ErrInvalidName) || m != nil {
 		t.Errorf("Mutex(\"\") = %v, %v; want nil, ErrInvalidName", m, err)
@@ -111,7 +111,7 @@ func TestClientRecipesReportBadNames(t *testing.T) {
 func TestAsLockObjects(t *testing.T) {
 	srv := memlock.NewServer(memlock.Options{})
 	defer srv.Close()
-	c := srv.Client("a").Baton()
+	c := srv.Client("a")
 	defer c.Close()
 	type named interface{ Name() string }
 	m, _ := c.Mutex("jobs/a")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/redislock"
@@ -284,10 +285,11 @@ func sqlCurveRig(tb testing.TB, engine string) *curveRig {
 	if err != nil {
 		tb.Fatalf("sqllock.New(%s) = %v", engine, err)
 	}
-	if err := c.Migrate(ctx); err != nil {
+	sc, _ := baton.As[*sqllock.Client](c)
+	if err := sc.Migrate(ctx); err != nil {
 		tb.Fatalf("Migrate(%s) = %v", engine, err)
 	}
-	tbl := c.Table()
+	tbl := benchTablePrefix + "locks"
 	_ = c.Close()
 	var mu sync.Mutex
 	sum := &turnSum{}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/kubelock"
 	"github.com/baton-go/baton/redislock"
@@ -250,7 +251,8 @@ func guardSQLClient(tb testing.TB, name string, db *sql.DB, p *turnProxy) *count
 	tb.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Migrate(ctx); err != nil {
+	sc, _ := baton.As[*sqllock.Client](c)
+	if err := sc.Migrate(ctx); err != nil {
 		tb.Fatalf("Migrate(%s) = %v", name, err)
 	}
 	m, err := c.Mutex(benchName("guard-" + name))

@@ -143,9 +143,11 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 		tb.Fatalf("sqllock.New(%s) = %v", b.name, err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
-	if err := c.Migrate(ctx); err != nil {
+	sc, _ := baton.As[*sqllock.Client](c)
+	if err := sc.Migrate(ctx); err != nil {
 		tb.Fatalf("sqllock Migrate(%s) = %v", b.name, err)
 	}
+	table := benchTablePrefix + "locks"
 	name := benchName("sql-baton")
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -153,8 +155,15 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	}
 	entries := func(name string) func(context.Context) (int, error) {
 		return func(ctx context.Context) (int, error) {
-			es, err := c.Entries(ctx, name)
-			return len(es), err
+			// The name's rows but a gone waiter's expired intent.
+			in, err := c.Inspect(ctx, name)
+			n := len(in.Holders)
+			for _, w := range in.Waiters {
+				if !w.Dead {
+					n++
+				}
+			}
+			return n, err
 		}
 	}
 	bp := batonPair(m, "sqllock Mutex", entries(name))
@@ -162,18 +171,18 @@ func sqlLockPairs(tb testing.TB, b sqlBackend, db *sql.DB) []*pair {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		q := `DELETE FROM ` + c.Table() + ` WHERE name = ?`
+		q := `DELETE FROM ` + table + ` WHERE name = ?`
 		if b.dialect == fence.Postgres {
-			q = `DELETE FROM ` + c.Table() + ` WHERE name = $1`
+			q = `DELETE FROM ` + table + ` WHERE name = $1`
 		}
 		_, _ = db.ExecContext(ctx, q, name)
 	})
-	floor := sqlFloorPair(tb, b, db, c.Table())
+	floor := sqlFloorPair(tb, b, db, table)
 	pairs := []*pair{bp, floor}
 	if b.dialect != fence.SQLite {
 		pairs = append(pairs, withDeadline(floor))
 	}
-	if mp := sqlMintPair(tb, b, db, c.Table()); mp != nil {
+	if mp := sqlMintPair(tb, b, db, table); mp != nil {
 		pairs = append(pairs, mp)
 	}
 	if np := nativePair(tb, b, db); np != nil {

@@ -75,12 +75,12 @@ func dialLeaseChild(ctx context.Context, engine, endpoint string) (*lockClient, 
 			db.Close()
 			return nil, err
 		}
-		if _, err := c.Entries(ctx, "drill/warm"); err != nil {
+		if err := sqlWarm(ctx, c); err != nil {
 			c.Close()
 			db.Close()
 			return nil, err
 		}
-		return &lockClient{lease: true, mutex: sqlMutex(c), entries: c.Entries,
+		return &lockClient{lease: true, mutex: sqlMutex(c), entries: sqlEntries(c),
 			close: func() error { err := c.Close(); db.Close(); return err }}, nil
 	case "redis", "redlock":
 		return dialRedisChild(ctx, engine, endpoint)
@@ -184,7 +184,7 @@ func serverAddr(engine, endpoint string) string {
 	return cfg.Addr
 }
 
-func sqlMutex(c *sqllock.Client) func(string) (baton.Locker, error) {
+func sqlMutex(c *baton.Client) func(string) (baton.Locker, error) {
 	return func(name string) (baton.Locker, error) {
 		m, err := c.Mutex(name)
 		if err != nil {
@@ -205,7 +205,7 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 		name: kind, family: leaseFamily, ttl: sqlTTL, endpoint: endpoint, network: network,
 		recipes: []recipe{mutexRecipe},
 		sql:     &sqlTarget{driver: driver, dsn: dsn, admin: admin},
-		// Entries lists "slot/kind/owner".
+		// sqlEntries lists "mode/owner".
 		owns: func(entry, owner string) bool { return strings.HasSuffix(entry, "/"+owner) },
 	}
 	e.open = func(t *testing.T, o clientOpts) *lockClient {
@@ -266,19 +266,10 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 		// statement, not a preparation before it.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := c.Entries(ctx, "drill/warm"); err != nil {
-			t.Fatalf("%s: Entries = %v", kind, err)
+		if err := sqlWarm(ctx, c); err != nil {
+			t.Fatalf("%s: warming = %v", kind, err)
 		}
-		wm, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l, err := wm.TryLock(ctx); err != nil {
-			t.Fatalf("%s: warming TryLock = %v", kind, err)
-		} else if err := l.Release(ctx); err != nil {
-			t.Fatalf("%s: warming Release = %v", kind, err)
-		}
-		lc.mutex, lc.entries = sqlMutex(c), c.Entries
+		lc.mutex, lc.entries = sqlMutex(c), sqlEntries(c)
 		lc.close = func() error {
 			err := c.Close()
 			if errors.Is(err, baton.ErrClosed) {
@@ -297,8 +288,49 @@ func sqlEngine(t *testing.T, kind, endpoint string, network bool) *engine {
 		t.Fatalf("sqllock.New = %v", err)
 	}
 	t.Cleanup(func() { scanner.Close() })
-	e.scan = scanner.Entries
+	e.scan = sqlEntries(scanner)
 	return e
+}
+
+// sqlWarm readies c as its first use would, on a scratch name of its own:
+// the schema checked, the server identified, the acquire and release
+// statements prepared. The name's row stays behind, free.
+func sqlWarm(ctx context.Context, c *baton.Client) error {
+	m, err := c.Mutex("drill/warm/" + batonengine.NewOwnerID()[:12])
+	if err != nil {
+		return err
+	}
+	l, err := m.TryLock(ctx)
+	if err != nil {
+		return fmt.Errorf("warming TryLock: %w", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		return fmt.Errorf("warming Release: %w", err)
+	}
+	return nil
+}
+
+// sqlEntries is the orphan scan of a SQL client: the owned rows of a name
+// as "mode/owner", read with Inspect. A holder's row whose lease expired
+// is listed until an acquire takes it over; a waiter's expired intent row
+// is not (its waiter is gone).
+func sqlEntries(c *baton.Client) func(context.Context, string) ([]string, error) {
+	return func(ctx context.Context, name string) ([]string, error) {
+		in, err := c.Inspect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		var es []string
+		for _, e := range in.Holders {
+			es = append(es, e.Mode+"/"+e.Owner)
+		}
+		for _, e := range in.Waiters {
+			if !e.Dead {
+				es = append(es, e.Mode+"/"+e.Owner)
+			}
+		}
+		return es, nil
+	}
 }
 
 // cutLastByte arms row 1's fault on a SQL client whose pool is one

@@ -107,7 +107,7 @@ func scenarioBase(engine, endpoint string) (scenario.Target, error) {
 			// connection must not ride on a link a drill cuts.
 			c, err := sqllock.New(db, sqllock.Options{TTL: sqlTTL, NoListen: len(dial) > 0})
 			if err == nil {
-				_, err = c.Entries(ctx, "drill/warm") // schema checked, server identified
+				err = sqlWarm(ctx, c) // schema checked, server identified
 			}
 			if err != nil {
 				db.Close()

@@ -29,7 +29,8 @@ func lostLease(t *testing.T, name string) *baton.Lease {
 	if err != nil {
 		t.Fatalf("Lock = %v", err)
 	}
-	c.Expire()
+	mc, _ := baton.As[*memlock.Client](c)
+	mc.Expire()
 	<-l.Done()
 	if !errors.Is(context.Cause(l.Context()), baton.ErrLost) {
 		t.Fatalf("lease context cause = %v, want one wrapping %v", context.Cause(l.Context()), baton.ErrLost)

@@ -28,7 +28,7 @@ func open(_ context.Context, cfg engine.Config) (engine.Conn, error) {
 	v, _ := servers.LoadOrStore(name, sync.OnceValue(func() *Server {
 		return NewServer(Options{SessionTTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer})
 	}))
-	c := v.(func() *Server)().Client("")
+	c := v.(func() *Server)().newClient("")
 	c.proc = engine.ProcessData(cfg.Process)
 	return connOf(c), nil
 }
@@ -42,14 +42,9 @@ func check(cfg engine.Config) error {
 	return nil
 }
 
-// Baton returns c as the *baton.Client every engine gives, so that code
-// written against *baton.Client is unit-tested on memlock. baton.As
-// hands c back, for the fault methods.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
-
 // connOf is c as package engine drives it.
 func connOf(c *Client) conn {
-	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+	return conn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c}
 }
 
 // conn is a Client as package engine drives it.
@@ -60,7 +55,16 @@ type conn struct {
 
 func (k conn) Engine() string { return "mem" }
 func (k conn) Raw() any       { return k.c }
-func (k conn) Close() error   { return k.c.Close() }
+
+// Close ends the client's session: its leases are Lost, then its entries
+// are deleted. A partitioned client cannot reach the server, so Close
+// then only tells its leases; the server expires the session when
+// SessionTTL passes, as it would for a crashed process. Later calls return
+// baton.ErrClosed. Close always returns nil.
+func (k conn) Close() error {
+	k.c.shutdown(false)
+	return nil
+}
 
 // Inspect reads the lock's directory (a semaphore's two) as the server
 // holds it; every session there is live, since an expired one's entries

@@ -13,9 +13,14 @@ import (
 // replaced by a new one at the next call after it was lost. Its recipes
 // are package queuekit's, the same code that runs on ZooKeeper and etcd.
 //
-// The fault methods (Partition, Heal, Expire, LoseResponse) script what a
-// network or a server does to a real client; they are safe to call from
-// any goroutine.
+// A test holds the *baton.Client that Server.Client returns and reaches
+// this one through baton.As, for its fault methods (Partition, Heal,
+// Expire, LoseResponse), which script what a network or a server does to
+// a real client; they are safe to call from any goroutine:
+//
+//	c := srv.Client("a")
+//	mc, _ := baton.As[*memlock.Client](c)
+//	mc.Partition()
 type Client struct {
 	srv  *Server
 	name string
@@ -43,12 +48,9 @@ const (
 	Delete
 )
 
-// Name returns the client's name.
-func (c *Client) Name() string { return c.name }
-
-// SessionID returns the ID of the client's current session, "" before its
+// sessionID returns the ID of the client's current session, "" before its
 // first call.
-func (c *Client) SessionID() string {
+func (c *Client) sessionID() string {
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
 	if c.cur == nil {
@@ -57,34 +59,34 @@ func (c *Client) SessionID() string {
 	return c.cur.id
 }
 
-// Mutex returns the reentrant mutex called name (queuekit.Mutex).
-func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
+// mutex returns the reentrant mutex called name (queuekit.Mutex).
+func (c *Client) mutex(name string) (*queuekit.Mutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewMutex(c.b, name, c.opts())
 }
 
-// RWMutex returns the fair read/write lock called name (queuekit.RWMutex).
-func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
+// rwMutex returns the fair read/write lock called name (queuekit.RWMutex).
+func (c *Client) rwMutex(name string) (*queuekit.RWMutex, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewRWMutex(c.b, name, c.opts())
 }
 
-// Semaphore returns the semaphore called name with n permits
+// semaphore returns the semaphore called name with n permits
 // (queuekit.Semaphore). Its entries live in the directories name+"/locks"
 // (the guard) and name+"/leases" (the permits).
-func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
+func (c *Client) semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewSemaphore(c.b, name, n, c.opts())
 }
 
-// Election returns the leader election called name (queuekit.Election).
-func (c *Client) Election(name string) (*queuekit.Election, error) {
+// election returns the leader election called name (queuekit.Election).
+func (c *Client) election(name string) (*queuekit.Election, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
@@ -184,16 +186,6 @@ func (c *Client) takeLossLocked(op Op) bool {
 	}
 	c.losses[op]--
 	return true
-}
-
-// Close ends the client's session: its leases are Lost, then its entries
-// are deleted. A partitioned client cannot reach the server, so Close
-// then only tells its leases; the server expires the session when
-// SessionTTL passes, as it would for a crashed process. Later calls return
-// baton.ErrClosed. Close always returns nil.
-func (c *Client) Close() error {
-	c.shutdown(false)
-	return nil
 }
 
 // shutdown closes the client; server says the server is closing, which

@@ -94,7 +94,7 @@ func engine(t *testing.T, o baton.Observer) batontest.Engine {
 		Name: "mem",
 		NewClient: func(testing.TB) batontest.Client {
 			c := srv.Client("")
-			return batontest.FromClient(c.Baton(), func(testing.TB) { c.Partition() })
+			return batontest.FromClient(c, func(testing.TB) { ctl(c).Partition() })
 		},
 		Entries: func(_ testing.TB, name string) []string { return names(name) },
 		SemaphoreEntries: func(_ testing.TB, name string) []string {

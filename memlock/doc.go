@@ -5,11 +5,17 @@
 //	fake := clock.NewFake(time.Now())
 //	srv := memlock.NewServer(memlock.Options{Clock: fake, SessionTTL: 10 * time.Second})
 //	defer srv.Close()
-//	a, b := srv.Client("a"), srv.Client("b") // two simulated processes
+//	a, b := srv.Client("a"), srv.Client("b") // two simulated processes, each a *baton.Client
 //	m, _ := a.Mutex("orders/42")
 //	l, _ := m.Lock(ctx)
-//	a.Partition()                  // l is Suspended at once
-//	fake.Advance(10 * time.Second) // the session expires: l is Lost, then b can be granted
+//	fa, _ := baton.As[*memlock.Client](a) // a's fault methods
+//	fa.Partition()                        // l is Suspended at once
+//	fake.Advance(10 * time.Second)        // the session expires: l is Lost, then b can be granted
+//
+// Server.Client returns the *baton.Client every engine gives, so the code
+// under test takes a *baton.Client and runs unchanged on a real engine.
+// The test reaches the simulated process's faults through baton.As, on
+// the *memlock.Client behind it.
 //
 // # What it is for
 //
@@ -35,7 +41,7 @@
 //
 // # Sessions and the virtual clock
 //
-// Each Client has one session at a time, shared by all its locks, as a
+// Each client has one session at a time, shared by all its locks, as a
 // ZooKeeper client has. A connected session never expires. A partitioned
 // one (Client.Partition) is cut off: its leases are Suspended at once, its
 // calls wait, and the server keeps it for Options.SessionTTL on
@@ -79,8 +85,8 @@
 //     does not hear so; Release returns an error wrapping ErrResponseLost,
 //     the lock is free, and calling Release again succeeds.
 //   - Server.RewindTokens: a token counter goes backwards.
-//   - Client.Close of a partitioned client is a crash: its leases end, but
-//     the server keeps its entries until the TTL passes.
+//   - Closing a partitioned client (baton.Client.Close) is a crash: its
+//     leases end, but the server keeps its entries until the TTL passes.
 //
 // Server.Entries lists a lock's queue for assertions. Every goroutine
 // memlock starts belongs to the Server and ends with Server.Close.

@@ -118,8 +118,10 @@ func Example_fencedWrite() {
 	la := <-paused
 
 	// While it stalls, a is cut off and the session TTL passes on the
-	// server's clock: a's lease is lost first, then its entry deleted.
-	a.Partition()
+	// server's clock: a's lease is lost first, then its entry deleted. The
+	// fault methods are on the *memlock.Client that baton.As hands back.
+	fa, _ := baton.As[*memlock.Client](a)
+	fa.Partition()
 	fake.Advance(10 * time.Second)
 	<-la.Done()
 	fmt.Println("a:", la.State(), "token", la.Token(), errors.Is(context.Cause(la.Context()), baton.ErrLost))

@@ -70,13 +70,13 @@ func TestPartitionHealed(t *testing.T) {
 	ch, _ := lockAsync(t, b, "x", nil)
 	eventually(t, "waiter queued", func() bool { return len(srv.Entries("x")) == 2 })
 
-	a.Partition()
+	ctl(a).Partition()
 	awaitState(t, l, baton.Suspended)
 	fake.Advance(ttl - time.Millisecond)
 	if st := l.State(); st != baton.Suspended {
 		t.Errorf("State() 1ms before the TTL = %v, want %v", st, baton.Suspended)
 	}
-	a.Heal()
+	ctl(a).Heal()
 	awaitState(t, l, baton.Held)
 	if got := owners(srv, "x"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("owners after Heal = %v, want [a b]", got)
@@ -107,7 +107,7 @@ func TestPartitionExpires(t *testing.T) {
 	ch, _ := lockAsync(t, b, "x", l)
 	eventually(t, "waiter queued", func() bool { return len(srv.Entries("x")) == 2 })
 
-	a.Partition()
+	ctl(a).Partition()
 	awaitState(t, l, baton.Suspended)
 	fake.Advance(ttl)
 	r := await(t, ch)
@@ -134,12 +134,12 @@ func TestPartitionExpires(t *testing.T) {
 		t.Errorf("Release of the lost lease = %v, want an error wrapping %v", err, baton.ErrLost)
 	}
 
-	a.Heal()
+	ctl(a).Heal()
 	m, _ := a.Mutex("x")
 	if _, err := m.TryLock(context.Background()); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Errorf("TryLock after Heal = %v, want an error wrapping %v", err, baton.ErrNotAcquired)
 	}
-	if id := a.SessionID(); id != "a#2" {
+	if id := memlock.SessionID(ctl(a)); id != "a#2" {
 		t.Errorf("SessionID() after the expiry = %q, want %q", id, "a#2")
 	}
 }
@@ -150,7 +150,7 @@ func TestExpire(t *testing.T) {
 	srv, _ := newServer(t, memlock.Options{})
 	a := srv.Client("a")
 	l1, l2 := lock(t, a, "x"), lock(t, a, "y")
-	a.Expire()
+	ctl(a).Expire()
 	for _, l := range []*baton.Lease{l1, l2} {
 		if st := l.State(); st != baton.Lost {
 			t.Errorf("lease of %q after Expire: State() = %v, want %v", l.Name(), st, baton.Lost)
@@ -161,7 +161,7 @@ func TestExpire(t *testing.T) {
 	}
 	l3 := lock(t, a, "x")
 	defer release(t, l3)
-	if id := a.SessionID(); id != "a#2" {
+	if id := memlock.SessionID(ctl(a)); id != "a#2" {
 		t.Errorf("SessionID() = %q, want %q", id, "a#2")
 	}
 	if l3.Token() != 3 {
@@ -177,12 +177,12 @@ func TestWatchWaitsForHeal(t *testing.T) {
 	l := lock(t, a, "x")
 	ch, _ := lockAsync(t, b, "x", nil)
 	eventually(t, "waiter queued", func() bool { return len(srv.Entries("x")) == 2 })
-	b.Partition()
+	ctl(b).Partition()
 	release(t, l)
 	if !pending(ch) {
 		t.Fatalf("a cut-off waiter was granted")
 	}
-	b.Heal()
+	ctl(b).Heal()
 	r := await(t, ch)
 	if r.err != nil {
 		t.Fatalf("waiter's Lock after Heal = %v", r.err)
@@ -199,7 +199,7 @@ func TestAbandonWhileCutOff(t *testing.T) {
 	defer release(t, l)
 	ch, cancel := lockAsync(t, b, "x", nil)
 	eventually(t, "waiter queued", func() bool { return len(srv.Entries("x")) == 2 })
-	b.Partition()
+	ctl(b).Partition()
 	cancel()
 	r := await(t, ch)
 	if !errors.Is(r.err, baton.ErrUnavailable) || !errors.Is(r.err, context.Canceled) {
@@ -208,7 +208,7 @@ func TestAbandonWhileCutOff(t *testing.T) {
 	if got := owners(srv, "x"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("owners while cut off = %v, want [a b]", got)
 	}
-	b.Heal()
+	ctl(b).Heal()
 	if got := owners(srv, "x"); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("owners after Heal = %v, want [a]", got)
 	}
@@ -219,14 +219,14 @@ func TestAbandonWhileCutOff(t *testing.T) {
 func TestCutOffCall(t *testing.T) {
 	srv, _ := newServer(t, memlock.Options{})
 	a := srv.Client("a")
-	a.Partition()
+	ctl(a).Partition()
 	m, _ := a.Mutex("x")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if _, err := m.Lock(ctx); !errors.Is(err, baton.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Lock while cut off = %v, want an error wrapping %v and %v", err, baton.ErrUnavailable, context.DeadlineExceeded)
 	}
-	a.Heal()
+	ctl(a).Heal()
 	release(t, lock(t, a, "x"))
 }
 
@@ -236,7 +236,7 @@ func TestCloseWhilePartitioned(t *testing.T) {
 	srv, fake := newServer(t, memlock.Options{})
 	a, b := srv.Client("a"), srv.Client("b")
 	l := lock(t, a, "x")
-	a.Partition()
+	ctl(a).Partition()
 	if err := a.Close(); err != nil {
 		t.Errorf("Close() = %v, want nil", err)
 	}
@@ -260,7 +260,7 @@ func TestServerClose(t *testing.T) {
 	l := lock(t, a, "x")
 	ch, _ := lockAsync(t, b, "x", nil)
 	eventually(t, "waiter queued", func() bool { return len(srv.Entries("x")) == 2 })
-	b.Partition() // a partitioned session ends too
+	ctl(b).Partition() // a partitioned session ends too
 	srv.Close()
 	if st := l.State(); st != baton.Lost {
 		t.Errorf("holder after Close: State() = %v, want %v", st, baton.Lost)
@@ -303,7 +303,7 @@ func TestRewindTokens(t *testing.T) {
 func TestLoseCreateResponse(t *testing.T) {
 	srv, _ := newServer(t, memlock.Options{})
 	a := srv.Client("a")
-	a.LoseResponse(memlock.Create)
+	ctl(a).LoseResponse(memlock.Create)
 	l := lock(t, a, "x")
 	if got := owners(srv, "x"); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("owners after a lost create response = %v, want [a]", got)
@@ -320,7 +320,7 @@ func TestLoseDeleteResponse(t *testing.T) {
 	srv, _ := newServer(t, memlock.Options{})
 	a := srv.Client("a")
 	l := lock(t, a, "x")
-	a.LoseResponse(memlock.Delete)
+	ctl(a).LoseResponse(memlock.Delete)
 	if err := l.Release(context.Background()); !errors.Is(err, memlock.ErrResponseLost) {
 		t.Errorf("Release with a lost response = %v, want an error wrapping %v", err, memlock.ErrResponseLost)
 	}

@@ -33,7 +33,7 @@ func newServer(t *testing.T, opts memlock.Options) (*memlock.Server, *clock.Fake
 }
 
 // lock takes the mutex called name on c or stops the test.
-func lock(t *testing.T, c *memlock.Client, name string) *baton.Lease {
+func lock(t *testing.T, c *baton.Client, name string) *baton.Lease {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -43,7 +43,7 @@ func lock(t *testing.T, c *memlock.Client, name string) *baton.Lease {
 	defer cancel()
 	l, err := m.Lock(ctx)
 	if err != nil {
-		t.Fatalf("%s: Lock(%q) = %v", c.Name(), name, err)
+		t.Fatalf("Lock(%q) = %v", name, err)
 	}
 	return l
 }
@@ -59,7 +59,7 @@ type result struct {
 // lockAsync runs Lock on c's mutex name in a goroutine owned by the test:
 // cancel stops it, and the test's cleanup cancels and waits. If other is
 // set, its state is read as soon as Lock returns.
-func lockAsync(t *testing.T, c *memlock.Client, name string, other *baton.Lease) (<-chan result, context.CancelFunc) {
+func lockAsync(t *testing.T, c *baton.Client, name string, other *baton.Lease) (<-chan result, context.CancelFunc) {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -140,4 +140,13 @@ func owners(srv *memlock.Server, dir string) []string {
 		out = append(out, e.Client)
 	}
 	return out
+}
+
+// ctl is c's memlock client, for its fault methods.
+func ctl(c *baton.Client) *memlock.Client {
+	mc, ok := baton.As[*memlock.Client](c)
+	if !ok {
+		panic("baton.As[*memlock.Client] failed on a memlock client")
+	}
+	return mc
 }

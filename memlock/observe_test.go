@@ -194,9 +194,9 @@ func TestObserverPausedHolder(t *testing.T) {
 	la := lock(t, a, name)
 	ch, _ := lockAsync(t, b, name, nil)
 	waitEvent(t, rec, baton.EventAcquireRetry, func(baton.Event) bool { return true })
-	a.Partition()
+	ctl(a).Partition()
 	waitEvent(t, rec, baton.EventSuspended, func(e baton.Event) bool { return e.Owner == la.Owner() })
-	fake.Advance(srv.SessionTTL())
+	fake.Advance(ttl)
 	lb := await(t, ch).l
 	if lb == nil {
 		t.Fatal("b's Lock failed")
@@ -233,7 +233,7 @@ func TestObserverPausedHolder(t *testing.T) {
 	retry := start(idb)
 	retry.Kind, retry.Attempt, retry.Position = baton.EventAcquireRetry, 1, 1
 	grantB := ev(baton.EventGranted, idb, lb, "b#1")
-	grantB.Depth, grantB.Wait = 1, srv.SessionTTL()
+	grantB.Depth, grantB.Wait = 1, ttl
 	expect(t, "next holder b", rec.Acquire(idb), []want{
 		{e: start(idb)},
 		{e: retry},
@@ -331,7 +331,7 @@ func TestObserverRecipes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.LoseResponse(memlock.Create)
+	ctl(a).LoseResponse(memlock.Create)
 	ld, err := el.Campaign(ctx)
 	if err != nil {
 		t.Fatalf("Campaign = %v", err)

@@ -108,14 +108,19 @@ func NewServer(opts Options) *Server {
 	}
 }
 
-// SessionTTL returns how long a partitioned session survives.
-func (srv *Server) SessionTTL() time.Duration { return srv.ttl }
-
 // Client returns a new client of the server, as a separate process would
-// have. name labels its sessions ("name#1", "name#2", …) in entries and
-// error messages; "" picks "client-<n>". The client opens its first
-// session at its first call.
-func (srv *Server) Client(name string) *Client {
+// have: the *baton.Client every engine gives, so that code written
+// against *baton.Client is unit-tested on memlock. name labels its
+// sessions ("name#1", "name#2", …) in entries and error messages; ""
+// picks "client-<n>". The client opens its first session at its first
+// call. Its fault methods are on the *memlock.Client that baton.As hands
+// back.
+func (srv *Server) Client(name string) *baton.Client {
+	return engine.NewClient(connOf(srv.newClient(name)))
+}
+
+// newClient returns a new client of the server (see Client).
+func (srv *Server) newClient(name string) *Client {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	srv.nclients++

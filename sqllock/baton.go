@@ -9,15 +9,11 @@ import (
 	"github.com/baton-go/baton/fence"
 )
 
-// Baton returns c as the *baton.Client every engine gives, so that code
-// written against *baton.Client runs on this client. baton.As hands c
-// back, for Migrate, Prune, DB and the typed Inspect. Closing the
-// *baton.Client closes c.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
-
-// connOf is c as package engine drives it.
+// connOf is c as package engine drives it: New and baton.Open give it as
+// the *baton.Client every engine gives, and baton.As hands c back, for
+// Migrate, Prune, DB and Stats. Closing the *baton.Client closes c.
 func connOf(c *Client) conn {
-	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+	return conn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c}
 }
 
 // conn is a Client as package engine drives it.
@@ -28,15 +24,15 @@ type conn struct {
 
 func (k conn) Engine() string { return k.c.engine }
 func (k conn) Raw() any       { return k.c }
-func (k conn) Close() error   { return k.c.Close() }
+func (k conn) Close() error   { return k.c.shutdown() }
 
-// Inspect reads the lock's rows (Client.Inspect) as a baton.Inspection:
+// Inspect reads the lock's rows (inspectRows) as a baton.Inspection:
 // the rows of a holder's kind are its Holders, the waiters' intent rows
 // its Waiters in the order they will be served, each waiter's Token its
 // ticket. A row whose lease ended on the database clock is listed Dead:
 // it no longer holds (or waits), and the next acquire takes it over.
 func (k conn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
-	rows, err := k.c.Inspect(ctx, name)
+	rows, err := k.c.inspectRows(ctx, name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}

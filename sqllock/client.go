@@ -17,8 +17,10 @@ import (
 	"github.com/baton-go/baton/fence"
 )
 
-// Client is one process's handle on the locks table of one database. It
-// owns a keeper (see package keeper: two long-lived goroutines, plus one
+// Client is one process's handle on the locks table of one database,
+// behind the *baton.Client that New and baton.Open return. A program
+// reaches it with baton.As[*sqllock.Client] for what only the SQL engine
+// does: Migrate, SetNoMigrate, Prune, DB and Stats. It owns a keeper (see package keeper: two long-lived goroutines, plus one
 // per renewal request in flight, renewing every lease it holds) and, on
 // PostgreSQL with pgx, a share of the process's LISTEN connection for its
 // server and table (see listen.go). Close stops and releases them.
@@ -59,8 +61,18 @@ type Client struct {
 // close it). It does not touch the database: the schema is created at the
 // first use (or by Migrate; with Options.NoMigrate the first use only
 // checks that it exists), and the PostgreSQL listener connects in the
-// background.
-func New(db *sql.DB, o Options) (*Client, error) {
+// background. baton.As[*sqllock.Client] on it reaches Migrate, Prune and
+// the rest of the engine's own powers.
+func New(db *sql.DB, o Options) (*baton.Client, error) {
+	c, err := newClient(db, o)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(connOf(c)), nil
+}
+
+// newClient is New's client, before package engine wraps it.
+func newClient(db *sql.DB, o Options) (*Client, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sqllock: nil *sql.DB", baton.ErrInvalidOption)
 	}
@@ -110,32 +122,25 @@ func processOr(p baton.Process) baton.Process {
 	return p
 }
 
-// Engine returns "postgres", "mysql" or "sqlite".
-func (c *Client) Engine() string { return c.engine }
-
-// TTL returns the lease time of a row.
-func (c *Client) TTL() time.Duration { return c.o.TTL }
-
 // Stats returns the counters of the keeper that renews this client's
 // leases (rounds, batches, releases, suspensions, losses), for tests and
-// monitoring.
+// monitoring. It is reached through baton.As[*sqllock.Client].
 func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
 
-// DriftMargin returns the margin subtracted from every lease deadline:
-// Options.DriftMargin, or its default.
-func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
-
-// Table returns the name of the locks table.
-func (c *Client) Table() string { return c.q.locks }
+// table returns the name of the locks table.
+func (c *Client) table() string { return c.q.locks }
 
 // DB returns the *sql.DB the client runs on: the caller's (New), or the
-// one Open made, which fenced writes to the same database can share.
+// one baton.Open made, which fenced writes to the same database can
+// share. It is reached through baton.As[*sqllock.Client].
 func (c *Client) DB() *sql.DB { return c.db }
 
 // Migrate creates the schema (see the package doc) if it does not exist,
 // and upgrades a table an older version made. It is idempotent and safe
 // to run from several processes at once. The first use then neither
-// creates nor checks the schema again.
+// creates nor checks the schema again. It is reached through
+// baton.As[*sqllock.Client]; a deployment step without a client runs the
+// package's Migrate.
 func (c *Client) Migrate(ctx context.Context) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
@@ -147,16 +152,18 @@ func (c *Client) Migrate(ctx context.Context) error {
 }
 
 // SetNoMigrate makes the client run no DDL, as Options.NoMigrate does,
-// for a client that Open made (its Options are Open's). It takes effect
-// at the first use: call it before.
+// for a client that baton.Open made (its Options are Open's). It takes
+// effect at the first use: call it before. It is reached through
+// baton.As[*sqllock.Client].
 func (c *Client) SetNoMigrate() {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	c.o.NoMigrate = true
 }
 
-// Migrate creates the schema for o (dialect, table prefix) on db without a
-// Client, for deployment steps.
+// Migrate creates the schema for o (dialect, table prefix) on db without
+// a client, for deployment steps with DDL rights; clients with
+// Options.NoMigrate then only check that it exists.
 func Migrate(ctx context.Context, db *sql.DB, o Options) error {
 	o, err := o.validate()
 	if err != nil {
@@ -374,11 +381,12 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// Close ends every lease of the client (Lost, cause wrapping
-// baton.ErrClosed), frees their rows, wakes its waiters with ErrClosed and
-// stops its goroutines. It does not close the *sql.DB. A second Close
-// returns an error wrapping baton.ErrClosed.
-func (c *Client) Close() error {
+// shutdown is the *baton.Client's Close: it ends every lease of the
+// client (Lost, cause wrapping baton.ErrClosed), frees their rows, wakes
+// its waiters with ErrClosed and stops its goroutines. It does not close
+// a *sql.DB given to New (it does close the one baton.Open made). A second
+// call returns an error wrapping baton.ErrClosed.
+func (c *Client) shutdown() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -401,11 +409,11 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Entries lists the owned rows of name as "slot/kind/owner", read on the
+// entries lists the owned rows of name as "slot/kind/owner", read on the
 // database: holders and the waiters' intent rows (see the package doc). A
 // holder's row whose lease expired but was not taken yet is listed; an
 // expired intent row is not (its waiter is gone).
-func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+func (c *Client) entries(ctx context.Context, name string) ([]string, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
@@ -439,6 +447,7 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 // rows and expired rows nobody took), and returns how many it deleted.
 // olderThan must be far beyond any statement's duration; see "Acquire,
 // renew, release" in the package doc for why (an hour is the suggestion).
+// It is reached through baton.As[*sqllock.Client].
 func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
 	if olderThan < time.Minute {
 		return 0, fmt.Errorf("%w: sqllock: Prune(%v), want ≥ 1m", baton.ErrInvalidOption, olderThan)

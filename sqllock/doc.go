@@ -2,6 +2,27 @@
 // PostgreSQL, MySQL/MariaDB or SQLite, reached through the caller's
 // *sql.DB, kept alive by package keeper.
 //
+// New takes the program's *sql.DB and returns the *baton.Client every
+// engine gives, as baton.Open does for a URL: its locks are package
+// baton's *baton.Mutex, *baton.RWMutex, *baton.Semaphore and
+// *baton.Election. What only this engine does is on the *sqllock.Client
+// behind it, reached with baton.As[*sqllock.Client]: Migrate,
+// SetNoMigrate, Prune, DB and Stats. A lock's own powers are reached the
+// same way on the lock: a mutex's LockFor and TryLockFor (a lease of a
+// fixed time, never renewed), a semaphore's OnDisagreement.
+//
+//	locks, err := sqllock.New(db, sqllock.Options{})
+//	…
+//	m, err := locks.Mutex("reports/daily")
+//	…
+//	fixed, ok := baton.As[interface {
+//		LockFor(context.Context, time.Duration) (*baton.Lease, error)
+//	}](m)
+//	if ok {
+//		l, err := fixed.LockFor(ctx, time.Minute) // lost after a minute, unless released
+//		…
+//	}
+//
 // # Drivers
 //
 // The dialect is recognised from the driver (see fence.DialectOf):
@@ -48,13 +69,13 @@
 // Open proves the connection with a ping, retried until the connect
 // timeout (a database that is restarting is not down yet) unless the
 // server refuses the login (baton.ErrAuth). The client owns the *sql.DB
-// it opened (DB returns it; Close closes it) and creates the schema at its
-// first use, as New's do. baton.As hands back the *Client: Migrate
-// creates the schema at once (so that a missing privilege shows at
-// start-up), and SetNoMigrate, before the first use, makes the client run
-// no DDL at all, as Options.NoMigrate does: a read-only tool (baton
-// inspect, the exporter) reads with Inspect, which never creates the
-// schema anyway.
+// it opened (the *Client's DB returns it; the *baton.Client's Close
+// closes it) and creates the schema at its first use, as New's do.
+// baton.As hands back the *Client: Migrate creates the schema at once (so
+// that a missing privilege shows at start-up), and SetNoMigrate, before
+// the first use, makes the client run no DDL at all, as Options.NoMigrate
+// does: a read-only tool (baton inspect, the exporter) reads with the
+// *baton.Client's Inspect, which never creates the schema anyway.
 //
 // # Schema
 //
@@ -229,12 +250,12 @@
 // the bump stays inside the transaction.
 //
 // Semaphore rows store their N; a client whose attempt (granted or not)
-// reads rows taken with another N reports them to
-// Semaphore.OnDisagreement, each row once. No stored N wins: each client
-// admits by its own N, as on Redis and ZooKeeper. Election rows store
-// the candidate ID, which Election.Leader and Observe report; Observe
-// polls every Election.ObservePeriod (TTL/4 within [100ms, 1s]) and also
-// reads at once after a release of the name is seen.
+// reads rows taken with another N reports them to the semaphore's
+// OnDisagreement (reached through baton.As), each row once. No stored N
+// wins: each client admits by its own N, as on Redis and ZooKeeper.
+// Election rows store the candidate ID, which Election.Leader and Observe
+// report; Observe polls every TTL/4 (within [100ms, 1s]) and also reads
+// at once after a release of the name is seen.
 //
 // # Waiting
 //
@@ -259,7 +280,7 @@
 // MySQL a mutex waiter that has waited min(TTL/4, 1s) also keeps an
 // intent row ("mwait", refreshed every 3/8 TTL at most; on PostgreSQL
 // written, refreshed and deleted by its attempts' own statements, on MySQL
-// by one upsert of its own) so that Entries and baton inspect list it; it
+// by one upsert of its own) so that Inspect and baton inspect list it; it
 // never decides a grant. It
 // lives at a random slot in [2^30, 2^31), which the multi-row recipes
 // never read, and is deleted, not tombstoned, when the wait ends. SQLite has none: every write

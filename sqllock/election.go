@@ -9,11 +9,11 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// MaxCandidateID is the longest candidate ID (in bytes) an Election
+// maxCandidateID is the longest candidate ID (in bytes) an election
 // stores: the data column is VARCHAR(1024) on MySQL.
-const MaxCandidateID = 1024
+const maxCandidateID = 1024
 
-// Election is leader election on the rows of one name (see recipe.go).
+// election is leader election on the rows of one name (see recipe.go).
 // The leader holds a row of kind "leader"; every other candidate keeps an
 // intent row ("cwait") and candidates lead in the order they started
 // campaigning. Each row stores its candidate's ID, which Leader and
@@ -31,31 +31,32 @@ const MaxCandidateID = 1024
 // ObservePeriod (and at once when a release of the name is seen: a
 // LISTEN/NOTIFY wake-up on PostgreSQL, or a release in this process), so
 // a change of leader is reported within about one period.
-type Election struct{ *leasekit.Election }
+type election struct{ *leasekit.Election }
 
-var _ baton.Elector = (*Election)(nil)
+var _ baton.Elector = (*election)(nil)
 
-// Election returns the election called name. An invalid name fails with
+// election returns the election called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
-func (c *Client) Election(name string) (*Election, error) {
+func (c *Client) election(name string) (*election, error) {
 	e, err := c.eng.Election(name)
 	if err != nil {
 		return nil, err
 	}
-	return &Election{e}, nil
+	return &election{e}, nil
 }
 
 // Campaign blocks until this candidate leads or ctx ends, with
 // baton.DefaultID() as its ID. On ctx's end its intent row is released.
-func (e *Election) Campaign(ctx context.Context) (*baton.Leader, error) {
+func (e *election) Campaign(ctx context.Context) (*baton.Leader, error) {
 	return e.CampaignAs(ctx, baton.DefaultID())
 }
 
-// CampaignAs is Campaign with the candidate ID id (at most MaxCandidateID
-// bytes; longer fails with an error wrapping baton.ErrInvalidOption).
-func (e *Election) CampaignAs(ctx context.Context, id string) (*baton.Leader, error) {
-	if len(id) > MaxCandidateID {
-		return nil, leasekit.Invalid("sqllock", "election %q: candidate ID of %d bytes, want ≤ %d", e.Name(), len(id), MaxCandidateID)
+// CampaignAs is Campaign with the candidate ID id (at most 1024 bytes,
+// maxCandidateID; longer fails with an error wrapping
+// baton.ErrInvalidOption).
+func (e *election) CampaignAs(ctx context.Context, id string) (*baton.Leader, error) {
+	if len(id) > maxCandidateID {
+		return nil, leasekit.Invalid("sqllock", "election %q: candidate ID of %d bytes, want ≤ %d", e.Name(), len(id), maxCandidateID)
 	}
 	return e.Election.CampaignAs(ctx, id)
 }

@@ -35,11 +35,10 @@ func Example_quickstart() {
 	// Your *sql.DB serves the locks too. Without one,
 	// baton.Open(ctx, "postgres://app@127.0.0.1:5432/app",
 	// baton.WithTTL(10*time.Second)) opens a client of its own.
-	own, err := sqllock.New(db, sqllock.Options{TTL: 10 * time.Second})
+	locks, err := sqllock.New(db, sqllock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	locks := own.Baton()
 	defer locks.Close()
 	if err := shipOrder(ctx, locks, db, "orders/42"); err != nil {
 		log.Fatal(err)
@@ -92,7 +91,7 @@ func TestQuickstart(t *testing.T) {
 	fences := fence.Table{Dialect: fence.Postgres}
 	// Run 1 on a client over db, as the example; run 2 on one that
 	// baton.Open made from the same URL: the same code on either.
-	own := newClient(t, db, sqllock.Options{TTL: 10 * time.Second}).Baton()
+	own := newClient(t, db, sqllock.Options{TTL: 10 * time.Second})
 	opened, err := baton.Open(ctx, quickstartURL, baton.WithTTL(10*time.Second))
 	if err != nil {
 		t.Fatalf("baton.Open = %v", err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/sqllock"
 )
 
@@ -29,7 +30,7 @@ func exampleDB() (*sql.DB, func()) {
 
 // Readers share the read side; a writer is refused while they hold, and
 // its token exceeds theirs once it gets the lock.
-func ExampleClient_RWMutex() {
+func Example_rwMutex() {
 	db, done := exampleDB()
 	defer done()
 	c, err := sqllock.New(db, sqllock.Options{})
@@ -74,8 +75,9 @@ func ExampleClient_RWMutex() {
 }
 
 // Two permits: a third acquirer is refused until one comes back. A client
-// configured with another N is reported, not refused.
-func ExampleClient_Semaphore() {
+// configured with another N is reported, not refused: OnDisagreement is
+// the engine's own, reached through baton.As on the *baton.Semaphore.
+func Example_semaphore() {
 	db, done := exampleDB()
 	defer done()
 	c, err := sqllock.New(db, sqllock.Options{})
@@ -98,7 +100,13 @@ func ExampleClient_Semaphore() {
 	if err != nil {
 		panic(err)
 	}
-	one.OnDisagreement(func(d sqllock.Disagreement) { fmt.Printf("N=%d here, N=%d there\n", d.Want, d.Permits) })
+	reports, ok := baton.As[interface {
+		OnDisagreement(func(leasekit.Disagreement))
+	}](one)
+	if !ok {
+		panic("no OnDisagreement")
+	}
+	reports.OnDisagreement(func(d leasekit.Disagreement) { fmt.Printf("N=%d here, N=%d there\n", d.Want, d.Permits) })
 	_, _ = one.TryAcquire(ctx) // reports each of the two permits once
 
 	_ = a.Release(ctx)
@@ -115,7 +123,7 @@ func ExampleClient_Semaphore() {
 
 // A leader campaigns with an ID that Leader reports, commits work with
 // its epoch, and resigns in order.
-func ExampleClient_Election() {
+func Example_election() {
 	db, done := exampleDB()
 	defer done()
 	c, err := sqllock.New(db, sqllock.Options{})

@@ -1,5 +1,20 @@
 package sqllock
 
+import (
+	"context"
+
+	"github.com/baton-go/baton"
+)
+
+// Of returns the *Client behind c, which New or baton.Open made.
+func Of(c *baton.Client) *Client {
+	sc, ok := baton.As[*Client](c)
+	if !ok {
+		panic("sqllock.Of: not a sqllock client")
+	}
+	return sc
+}
+
 // CounterOnly keeps c on MySQL's token counter even on MariaDB: its
 // migration creates no sequence, and its tokens come from the counter
 // table, as on MySQL. Call it before c's first use.
@@ -8,3 +23,19 @@ func CounterOnly(c *Client) { c.q.noSeq = true }
 // Identified reports whether c has named its server and table (at its
 // first use): what its wake-ups and PostgreSQL's LISTEN are keyed by.
 func Identified(c *Client) bool { return c.hubp.Load() != nil }
+
+// Row is one owned row of a lock, as Inspect reads it.
+type Row = row
+
+// Inspect returns the owned rows of name, read-only (inspectRows).
+func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
+	return c.inspectRows(ctx, name)
+}
+
+// Entries lists the owned rows of name as "slot/kind/owner" (entries).
+func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
+	return c.entries(ctx, name)
+}
+
+// Table returns the name of the locks table.
+func (c *Client) Table() string { return c.table() }

@@ -26,7 +26,7 @@ func TestTokenFloor(t *testing.T) {
 			floored := newClient(t, db, sqllock.Options{TablePrefix: prefix, TokenFloor: floor})
 			name := uniqueName("floor")
 			var got [3]uint64
-			for i, c := range []*sqllock.Client{plain, floored, plain} {
+			for i, c := range []*baton.Client{plain, floored, plain} {
 				l := lock(t, c, name)
 				got[i] = l.Token()
 				if err := l.Release(opCtx(t, 5*time.Second)); err != nil {

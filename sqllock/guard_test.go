@@ -39,7 +39,7 @@ func TestBusyGuardKeepsWaiter(t *testing.T) {
 	}
 	defer tx.Rollback() //nolint:errcheck // committed below on success
 	var one int
-	if err := tx.QueryRowContext(opCtx(t, 5*time.Second), "SELECT 1 FROM "+c.Table()+" WHERE name = $1 AND slot = -1 FOR UPDATE", name).Scan(&one); err != nil {
+	if err := tx.QueryRowContext(opCtx(t, 5*time.Second), "SELECT 1 FROM "+sqllock.Of(c).Table()+" WHERE name = $1 AND slot = -1 FOR UPDATE", name).Scan(&one); err != nil {
 		t.Fatalf("lock the guard row: %v", err)
 	}
 	got := make(chan error, 1)

@@ -123,7 +123,7 @@ func openDB(t testing.TB, driver, dsn string) *sql.DB {
 }
 
 // newClient returns a client on db closed at the end of the test.
-func newClient(t testing.TB, db *sql.DB, o sqllock.Options) *sqllock.Client {
+func newClient(t testing.TB, db *sql.DB, o sqllock.Options) *baton.Client {
 	t.Helper()
 	if o.TTL == 0 {
 		o.TTL = testTTL
@@ -144,7 +144,7 @@ func opCtx(t testing.TB, d time.Duration) context.Context {
 }
 
 // lock acquires name on c or stops the test.
-func lock(t testing.TB, c *sqllock.Client, name string) *baton.Lease {
+func lock(t testing.TB, c *baton.Client, name string) *baton.Lease {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -164,7 +164,7 @@ func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.En
 	adminDB, _ := b.open(t, false)
 	admin := newClient(t, adminDB, sqllock.Options{TablePrefix: prefix})
 	if counter {
-		sqllock.CounterOnly(admin)
+		sqllock.CounterOnly(sqllock.Of(admin))
 	}
 	return batontest.Engine{
 		Name: "sql/" + b.name,
@@ -175,15 +175,15 @@ func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.En
 				t.Fatalf("sqllock.New() = %v", err)
 			}
 			if counter {
-				sqllock.CounterOnly(c)
+				sqllock.CounterOnly(sqllock.Of(c))
 			}
 			warm(t, c)
-			return batontest.FromClient(c.Baton(), func(t testing.TB) { cutOff(t, db, p) })
+			return batontest.FromClient(c, func(t testing.TB) { cutOff(t, db, p) })
 		},
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			es, err := admin.Entries(ctx, name)
+			es, err := sqllock.Of(admin).Entries(ctx, name)
 			if err != nil {
 				t.Fatalf("Entries(%q) = %v", name, err)
 			}
@@ -201,7 +201,7 @@ func engineOn(t *testing.T, b backend, prefix string, counter bool) batontest.En
 // proxies took longer than a 1.5 s TTL's attempt timeout on a loaded
 // 2-core host, which tests how fast PostgreSQL forks backends rather
 // than the recipes.
-func warm(t testing.TB, c *sqllock.Client) {
+func warm(t testing.TB, c *baton.Client) {
 	t.Helper()
 	if err := lock(t, c, uniqueName("warm")).Release(opCtx(t, 10*time.Second)); err != nil {
 		t.Fatalf("warm-up Release = %v", err)

@@ -14,9 +14,9 @@ import (
 	"github.com/baton-go/baton/fence"
 )
 
-// Row is one owned row of a lock, as Inspect reads it: a holder's grant or
-// a waiter's intent (the table's layout is in the package doc).
-type Row struct {
+// row is one owned row of a lock, as inspectRows reads it: a holder's
+// grant or a waiter's intent (the table's layout is in the package doc).
+type row struct {
 	// Slot is 0 for a mutex's row, ≥ 1 for the rows of the other recipes.
 	Slot int64
 	// Kind is the row's kind as stored: a holder's "mutex", "read",
@@ -46,11 +46,11 @@ type Row struct {
 
 // Waiting reports whether r is a waiter's intent rather than a holder's
 // grant.
-func (r Row) Waiting() bool { return strings.HasSuffix(r.Kind, "wait") }
+func (r row) Waiting() bool { return strings.HasSuffix(r.Kind, "wait") }
 
 // Recipe names what r holds or waits for: "mutex", "read", "write",
 // "permit" or "leader" (a waiting "wwait" is a "write").
-func (r Row) Recipe() string {
+func (r row) Recipe() string {
 	switch r.Kind {
 	case "mwait":
 		return "mutex"
@@ -66,19 +66,19 @@ func (r Row) Recipe() string {
 	return r.Kind
 }
 
-// Inspect returns the owned rows of name, read-only, with their deadlines
+// inspectRows returns the owned rows of name, read-only, with their deadlines
 // on the database clock: the holders by slot, then the waiters' intents in
 // the order they will be served (by ticket). Expired rows nobody took yet
 // are included, with Left ≤ 0. A mutex waiter keeps an intent row on
 // PostgreSQL and MySQL only: SQLite's mutex waiters are not listed.
 //
-// Inspect runs no DDL, whatever Options.NoMigrate says: when the table does
+// It runs no DDL, whatever Options.NoMigrate says: when the table does
 // not exist yet (nothing was ever locked there) it returns no rows, and on
 // a table that predates the holder record its rows have no Process. It is
 // for operators (`baton inspect`); a program deciding whether to act must
 // not trust a read that is stale once returned. Its errors, but for an
 // invalid name, wrap baton.ErrUnavailable or baton.ErrAuth (Classify).
-func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
+func (c *Client) inspectRows(ctx context.Context, name string) ([]row, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
 		return nil, err
@@ -90,10 +90,10 @@ func (c *Client) Inspect(ctx context.Context, name string) ([]Row, error) {
 	return out, nil
 }
 
-// inspect is Inspect of the valid name n.
-func (c *Client) inspect(ctx context.Context, n string) ([]Row, error) {
+// inspect is inspectRows of the valid name n.
+func (c *Client) inspect(ctx context.Context, n string) ([]row, error) {
 	d := c.o.Dialect
-	t := c.Table() // validated at New: a plain identifier
+	t := c.table() // validated at New: a plain identifier
 	var shape int
 	if err := c.db.QueryRowContext(ctx, tableShapeSQL(d), t, t).Scan(&shape); err != nil {
 		return nil, err
@@ -106,10 +106,10 @@ func (c *Client) inspect(ctx context.Context, n string) ([]Row, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Row
+	var out []row
 	for rows.Next() {
 		var (
-			r          Row
+			r          row
 			holder     sql.NullString
 			exp, leftU int64 // µs
 		)
@@ -123,7 +123,7 @@ func (c *Client) inspect(ctx context.Context, n string) ([]Row, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(out, func(a, b Row) int {
+	slices.SortStableFunc(out, func(a, b row) int {
 		switch wa, wb := a.Waiting(), b.Waiting(); {
 		case wa != wb && wa:
 			return 1

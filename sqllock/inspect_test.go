@@ -37,7 +37,7 @@ func inspectDBs(t *testing.T) map[string]func(t *testing.T) *sql.DB {
 
 // inspectClient returns a client on db whose tables have a prefix of their
 // own (created at the first lock, not before), closed at cleanup.
-func inspectClient(t *testing.T, db *sql.DB) *sqllock.Client {
+func inspectClient(t *testing.T, db *sql.DB) *baton.Client {
 	t.Helper()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -49,11 +49,11 @@ func inspectClient(t *testing.T, db *sql.DB) *sqllock.Client {
 	return c
 }
 
-func inspect(t *testing.T, c *sqllock.Client, name string) []sqllock.Row {
+func inspect(t *testing.T, c *baton.Client, name string) []sqllock.Row {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rows, err := c.Inspect(ctx, name)
+	rows, err := sqllock.Of(c).Inspect(ctx, name)
 	if err != nil {
 		t.Fatalf("Inspect(%q) = %v", name, err)
 	}
@@ -115,7 +115,7 @@ func TestInspect(t *testing.T) {
 			if len(rows) != 2 || rows[0].Kind != "write" || !rows[1].Waiting() || rows[1].Recipe() != "read" {
 				t.Fatalf("Inspect with a queued reader = %+v, want [write holder, read waiting]", rows)
 			}
-			if _, err := c.Inspect(ctx, "bad//name"); !errors.Is(err, baton.ErrInvalidName) {
+			if _, err := sqllock.Of(c).Inspect(ctx, "bad//name"); !errors.Is(err, baton.ErrInvalidName) {
 				t.Errorf("Inspect(%q) = %v, want ErrInvalidName", "bad//name", err)
 			}
 		})

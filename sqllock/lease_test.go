@@ -160,14 +160,14 @@ func TestStaleReleaseAfterRegrant(t *testing.T) {
 			if l2.Token() <= l1.Token() {
 				t.Errorf("new token %d, want > %d", l2.Token(), l1.Token())
 			}
-			before := c1.Stats().Releases
+			before := sqllock.Of(c1).Stats().Releases
 			p.Heal()
 			// The healed client retries its queued owner-checked release.
 			deadline := time.Now().Add(3 * testTTL)
-			for c1.Stats().Releases == before && time.Now().Before(deadline) {
+			for sqllock.Of(c1).Stats().Releases == before && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			t.Logf("%s: background releases after heal: %d", b.name, c1.Stats().Releases-before)
+			t.Logf("%s: background releases after heal: %d", b.name, sqllock.Of(c1).Stats().Releases-before)
 			if err := l1.Release(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrLost) {
 				t.Errorf("Release of the lost lease = %v, want an error wrapping %v", err, baton.ErrLost)
 			}
@@ -175,7 +175,7 @@ func TestStaleReleaseAfterRegrant(t *testing.T) {
 			if st := l2.State(); st != baton.Held {
 				t.Errorf("new holder's State() after the stale release = %v, want %v", st, baton.Held)
 			}
-			es, err := c2.Entries(opCtx(t, 5*time.Second), name)
+			es, err := sqllock.Of(c2).Entries(opCtx(t, 5*time.Second), name)
 			if err != nil || len(es) != 1 || es[0] != fmt.Sprintf("0/mutex/%s", l2.Owner()) {
 				t.Errorf("Entries = %q, %v, want only the new holder's row", es, err)
 			}
@@ -200,7 +200,13 @@ func TestLockFor(t *testing.T) {
 				t.Fatalf("Mutex = %v", err)
 			}
 			start := time.Now()
-			l, err := m.LockFor(opCtx(t, 5*time.Second), time.Second)
+			fixed, ok := baton.As[interface {
+				LockFor(context.Context, time.Duration) (*baton.Lease, error)
+			}](m)
+			if !ok {
+				t.Fatal("baton.As: the SQL mutex has no LockFor")
+			}
+			l, err := fixed.LockFor(opCtx(t, 5*time.Second), time.Second)
 			if err != nil {
 				t.Fatalf("LockFor(1s) = %v", err)
 			}
@@ -340,7 +346,7 @@ func TestDeadWaitingWriter(t *testing.T) {
 			db3, _ := b.open(t, false)
 			c1, c2, c3 := newClient(t, db1, sqllock.Options{}), newClient(t, db2, sqllock.Options{}), newClient(t, db3, sqllock.Options{})
 			name := uniqueName("deadwriter")
-			rw := func(c *sqllock.Client) *sqllock.RWMutex {
+			rw := func(c *baton.Client) *baton.RWMutex {
 				m, err := c.RWMutex(name)
 				if err != nil {
 					t.Fatalf("RWMutex(%q) = %v", name, err)
@@ -361,7 +367,7 @@ func TestDeadWaitingWriter(t *testing.T) {
 				done <- err
 			}()
 			waiting := func() bool {
-				es, err := c1.Entries(opCtx(t, 5*time.Second), name)
+				es, err := sqllock.Of(c1).Entries(opCtx(t, 5*time.Second), name)
 				return err == nil && len(es) == 2
 			}
 			deadline := time.Now().Add(5 * time.Second)

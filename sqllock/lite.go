@@ -50,7 +50,7 @@ func (l *liteStmts) all() []*sql.Stmt {
 }
 
 // liteSpare is how many connections of a limited pool the pinned one
-// leaves to everything else (renewals, recipes, Entries).
+// leaves to everything else (renewals, recipes, Inspect).
 const liteSpare = 2
 
 // grab returns l locked with its connection, opening and preparing it at

@@ -87,7 +87,7 @@ func TestMigrateAddsHolder(t *testing.T) {
 				}
 			}
 			fresh := newClient(t, db, sqllock.Options{TablePrefix: prefix})
-			rows, err := fresh.Inspect(ctx, old)
+			rows, err := sqllock.Of(fresh).Inspect(ctx, old)
 			if err != nil || len(rows) != 1 || rows[0].Owner != "older-baton" || rows[0].Process.Host != "" {
 				t.Fatalf("Inspect on the old table = %+v, %v; want the older grant without a holder record", rows, err)
 			}
@@ -111,11 +111,11 @@ func TestMigrateAddsHolder(t *testing.T) {
 				t.Errorf("Migrate() again = %v", err)
 			}
 			host, _ := os.Hostname()
-			rows, err = fresh.Inspect(ctx, name)
+			rows, err = sqllock.Of(fresh).Inspect(ctx, name)
 			if err != nil || len(rows) != 1 || rows[0].Process.Host != host || rows[0].Process.PID != os.Getpid() {
 				t.Errorf("Inspect after the migration = %+v, %v; want the holder %s pid %d", rows, err, host, os.Getpid())
 			}
-			if rows, err := fresh.Inspect(ctx, old); err != nil || len(rows) != 1 || rows[0].Process.Host != "" {
+			if rows, err := sqllock.Of(fresh).Inspect(ctx, old); err != nil || len(rows) != 1 || rows[0].Process.Host != "" {
 				t.Errorf("Inspect of the older grant after the migration = %+v, %v; want no holder record", rows, err)
 			}
 		})
@@ -130,13 +130,13 @@ func TestMigrateThenFirstUse(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			db, _ := b.open(t, false)
 			c := newClient(t, db, sqllock.Options{})
-			if err := c.Migrate(opCtx(t, 10*time.Second)); err != nil {
+			if err := sqllock.Of(c).Migrate(opCtx(t, 10*time.Second)); err != nil {
 				t.Fatalf("Migrate() = %v", err)
 			}
 			if err := lock(t, c, uniqueName("migrated")).Release(opCtx(t, 5*time.Second)); err != nil {
 				t.Fatalf("Release() = %v", err)
 			}
-			if !sqllock.Identified(c) {
+			if !sqllock.Identified(sqllock.Of(c)) {
 				t.Errorf("after Migrate and a lock the client has not identified its table: no wake-ups between its waiters")
 			}
 		})

@@ -14,23 +14,26 @@ import (
 	"github.com/baton-go/baton/fence"
 )
 
-// Mutex is an exclusive lock on one row (slot 0 of its name). It
-// implements baton.Locker, with the lock operations of package leasekit
-// (Lock, TryLock, LockFor, TryLockFor). Locking it again with a context
-// derived from one of its own leases re-enters (see the baton package
-// doc).
-type Mutex struct{ *leasekit.Mutex }
+// mutex is an exclusive lock on one row (slot 0 of its name), behind a
+// *baton.Mutex. It implements baton.Locker, with the lock operations of
+// package leasekit (Lock, TryLock, LockFor, TryLockFor): LockFor and
+// TryLockFor, a lease of a fixed time that is not renewed, are reached
+// with baton.As[interface{ LockFor(context.Context, time.Duration)
+// (*baton.Lease, error) }] on the *baton.Mutex. Locking it again with a
+// context derived from one of its own leases re-enters (see the baton
+// package doc).
+type mutex struct{ *leasekit.Mutex }
 
-var _ baton.Locker = (*Mutex)(nil)
+var _ baton.Locker = (*mutex)(nil)
 
-// Mutex returns the exclusive lock called name. An invalid name fails with
+// mutex returns the exclusive lock called name. An invalid name fails with
 // an error wrapping baton.ErrInvalidName.
-func (c *Client) Mutex(name string) (*Mutex, error) {
+func (c *Client) mutex(name string) (*mutex, error) {
 	m, err := c.eng.Mutex(name)
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{m}, nil
+	return &mutex{m}, nil
 }
 
 // mutexAttempts are one Mutex acquire's attempts: each upserts slot 0 of
@@ -39,7 +42,7 @@ func (c *Client) Mutex(name string) (*Mutex, error) {
 //
 // A waiter keeps an intent row (kind "mwait", see waitIntent), written
 // and refreshed after refused attempts (on PostgreSQL by the attempts'
-// own statements, see pgwait.go), so that waiters are visible (Entries,
+// own statements, see pgwait.go), so that waiters are visible (Inspect,
 // baton inspect). It never decides a grant: the mutex's row is slot 0
 // alone. A granted waiter deletes it before returning; any other
 // end of the wait deletes it in the background, owner-checked. Not on

@@ -23,25 +23,25 @@ type acquireFunc func(ctx context.Context) (*baton.Lease, error)
 func TestObservedSQLite(t *testing.T) {
 	for _, tc := range []struct {
 		recipe, holderRecipe string
-		locks                func(t *testing.T, c *sqllock.Client) (holder, waiter acquireFunc)
+		locks                func(t *testing.T, c *baton.Client) (holder, waiter acquireFunc)
 	}{
-		{"mutex", "mutex", func(t *testing.T, c *sqllock.Client) (acquireFunc, acquireFunc) {
+		{"mutex", "mutex", func(t *testing.T, c *baton.Client) (acquireFunc, acquireFunc) {
 			m, _ := c.Mutex("obs")
 			return m.Lock, m.Lock
 		}},
-		{"write", "write", func(t *testing.T, c *sqllock.Client) (acquireFunc, acquireFunc) {
+		{"write", "write", func(t *testing.T, c *baton.Client) (acquireFunc, acquireFunc) {
 			rw, _ := c.RWMutex("obs")
 			return rw.Lock, rw.Lock
 		}},
-		{"read", "write", func(t *testing.T, c *sqllock.Client) (acquireFunc, acquireFunc) {
+		{"read", "write", func(t *testing.T, c *baton.Client) (acquireFunc, acquireFunc) {
 			rw, _ := c.RWMutex("obs")
 			return rw.Lock, rw.RLock
 		}},
-		{"semaphore", "semaphore", func(t *testing.T, c *sqllock.Client) (acquireFunc, acquireFunc) {
+		{"semaphore", "semaphore", func(t *testing.T, c *baton.Client) (acquireFunc, acquireFunc) {
 			s, _ := c.Semaphore("obs", 1)
 			return s.Acquire, s.Acquire
 		}},
-		{"election", "election", func(t *testing.T, c *sqllock.Client) (acquireFunc, acquireFunc) {
+		{"election", "election", func(t *testing.T, c *baton.Client) (acquireFunc, acquireFunc) {
 			el, _ := c.Election("obs")
 			as := func(id string) acquireFunc {
 				return func(ctx context.Context) (*baton.Lease, error) {

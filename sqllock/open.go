@@ -61,7 +61,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("connect %s: %w", cfg.URL.Redacted, scrub(cfg, err))
 	}
-	c, err := New(db, Options{Dialect: t.dialect, TTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer, Process: cfg.Process})
+	c, err := newClient(db, Options{Dialect: t.dialect, TTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer, Process: cfg.Process})
 	if err != nil {
 		_ = db.Close()
 		return nil, err

@@ -17,10 +17,6 @@ const (
 
 	// DefaultTablePrefix prefixes the table (and sequence) names.
 	DefaultTablePrefix = "baton_"
-
-	// DefaultBatchSize is how many held leases one renewal statement
-	// covers: 10 000 held leases cost 20 statements every TTL/3.
-	DefaultBatchSize = leasekit.DefaultBatchSize
 )
 
 // Options configure New. The zero value means the documented defaults.
@@ -49,7 +45,8 @@ type Options struct {
 	TablePrefix string
 
 	// BatchSize is how many leases one renewal or release statement covers;
-	// 0 means DefaultBatchSize. It must be in 1…5000.
+	// 0 means 500 (leasekit.DefaultBatchSize): 10 000 held leases cost 20
+	// statements every TTL/3. It must be in 1…5000.
 	BatchSize int
 
 	// Backoff paces waiters' retries (its Max is capped at TTL/4) and

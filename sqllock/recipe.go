@@ -42,7 +42,7 @@ import (
 // ticket order. A granted waiter turns its intent row into the grant (same
 // slot, same owner); a waiter that gives up releases it, owner-checked,
 // through the keeper, like any lease. Intent rows make waiters visible
-// (Entries, baton inspect) and let a waiting writer hold readers back.
+// (Inspect, baton inspect) and let a waiting writer hold readers back.
 
 // Row kinds: the mutex's, and the multi-row recipes'.
 const (

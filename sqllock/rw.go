@@ -7,9 +7,9 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// RWMutex is a read/write lock on the rows of one name (see recipe.go for
-// the layout), with the operations of leasekit.RWMutex. Its API is
-// queuekit.RWMutex's, so code and the CLI use the engines alike.
+// rwMutex is a read/write lock on the rows of one name (see recipe.go for
+// the layout), behind a *baton.RWMutex, with the operations of
+// leasekit.RWMutex.
 //
 // Waiters keep an intent row ("rwait", "wwait") with a ticket, and are
 // served in ticket order, as on the queue engines: a reader is granted
@@ -31,18 +31,18 @@ import (
 // read lease asking for the write side fails with baton.ErrUpgradeRefused:
 // two readers upgrading would each wait for the other forever. Release the
 // read side, then acquire the write side, and re-validate what you read.
-type RWMutex struct{ *leasekit.RWMutex }
+type rwMutex struct{ *leasekit.RWMutex }
 
-var _ baton.Locker = (*RWMutex)(nil)
+var _ baton.Locker = (*rwMutex)(nil)
 
-// RWMutex returns the read/write lock called name. An invalid name fails
+// rwMutex returns the read/write lock called name. An invalid name fails
 // with an error wrapping baton.ErrInvalidName.
-func (c *Client) RWMutex(name string) (*RWMutex, error) {
+func (c *Client) rwMutex(name string) (*rwMutex, error) {
 	rw, err := c.eng.RWMutex(name)
 	if err != nil {
 		return nil, err
 	}
-	return &RWMutex{rw}, nil
+	return &rwMutex{rw}, nil
 }
 
 // readGrant grants a reader while every other live row is a reader or a

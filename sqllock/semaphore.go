@@ -8,7 +8,7 @@ import (
 	"github.com/baton-go/baton/engine/queuekit"
 )
 
-// Semaphore hands out up to N permits, one row each (kind "permit") among
+// semaphore hands out up to N permits, one row each (kind "permit") among
 // the rows of its name (see recipe.go). A permit comes back when its
 // holder releases it or its lease expires: a dead holder's permit is free
 // within a TTL. Waiters keep an intent row ("swait") and are served in
@@ -27,32 +27,28 @@ import (
 // anyway (to count the permits), and the live rows of other owners it
 // read are checked against this client's N, whether the attempt granted
 // or not: each row taken with another N is reported once to the function
-// set with OnDisagreement. So with one permit of N=1 held, a client
-// configured with N=1000 is told at its first grant, and a client with a
-// smaller N when it is refused. It is not returned as an error, as on the
+// set with OnDisagreement, reached with baton.As[interface{
+// OnDisagreement(func(leasekit.Disagreement)) }] on the *baton.Semaphore.
+// So with one permit of N=1 held, a client configured with N=1000 is told
+// at its first grant, and a client with a smaller N when it is refused. It is not returned as an error, as on the
 // queue engines: whether a report comes depends on who holds at that
 // moment, so an error would come and go with the load, and a rolling
 // change of N would fail acquires that are otherwise fine. No stored N
 // wins: each client admits by its own N (as on Redis and ZooKeeper), and
 // the report is what tells the operator that they differ.
-type Semaphore struct{ *leasekit.Semaphore }
+type semaphore struct{ *leasekit.Semaphore }
 
-// Disagreement describes a permit or waiter row taken by a client
-// configured with a different N. It is queue's type: the CLI and callers
-// handle every engine's reports alike.
-type Disagreement = leasekit.Disagreement
+var _ baton.Locker = (*semaphore)(nil)
 
-var _ baton.Locker = (*Semaphore)(nil)
-
-// Semaphore returns the semaphore called name with n permits. n < 1 fails
+// semaphore returns the semaphore called name with n permits. n < 1 fails
 // with an error wrapping baton.ErrInvalidOption, an invalid name with one
 // wrapping baton.ErrInvalidName.
-func (c *Client) Semaphore(name string, n int) (*Semaphore, error) {
+func (c *Client) semaphore(name string, n int) (*semaphore, error) {
 	s, err := c.eng.Semaphore(name, n)
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{s}, nil
+	return &semaphore{s}, nil
 }
 
 // permitGrant counts the live holders (permits, and any foreign row, which

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/sqllock"
 )
 
@@ -37,9 +39,15 @@ func TestSemaphoreSizeDisagreement(t *testing.T) {
 			}
 			var (
 				mu  sync.Mutex
-				got []sqllock.Disagreement
+				got []leasekit.Disagreement
 			)
-			many.OnDisagreement(func(d sqllock.Disagreement) {
+			reports, ok := baton.As[interface {
+				OnDisagreement(func(leasekit.Disagreement))
+			}](many)
+			if !ok {
+				t.Fatal("baton.As: the SQL semaphore has no OnDisagreement")
+			}
+			reports.OnDisagreement(func(d leasekit.Disagreement) {
 				mu.Lock()
 				got = append(got, d)
 				mu.Unlock()

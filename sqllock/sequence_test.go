@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -21,7 +22,7 @@ func TestMigrateRetiresCounter(t *testing.T) {
 	db, _ := b.open(t, false)
 	prefix := migrationPrefix(t, db, "retire")
 	old := newClient(t, db, sqllock.Options{TablePrefix: prefix})
-	sqllock.CounterOnly(old)
+	sqllock.CounterOnly(sqllock.Of(old))
 	name := uniqueName("retire")
 	var last uint64
 	for range 3 {
@@ -63,7 +64,7 @@ func TestMigrateRetiresCounter(t *testing.T) {
 	// went on to the retired counter, and failed, before Migrate looked
 	// the token source up).
 	third := newClient(t, db, sqllock.Options{TablePrefix: prefix})
-	if err := third.Migrate(opCtx(t, 10*time.Second)); err != nil {
+	if err := sqllock.Of(third).Migrate(opCtx(t, 10*time.Second)); err != nil {
 		t.Fatalf("Client.Migrate = %v", err)
 	}
 	l = lock(t, third, name)
@@ -84,8 +85,8 @@ func TestNoMigrateClientMovesToSequence(t *testing.T) {
 	db, _ := b.open(t, false)
 	prefix := migrationPrefix(t, db, "late")
 	old := newClient(t, db, sqllock.Options{TablePrefix: prefix})
-	sqllock.CounterOnly(old) // an earlier version: tables, no sequence
-	if err := old.Migrate(opCtx(t, 10*time.Second)); err != nil {
+	sqllock.CounterOnly(sqllock.Of(old)) // an earlier version: tables, no sequence
+	if err := sqllock.Of(old).Migrate(opCtx(t, 10*time.Second)); err != nil {
 		t.Fatalf("Migrate of the earlier version = %v", err)
 	}
 	late := newClient(t, db, sqllock.Options{TablePrefix: prefix, NoMigrate: true})
@@ -112,7 +113,7 @@ func TestNoMigrateClientMovesToSequence(t *testing.T) {
 
 // writeLockAbove takes and releases the write lock of name on c, and
 // checks that its token is above last; it returns the token.
-func writeLockAbove(t *testing.T, c *sqllock.Client, name string, last uint64, when string) uint64 {
+func writeLockAbove(t *testing.T, c *baton.Client, name string, last uint64, when string) uint64 {
 	t.Helper()
 	rw, err := c.RWMutex(name)
 	if err != nil {

@@ -81,14 +81,14 @@ func TestCancelledAttemptLandingLate(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Second); l == nil; time.Sleep(20 * time.Millisecond) {
 		l, err = mo.TryLock(opCtx(t, 5*time.Second))
 		if l == nil && time.Now().After(deadline) {
-			es, _ := other.Entries(opCtx(t, 5*time.Second), name)
+			es, _ := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name)
 			t.Fatalf("TryLock 2s after the cancelled attempt landed = %v (entries %q): its grant was left behind", err, es)
 		}
 	}
 	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release() = %v", err)
 	}
-	if es, err := other.Entries(opCtx(t, 5*time.Second), name); err != nil || len(es) > 0 {
+	if es, err := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name); err != nil || len(es) > 0 {
 		t.Errorf("Entries after the release = %q, %v; want none", es, err)
 	}
 }
@@ -133,7 +133,7 @@ func TestEndlessAttemptInPlace(t *testing.T) {
 
 // lockInPlace locks m with a context that never ends; stackConn looks for
 // it on the stack of each write.
-func lockInPlace(t *testing.T, m *sqllock.Mutex) *baton.Lease {
+func lockInPlace(t *testing.T, m *baton.Mutex) *baton.Lease {
 	l, err := m.Lock(context.Background())
 	if err != nil {
 		t.Fatalf("Lock() = %v", err)

@@ -99,7 +99,7 @@ func TestMutexWaiterIntent(t *testing.T) {
 				t.Fatal(err)
 			}
 			intents := func() int {
-				es, err := c.Entries(opCtx(t, 5*time.Second), name)
+				es, err := sqllock.Of(c).Entries(opCtx(t, 5*time.Second), name)
 				if err != nil {
 					t.Fatalf("Entries = %v", err)
 				}

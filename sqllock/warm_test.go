@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	batonengine "github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/sqllock"
@@ -32,7 +33,7 @@ func TestWarmConnKilled(t *testing.T) {
 // carry an application_name of their own, and a function that closes
 // them all on the server (pg_terminate_backend, as a restart would) and
 // returns how many it closed.
-func killableClient(t *testing.T, o sqllock.Options) (*sqllock.Client, func() int) {
+func killableClient(t *testing.T, o sqllock.Options) (*baton.Client, func() int) {
 	t.Helper()
 	u, err := url.Parse(testenv.Postgres(t))
 	if err != nil {

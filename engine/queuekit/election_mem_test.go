@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/memlock"
 )
 
 // TestMemElectionEpochs: candidates lead in the order they campaigned, and
@@ -17,7 +16,7 @@ func TestMemElectionEpochs(t *testing.T) {
 	srv, _ := memServer(t)
 	names := []string{"a", "b", "c"}
 	var (
-		clients []*memlock.Client
+		clients []*baton.Client
 		calls   []*memCall
 		leaders [3]*baton.Leader // each written before its call returns
 	)
@@ -56,7 +55,7 @@ func TestMemElectionEpochs(t *testing.T) {
 	calls[1].granted(t, "b: Campaign after a resigned")
 	calls[2].waiting(t, "c: Campaign while b leads")
 
-	clients[1].Expire()
+	memCtl(clients[1]).Expire()
 	calls[2].granted(t, "c: Campaign after b's session expired")
 	if cause := context.Cause(leaders[1].Context()); !errors.Is(cause, baton.ErrLost) {
 		t.Errorf("b's leadership context cause = %v, want an error wrapping %v", cause, baton.ErrLost)

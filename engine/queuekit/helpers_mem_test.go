@@ -34,6 +34,15 @@ func memServer(t *testing.T) (*memlock.Server, *clock.Fake) {
 	return srv, fake
 }
 
+// memCtl is c's memlock client, for its fault methods.
+func memCtl(c *baton.Client) *memlock.Client {
+	mc, ok := baton.As[*memlock.Client](c)
+	if !ok {
+		panic("baton.As[*memlock.Client] failed on a memlock client")
+	}
+	return mc
+}
+
 // memCall is an acquire running in its own goroutine. Its owner is the
 // test: cleanup cancels it, waits for it and releases what it got.
 type memCall struct {

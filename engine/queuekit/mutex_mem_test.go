@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/memlock"
 )
 
 // memMutex returns c's mutex called name or stops the test.
-func memMutex(t *testing.T, c *memlock.Client, name string) *queuekit.Mutex {
+func memMutex(t *testing.T, c *baton.Client, name string) *baton.Mutex {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {
@@ -26,7 +25,7 @@ func memMutex(t *testing.T, c *memlock.Client, name string) *queuekit.Mutex {
 func TestMemMutexFIFO(t *testing.T) {
 	srv, _ := memServer(t)
 	names := []string{"a", "b", "c", "d"}
-	var ms []*queuekit.Mutex
+	var ms []*baton.Mutex
 	for _, n := range names {
 		ms = append(ms, memMutex(t, srv.Client(n), "fifo"))
 	}
@@ -62,7 +61,7 @@ func TestMemPausedHolder(t *testing.T) {
 	waiter := memStart(t, memMutex(t, b, "paused").Lock, la)
 	memQueued(t, srv, "paused", "a", "b")
 
-	a.Partition()
+	memCtl(a).Partition()
 	memState(t, la, baton.Suspended)
 	fake.Advance(memTTL - time.Millisecond)
 	waiter.waiting(t, "b: Lock 1ms before a's session expires")
@@ -122,13 +121,13 @@ func TestMemLostCreateResponse(t *testing.T) {
 	ma, mb := memMutex(t, a, "lostcreate"), memMutex(t, b, "lostcreate")
 	la := memStart(t, ma.Lock, nil).granted(t, "a: Lock")
 
-	b.LoseResponse(memlock.Create)
+	memCtl(b).LoseResponse(memlock.Create)
 	if _, err := mb.TryLock(context.Background()); !errors.Is(err, baton.ErrNotAcquired) {
 		t.Errorf("b: TryLock after a lost create response = %v, want an error wrapping %v", err, baton.ErrNotAcquired)
 	}
 	memOwners(t, srv, "lostcreate", "a")
 
-	b.LoseResponse(memlock.Create)
+	memCtl(b).LoseResponse(memlock.Create)
 	wb := memStart(t, mb.Lock, nil)
 	memQueued(t, srv, "lostcreate", "a", "b")
 	wb.waiting(t, "b: Lock while a holds")
@@ -150,7 +149,7 @@ func TestMemLostDeleteResponse(t *testing.T) {
 	wb := memStart(t, memMutex(t, b, "lostdelete").Lock, nil)
 	memQueued(t, srv, "lostdelete", "a", "b")
 
-	a.LoseResponse(memlock.Delete)
+	memCtl(a).LoseResponse(memlock.Delete)
 	if err := la.Release(context.Background()); !errors.Is(err, memlock.ErrResponseLost) {
 		t.Errorf("a: Release with a lost response = %v, want an error wrapping %v", err, memlock.ErrResponseLost)
 	}
@@ -185,13 +184,13 @@ func TestMemFollowerReused(t *testing.T) {
 	}
 	la := memStart(t, m.Lock, nil).granted(t, "a: Lock after 50 lock+unlock")
 	lb := memStart(t, memMutex(t, a, "reused-too").Lock, nil).granted(t, "a: Lock of another name")
-	a.Partition()
+	memCtl(a).Partition()
 	memState(t, la, baton.Suspended)
 	memState(t, lb, baton.Suspended)
-	a.Heal()
+	memCtl(a).Heal()
 	memState(t, la, baton.Held)
 	memState(t, lb, baton.Held)
 	memRelease(t, lb)
-	a.Expire()
+	memCtl(a).Expire()
 	memState(t, la, baton.Lost)
 }

@@ -18,7 +18,7 @@ import (
 func TestMemSemaphorePermits(t *testing.T) {
 	const n = 2
 	srv, _ := memServer(t)
-	sem := func(name string) *queuekit.Semaphore {
+	sem := func(name string) *baton.Semaphore {
 		s, err := srv.Client(name).Semaphore("pool", n)
 		if err != nil {
 			t.Fatalf("Semaphore = %v", err)
@@ -62,7 +62,11 @@ func TestMemSemaphoreDisagreement(t *testing.T) {
 		mu  sync.Mutex
 		got []queuekit.Disagreement
 	)
-	small.OnDisagreement(func(d queuekit.Disagreement) {
+	qs, ok := baton.As[*queuekit.Semaphore](small)
+	if !ok {
+		t.Fatal("baton.As[*queuekit.Semaphore] of a memlock semaphore failed")
+	}
+	qs.OnDisagreement(func(d queuekit.Disagreement) {
 		mu.Lock()
 		got = append(got, d)
 		mu.Unlock()
@@ -94,7 +98,7 @@ func TestMemSemaphoreLostGuardRelease(t *testing.T) {
 	a := srv.Client("a")
 	sa, _ := a.Semaphore("pool", 1)
 	sb, _ := srv.Client("b").Semaphore("pool", 1)
-	a.LoseResponse(memlock.Delete)
+	memCtl(a).LoseResponse(memlock.Delete)
 	la := memStart(t, sa.Acquire, nil).granted(t, "a: Acquire")
 	memOwners(t, srv, "pool/locks")
 	if _, err := sb.TryAcquire(context.Background()); !errors.Is(err, baton.ErrNotAcquired) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/sqllock"
 )
 
 // cache is the shared cache of the price list (a cache server in
@@ -77,13 +76,20 @@ const (
 // not: a rebuilder that dies frees it by itself.
 const rebuildLease = 2 * time.Second
 
+// fixedLocker is the SQL mutex's TryLockFor: one attempt at a lease of a
+// fixed time, never renewed. It is sqllock's own, reached through
+// baton.As on the *baton.Mutex.
+type fixedLocker interface {
+	TryLockFor(ctx context.Context, leaseTime time.Duration) (*baton.Lease, error)
+}
+
 // read is one request for the price list. The lock is an efficiency
 // lock: it only saves rebuilds, so it needs no fence (a second rebuild
 // would write the same data), and when it cannot be had for certain —
 // the backend is unreachable — the reader serves the stale value rather
 // than rebuild: a lock failure is not permission to stampede. naive
 // turns that last rule off, for the negative control.
-func read(ctx context.Context, c *cache, o *origin, m *sqllock.Mutex, naive bool) (how served, lockErr, err error) {
+func read(ctx context.Context, c *cache, o *origin, m fixedLocker, naive bool) (how served, lockErr, err error) {
 	if _, ok := c.get(); ok {
 		return fresh, nil, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/examples/internal/embedded"
 	"github.com/baton-go/baton/examples/internal/story"
 	"github.com/baton-go/baton/sqllock"
@@ -47,7 +48,7 @@ type Result struct {
 // database (through a Link, so the story can cut them) and lock client.
 type node struct {
 	*embedded.Process
-	mu *sqllock.Mutex
+	mu fixedLocker
 }
 
 func newNode(ctx context.Context, dir string) (*node, error) {
@@ -59,8 +60,13 @@ func newNode(ctx context.Context, dir string) (*node, error) {
 		return nil, err
 	}
 	n := &node{Process: p}
-	if n.mu, err = n.Locks.Mutex(lockName); err != nil {
+	m, err := n.Locks.Mutex(lockName)
+	if err != nil {
 		return nil, errors.Join(err, n.Close())
+	}
+	var ok bool
+	if n.mu, ok = baton.As[fixedLocker](m); !ok {
+		return nil, errors.Join(errors.New("the SQL mutex has no TryLockFor"), n.Close())
 	}
 	return n, nil
 }

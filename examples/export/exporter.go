@@ -51,7 +51,7 @@ type exporter struct {
 	name string
 	sh   *shared
 	*embedded.Process
-	sem   *sqllock.Semaphore
+	sem   *baton.Semaphore
 	tasks *tasks.Store
 	pub   fence.Publisher
 }

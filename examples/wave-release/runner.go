@@ -57,7 +57,7 @@ type runner struct {
 	name string
 	t    *story.Teller
 	*embedded.Process
-	elect *sqllock.Election
+	elect *baton.Election
 	tasks *tasks.Store
 	// beforePick, if set, runs before each pick list is released.
 	beforePick func(wave string, pick int)

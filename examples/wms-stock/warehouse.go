@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/examples/internal/embedded"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/sqllock"
@@ -98,7 +99,7 @@ func reservations(ctx context.Context, db *sql.DB) (map[string]int, error) {
 type service struct {
 	*embedded.Process
 	name  string
-	stock *sqllock.Mutex
+	stock *baton.Mutex
 }
 
 func newService(ctx context.Context, dir, file, name string) (*service, error) {

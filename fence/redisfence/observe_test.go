@@ -60,7 +60,8 @@ func TestLostLeaseAndLockName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock = %v", err)
 	}
-	c.Expire()
+	mc, _ := baton.As[*memlock.Client](c)
+	mc.Expire()
 	<-l.Done()
 	err = f.Set(l.Context(), "order-42", l.Token(), l.Owner(), "z", nil)
 	if !errors.Is(err, baton.ErrLost) || errors.Is(err, baton.ErrStaleToken) {

@@ -137,7 +137,7 @@ func k8sDial(kubeconfig string) func(t testing.TB, hosts []string) (*baton.Clien
 
 // sqlEntry keeps every SQL row but a gone waiter's intent: the engine
 // leaves it in the table, expired, for the next acquire to reuse; it no
-// longer waits, and the engine's own listing (sqllock.Client.Entries)
+// longer waits, and the engine's own listing of rows (sqllock's tests')
 // omits it. A holder's expired row stays counted until it is taken over.
 func sqlEntry(e baton.Entry, waiting bool) bool { return !(waiting && e.Dead) }
 

@@ -45,11 +45,15 @@ func TestManyLeases(t *testing.T) {
 		t.Fatalf("sqllock.New = %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	sc, ok := baton.As[*sqllock.Client](c) // for its keeper's Stats
+	if !ok {
+		t.Fatal("baton.As[*sqllock.Client] of sqllock.New's client failed")
+	}
 	prefix := "keepertest/" + engine.NewOwnerID()[:12] + "/"
 	t.Cleanup(func() { // the rows stay as free tombstones: remove this test's
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `DELETE FROM `+c.Table()+` WHERE name LIKE $1`, prefix+"%"); err != nil {
+		if _, err := db.ExecContext(ctx, `DELETE FROM `+sqllock.DefaultTablePrefix+`locks WHERE name LIKE $1`, prefix+"%"); err != nil {
 			t.Errorf("deleting the test's rows: %v", err)
 		}
 	})
@@ -93,15 +97,15 @@ func TestManyLeases(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	after := runtime.NumGoroutine()
-	t.Logf("acquired %d leases, last renewal round took %v", leases, c.Stats().LastRound)
+	t.Logf("acquired %d leases, last renewal round took %v", leases, sc.Stats().LastRound)
 	t.Logf("goroutines: %d with 1 lease, %d with %d leases", before, after, leases+1)
 	if after-before > 10 {
 		t.Errorf("goroutines grew by %d for %d leases, want a constant (≤ 10)", after-before, leases)
 	}
 
-	s0 := c.Stats()
+	s0 := sc.Stats()
 	time.Sleep(ttl + ttl/6) // three or four rounds
-	s1 := c.Stats()
+	s1 := sc.Stats()
 	rounds, batches := s1.Rounds-s0.Rounds, s1.RenewBatches-s0.RenewBatches
 	want := uint64((leases + batch) / batch) // ceil((leases+1)/batch)
 	t.Logf("%d rounds, %d renewal batches (%d failed), %d held, last round %v", rounds, batches, s1.RenewFailures-s0.RenewFailures, s1.Held, s1.LastRound)
@@ -124,12 +128,12 @@ func TestManyLeases(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	if n := c.Stats().Held; n != 0 {
+	if n := sc.Stats().Held; n != 0 {
 		t.Errorf("held after Close = %d, want 0", n)
 	}
 }
 
-func lockOne(t *testing.T, c *sqllock.Client, name string) *baton.Lease {
+func lockOne(t *testing.T, c *baton.Client, name string) *baton.Lease {
 	t.Helper()
 	m, err := c.Mutex(name)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/fence"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -15,7 +16,7 @@ import (
 type Process struct {
 	DB    *sql.DB
 	Link  *Link
-	Locks *sqllock.Client
+	Locks *baton.Client
 }
 
 // OpenProcess opens the database file name in dir through a new Link, and
@@ -30,7 +31,8 @@ func OpenProcess(ctx context.Context, dir, name string, opts sqllock.Options) (*
 	opts.Dialect = fence.SQLite
 	locks, err := sqllock.New(db, opts)
 	if err == nil {
-		if err = locks.Migrate(ctx); err != nil {
+		sc, _ := baton.As[*sqllock.Client](locks) // the SQL engine's own Migrate
+		if err = sc.Migrate(ctx); err != nil {
 			err = errors.Join(err, locks.Close())
 		}
 	}
