@@ -62,5 +62,5 @@ func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	return c.semaphore(name, n)
 }
 func (c *Client) Election(name string) (*queuekit.Election, error) { return c.election(name) }
-func (c *Client) Close() error   { return c.close() }
-func (c *Client) Engine() string { return "zk" }
+func (c *Client) Close() error                                     { return c.close() }
+func (c *Client) Engine() string                                   { return "zk" }
