@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/zklock"
@@ -102,7 +103,7 @@ func newZKHandoffRig(tb testing.TB, n int) *handoffRig {
 	name := benchName(fmt.Sprintf("zk-handoff-%d", n))
 	r := &handoffRig{engine: "zk", requests: func() (int64, error) { return zkPackets(addr) },
 		sessionNote: fmt.Sprintf("%d zklock clients, one session each", n+1)}
-	clients := make([]*zklock.Client, n+1)
+	clients := make([]*baton.Client, n+1)
 	r.contenders = make([]*contender, n+1)
 	errs := make([]error, n+1)
 	var wg sync.WaitGroup
@@ -163,7 +164,7 @@ func newEtcdHandoffRig(tb testing.TB, n int) *handoffRig {
 	r := &handoffRig{engine: "etcd", requests: func() (int64, error) { return rc.requests(), nil },
 		breakdown:   rc.snapshot,
 		sessionNote: fmt.Sprintf("%d etcdlock clients (one lease each) on one shared clientv3.Client", n+1)}
-	clients := make([]*etcdlock.Client, 0, n+1)
+	clients := make([]*baton.Client, 0, n+1)
 	tb.Cleanup(func() { closeAll(clients) })
 	for range n + 1 {
 		c, set := batonContender()

@@ -149,11 +149,15 @@ func kubeBaton(tb testing.TB, cs kubernetes.Interface, ns string, admin coordcli
 	if err != nil {
 		tb.Fatalf("Mutex(%q): %v", name, err)
 	}
+	lo, ok := baton.As[interface{ Lease() string }](m) // the Lease object's name is kube's own
+	if !ok {
+		tb.Fatalf("baton.As(%q) has no Lease()", name)
+	}
 	var held *baton.Lease
 	return &pair{impl: "baton", what: "kubelock Mutex Lock + Release",
 		lock:    func(ctx context.Context) (err error) { held, err = m.Lock(ctx); return err },
 		unlock:  func(ctx context.Context) error { return held.Release(ctx) },
-		entries: leaseHolders(admin, m.Lease()),
+		entries: leaseHolders(admin, lo.Lease()),
 		check: func() error {
 			if held.Token() == 0 {
 				return fmt.Errorf("lease has token 0")

@@ -93,7 +93,8 @@ func newZKLeaderRig(tb testing.TB) *leaderRig {
 		if err != nil {
 			tb.Fatalf("Election(%q) = %v", name, err)
 		}
-		dir, _ = c.Dir(name)
+		zc, _ := baton.As[*zklock.Client](c) // the znode directory is ZooKeeper's own
+		dir, _ = zc.Dir(name)
 		cand.campaign = batonCampaign(el)
 		return cand
 	}

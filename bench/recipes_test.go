@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/zklock"
@@ -176,18 +177,19 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 	if err != nil {
 		tb.Fatalf("RWMutex(%q) = %v", rwName, err)
 	}
-	rwDir, _ := c.Dir(rwName)
+	zc, _ := baton.As[*zklock.Client](c) // the znode directories are ZooKeeper's own
+	rwDir, _ := zc.Dir(rwName)
 	semName := benchName("zk-baton-sem")
 	sem, err := c.Semaphore(semName, benchPermits)
 	if err != nil {
 		tb.Fatalf("Semaphore(%q) = %v", semName, err)
 	}
-	semBatonDir, _ := c.Dir(semName)
+	semBatonDir, _ := zc.Dir(semName)
 	return &recipeRig{
 		engine: "zk",
 		rows: []recipeRow{
 			{"rw read", []*pair{
-				batonPair(rw.RLocker(), "zklock RWMutex.RLock", count(rwDir)),
+				batonPair(lockFunc(rw.RLock), "zklock RWMutex.RLock", count(rwDir)),
 				queueFloor(queuekit.KindRead, "create __READ__ + getChildren + delete", noWriterBefore),
 			}},
 			{"rw write", []*pair{
@@ -195,7 +197,7 @@ func newZKRecipeRig(tb testing.TB) *recipeRig {
 				queueFloor(queuekit.KindWrite, "create __WRIT__ + getChildren + delete", isFirst),
 			}},
 			{"semaphore", []*pair{
-				batonPair(sem, "zklock Semaphore.Acquire", count(semBatonDir+"/locks", semBatonDir+"/leases")),
+				batonPair(lockFunc(sem.Acquire), "zklock Semaphore.Acquire", count(semBatonDir+"/locks", semBatonDir+"/leases")),
 				semFloor,
 			}},
 		},
@@ -317,9 +319,9 @@ func newEtcdRecipeRig(tb testing.TB) *recipeRig {
 	return &recipeRig{
 		engine: "etcd",
 		rows: []recipeRow{
-			{"rw read", []*pair{batonPair(rw.RLocker(), "etcdlock RWMutex.RLock", count(rwName+"/")), queueFloor("read", "txn(put if absent, get queue) + delete")}},
+			{"rw read", []*pair{batonPair(lockFunc(rw.RLock), "etcdlock RWMutex.RLock", count(rwName+"/")), queueFloor("read", "txn(put if absent, get queue) + delete")}},
 			{"rw write", []*pair{batonPair(rw, "etcdlock RWMutex.Lock", count(rwName+"/")), queueFloor("write", "txn(put if absent, get queue) + delete")}},
-			{"semaphore", []*pair{batonPair(sem, "etcdlock Semaphore.Acquire", count(semName+"/")), semFloor, semMin}},
+			{"semaphore", []*pair{batonPair(lockFunc(sem.Acquire), "etcdlock Semaphore.Acquire", count(semName+"/")), semFloor, semMin}},
 		},
 		requests:  func() (int64, error) { return rc.requests(), nil },
 		breakdown: rc.snapshot,
@@ -438,3 +440,9 @@ func recipeReport(t *testing.T, rounds int) (misses []string) {
 	report(t, "recipes", "uncontended recipe acquire+release, %d interleaved rounds (ratios: median of per-round ratios; allocs/op: the process's heap allocations per op over the timed loop, median over rounds):\n%s\n%s", rounds, tw.String(), strings.Join(notes, "\n"))
 	return misses
 }
+
+// lockFunc makes an acquire method a locker: a read lock's RLock, a
+// semaphore's Acquire.
+type lockFunc func(ctx context.Context) (*baton.Lease, error)
+
+func (f lockFunc) Lock(ctx context.Context) (*baton.Lease, error) { return f(ctx) }

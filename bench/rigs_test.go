@@ -144,7 +144,8 @@ func newZKRig(tb testing.TB) *rig {
 	if err != nil {
 		tb.Fatalf("Mutex(%q) = %v", name, err)
 	}
-	dir, err := c.Dir(name)
+	zc, _ := baton.As[*zklock.Client](c) // the lock's znode directory is ZooKeeper's own
+	dir, err := zc.Dir(name)
 	if err != nil {
 		tb.Fatalf("Dir(%q) = %v", name, err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	batonengine "github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
@@ -150,15 +149,27 @@ func needsNetwork(t *testing.T, e *engine) {
 	}
 }
 
-// queueMutex adapts a queue engine's Mutex constructor to lockClient.mutex.
-func queueMutex(f func(string) (*queuekit.Mutex, error)) func(string) (baton.Locker, error) {
+// queueMutex adapts a queue engine's *baton.Client to lockClient.mutex.
+func queueMutex(c *baton.Client) func(string) (baton.Locker, error) {
 	return func(name string) (baton.Locker, error) {
-		m, err := f(name)
+		m, err := c.Mutex(name)
 		if err != nil {
 			return nil, err // not a typed nil inside the interface
 		}
 		return m, nil
 	}
+}
+
+// queueEntries is a queue engine's raw listing of entries (the Entries of
+// *zklock.Client and *etcdlock.Client), reached through baton.As.
+func queueEntries(c *baton.Client) func(ctx context.Context, name string) ([]string, error) {
+	l, ok := baton.As[interface {
+		Entries(ctx context.Context, name string) ([]string, error)
+	}](c)
+	if !ok {
+		panic("queueEntries: the " + c.Engine() + " engine lists no entries")
+	}
+	return l.Entries
 }
 
 func zkEngine(t *testing.T) *engine {
@@ -190,12 +201,13 @@ func zkEngine(t *testing.T) *engine {
 			t.Fatalf("zklock.Dial(%q) = %v", server, err)
 		}
 		t.Cleanup(func() { c.Close() })
-		lc.zk, lc.mutex, lc.close = c, queueMutex(c.Mutex), c.Close
-		lc.recipes, lc.entries = c, c.Entries
+		lc.zk, _ = baton.As[*zklock.Client](c)
+		lc.mutex, lc.close = queueMutex(c), c.Close
+		lc.recipes, lc.entries = c, queueEntries(c)
 		return lc
 	}
 	scanner := e.open(t, clientOpts{})
-	e.scan = scanner.zk.Entries
+	e.scan = scanner.entries
 	e.del = func(ctx context.Context, key string) error {
 		conn := scanner.zk.Conn()
 		if conn == nil {
@@ -249,8 +261,8 @@ func etcdEngine(t *testing.T) *engine {
 			t.Fatalf("etcdlock.New = %v", err)
 		}
 		t.Cleanup(func() { c.Close() })
-		lc.mutex = queueMutex(c.Mutex)
-		lc.recipes, lc.entries = c, c.Entries
+		lc.mutex = queueMutex(c)
+		lc.recipes, lc.entries = c, queueEntries(c)
 		lc.close = func() error {
 			err := c.Close()
 			if errors.Is(err, baton.ErrClosed) {
@@ -269,7 +281,7 @@ func etcdEngine(t *testing.T) *engine {
 		t.Fatalf("etcdlock.New = %v", err)
 	}
 	t.Cleanup(func() { scanner.Close() })
-	e.scan = scanner.Entries
+	e.scan = queueEntries(scanner)
 	e.del = func(ctx context.Context, key string) error {
 		_, err := raw.Delete(ctx, key)
 		return err
@@ -402,7 +414,7 @@ func dialChild(ctx context.Context, engine, endpoint string) (*lockClient, error
 		if err != nil {
 			return nil, err
 		}
-		return &lockClient{mutex: queueMutex(c.Mutex), recipes: c, entries: c.Entries, close: c.Close}, nil
+		return &lockClient{mutex: queueMutex(c), recipes: c, entries: queueEntries(c), close: c.Close}, nil
 	case "etcd":
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: nopZap})
 		if err != nil {
@@ -413,7 +425,7 @@ func dialChild(ctx context.Context, engine, endpoint string) (*lockClient, error
 			cli.Close()
 			return nil, err
 		}
-		return &lockClient{mutex: queueMutex(c.Mutex), recipes: c, entries: c.Entries,
+		return &lockClient{mutex: queueMutex(c), recipes: c, entries: queueEntries(c),
 			close: func() error { err := c.Close(); cli.Close(); return err }}, nil
 	}
 	return dialLeaseChild(ctx, engine, endpoint)

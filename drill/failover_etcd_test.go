@@ -76,7 +76,7 @@ func clusterEtcdEngine(t *testing.T, c *cluster.Etcd) *engine {
 		t.Fatalf("etcdlock.New = %v", err)
 	}
 	t.Cleanup(func() { scanner.Close() })
-	e.scan = scanner.Entries
+	e.scan = queueEntries(scanner)
 	e.owns = func(entry, owner string) bool { return ownEntries(e, []string{entry}, owner) == 1 }
 	e.order = func(_ string, token uint64) uint64 { return token }
 	return e
@@ -87,7 +87,7 @@ func etcdLockClient(cli *clientv3.Client) (*lockClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lockClient{mutex: queueMutex(c.Mutex), recipes: c, entries: c.Entries, close: func() error {
+	return &lockClient{mutex: queueMutex(c), recipes: c, entries: queueEntries(c), close: func() error {
 		if err := c.Close(); err != nil && !errors.Is(err, baton.ErrClosed) {
 			return err
 		}

@@ -154,7 +154,8 @@ func (c *zkCluster) open(t *testing.T, id string, members []*zkensemble.Member, 
 		t.Fatalf("zklock.Dial(%v) = %v", addrs, err)
 	}
 	t.Cleanup(func() { z.Close() })
-	return &lockClient{zk: z, mutex: queueMutex(z.Mutex), close: z.Close, recipes: z, entries: z.Entries}
+	zc, _ := baton.As[*zklock.Client](z)
+	return &lockClient{zk: zc, mutex: queueMutex(z), close: z.Close, recipes: z, entries: queueEntries(z)}
 }
 
 // holder is newHolder on the ensemble: id's client reaches members.

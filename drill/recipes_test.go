@@ -24,7 +24,6 @@ import (
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/etcdtest"
 	batonengine "github.com/baton-go/baton/engine"
-	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/fence"
 )
 
@@ -53,9 +52,9 @@ import (
 
 // recipeEngine is what both engines' clients offer beyond the mutex.
 type recipeEngine interface {
-	RWMutex(name string) (*queuekit.RWMutex, error)
-	Semaphore(name string, n int) (*queuekit.Semaphore, error)
-	Election(name string) (*queuekit.Election, error)
+	RWMutex(name string) (*baton.RWMutex, error)
+	Semaphore(name string, n int) (*baton.Semaphore, error)
+	Election(name string) (*baton.Election, error)
 }
 
 // semPermits is N of the semaphore drills.

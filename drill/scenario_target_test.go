@@ -70,7 +70,7 @@ func scenarioBase(engine, endpoint string) (scenario.Target, error) {
 			if err != nil {
 				return nil, err
 			}
-			return scenarioClient{queueMutex(c.Mutex), closeOK(c.Close)}, nil
+			return scenarioClient{queueMutex(c), closeOK(c.Close)}, nil
 		}
 	case "etcd":
 		t.Family, t.TTL, t.Addrs = scenario.Queue, etcdTTL, []string{strings.TrimPrefix(endpoint, "http://")}
@@ -84,7 +84,7 @@ func scenarioBase(engine, endpoint string) (scenario.Target, error) {
 				cli.Close()
 				return nil, err
 			}
-			return scenarioClient{queueMutex(c.Mutex), func() error { err := closeOK(c.Close)(); cli.Close(); return err }}, nil
+			return scenarioClient{queueMutex(c), func() error { err := closeOK(c.Close)(); cli.Close(); return err }}, nil
 		}
 	case "postgres", "mysql", "sqlite":
 		if engine != "sqlite" {

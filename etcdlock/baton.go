@@ -8,15 +8,9 @@ import (
 	"github.com/baton-go/baton/engine/queuekit"
 )
 
-// Baton returns c as the *baton.Client every engine gives: code written
-// against *baton.Client runs on it unchanged. baton.As hands c back, for
-// what only etcd does (GrantedTTL, Etcd, Inspect's entries, Remove).
-// Closing either closes c.
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
-
 // connOf is c as package engine drives it.
 func connOf(c *Client) conn {
-	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+	return conn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c}
 }
 
 // conn is a Client as package engine drives it.
@@ -27,7 +21,7 @@ type conn struct {
 
 func (k conn) Engine() string { return "etcd" }
 func (k conn) Raw() any       { return k.c }
-func (k conn) Close() error   { return k.c.Close() }
+func (k conn) Close() error   { return k.c.close() }
 
 // Inspect reads the lock's keys as Client.Inspect does, with what the one
 // shape holds beyond queuekit.EntryInfo: each entry's Left, its lease's time

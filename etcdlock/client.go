@@ -22,9 +22,13 @@ import (
 const revokeTimeout = 2 * time.Second
 
 // Client is baton's etcd engine on a *clientv3.Client: the user's (New)
-// or its own (baton.Open). It owns a small pool of leases (sessions) and
-// the goroutines that keep them alive; Close revokes them. It owns the
-// etcd client only when baton.Open made it.
+// or its own (baton.Open), behind the *baton.Client they return. It owns
+// a small pool of leases (sessions) and the goroutines that keep them
+// alive; the *baton.Client's Close revokes them. It owns the etcd client
+// only when baton.Open made it. Users reach it with
+// baton.As[*etcdlock.Client] for what only etcd has: the etcd client
+// (Etcd), the lease TTLs (TTL, GrantedTTL) and the raw keys tests and
+// operators read and remove (Entries, Inspect, Remove).
 type Client struct {
 	cli    *clientv3.Client
 	owned  bool // cli is baton.Open's: Close closes it
@@ -51,9 +55,19 @@ var (
 
 // New returns an etcd engine on cli. It validates opts (a negative TTL
 // returns an error wrapping baton.ErrInvalidOption) and does not contact
-// the server: leases are granted on first use. Closing the Client never
-// closes cli.
-func New(cli *clientv3.Client, opts Options) (*Client, error) {
+// the server: leases are granted on first use. Closing the returned
+// client never closes cli. baton.As[*etcdlock.Client] on it returns the
+// engine's own Client.
+func New(cli *clientv3.Client, opts Options) (*baton.Client, error) {
+	c, err := newClient(cli, opts)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(connOf(c)), nil
+}
+
+// newClient is New, returning the engine's own client.
+func newClient(cli *clientv3.Client, opts Options) (*Client, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("%w: etcdlock: nil *clientv3.Client", baton.ErrInvalidOption)
 	}
@@ -71,18 +85,18 @@ func New(cli *clientv3.Client, opts Options) (*Client, error) {
 }
 
 // Etcd returns the etcd client c runs on: the caller's, or the one
-// baton.Open made, which c's Close closes.
+// baton.Open made, which the *baton.Client's Close closes. It is reached
+// through baton.As[*etcdlock.Client].
 func (c *Client) Etcd() *clientv3.Client { return c.cli }
 
-// Engine returns "etcd".
-func (c *Client) Engine() string { return "etcd" }
-
-// TTL returns the requested lease TTL, rounded up to whole seconds.
+// TTL returns the requested lease TTL, rounded up to whole seconds. It is
+// reached through baton.As[*etcdlock.Client].
 func (c *Client) TTL() time.Duration { return time.Duration(c.ttl) * time.Second }
 
 // GrantedTTL returns the TTL the server granted to the most recent lease,
 // or 0 before the first grant. etcd silently raises TTLs below its minimum;
-// when GrantedTTL differs from TTL, report it (the CLI prints it).
+// when GrantedTTL differs from TTL, report it (the CLI prints it). It is
+// reached through baton.As[*etcdlock.Client].
 func (c *Client) GrantedTTL() time.Duration { return time.Duration(c.granted.Load()) * time.Second }
 
 // queueOptions are the options of the client's recipes.
@@ -90,46 +104,46 @@ func (c *Client) queueOptions() queuekit.MutexOptions {
 	return queuekit.MutexOptions{Observer: c.opts.Observer}
 }
 
-// Mutex returns the reentrant mutex called name. Its keys are
+// mutex returns the reentrant mutex called name. Its keys are
 // "<name>/<lease ID in hex>", the layout of `etcdctl lock <name>` and
 // concurrency.Mutex, so they exclude each other.
-func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
+func (c *Client) mutex(name string) (*queuekit.Mutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewMutex(backend{c}, name, c.queueOptions())
 }
 
-// RWMutex returns the read/write lock called name. Its keys are
+// rwMutex returns the read/write lock called name. Its keys are
 // "<name>/<lease hex>" like the mutex's, with the value "__READ__" or
 // "__WRIT__"; readers share, a writer waits for every earlier key. Keys of
 // other tools under the name (an `etcdctl lock` on the same name) count as
 // writers.
-func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
+func (c *Client) rwMutex(name string) (*queuekit.RWMutex, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewRWMutex(backend{c}, name, c.queueOptions())
 }
 
-// Semaphore returns the semaphore called name with n permits: leases
+// semaphore returns the semaphore called name with n permits: leases
 // "<name>/leases/<lease hex>" with the value "lease-baton:permits=<n>",
 // granted while they are among the first n by create revision, with no
 // guard mutex (see queuekit.PermitSession). n below 1 returns an error
 // wrapping baton.ErrInvalidOption.
-func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
+func (c *Client) semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
 	return queuekit.NewSemaphore(backend{c}, name, n, c.queueOptions())
 }
 
-// Election returns the leader election called name, compatible with
+// election returns the leader election called name, compatible with
 // `etcdctl elect name` and concurrency.Election on the prefix "name":
 // keys "<name>/<lease hex>" whose value is the candidate's ID (the
 // proposal), the leader being the key with the smallest create revision.
 // `etcdctl elect -l name` prints a baton leader's ID.
-func (c *Client) Election(name string) (*queuekit.Election, error) {
+func (c *Client) election(name string) (*queuekit.Election, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -140,7 +154,7 @@ func (c *Client) Election(name string) (*queuekit.Election, error) {
 // including keys that are not entries of a recipe. It is meant for tests,
 // inspection and orphan scans; name may be a directory a recipe derives
 // from a lock name ("<name>/leases"), so it is checked with
-// engine.ValidatePath.
+// engine.ValidatePath. It is reached through baton.As.
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -161,12 +175,13 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	return keys, nil
 }
 
-// Close revokes every lease of the client (best effort, bounded by a couple
+// close revokes every lease of the client (best effort, bounded by a couple
 // of seconds when the server is unreachable) and waits for the client's
 // goroutines. Leases still held become Lost. A client from baton.Open
 // then closes the etcd client Open made; one from New leaves the caller's
-// open. Later calls return baton.ErrClosed.
-func (c *Client) Close() error {
+// open. Later calls return baton.ErrClosed. The *baton.Client's Close
+// calls it.
+func (c *Client) close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -201,7 +216,7 @@ func (c *Client) checkOpen() error {
 // of its own so that the engine plumbing stays off the Client's API.
 type backend struct{ c *Client }
 
-func (b backend) Engine() string { return b.c.Engine() }
+func (b backend) Engine() string { return "etcd" }
 
 func (b backend) Session(ctx context.Context, dir string) (queuekit.Session, error) {
 	return b.c.session(ctx, dir)

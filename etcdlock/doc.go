@@ -1,5 +1,5 @@
 // Package etcdlock is baton's etcd engine: the queue recipes of package
-// queue on etcd leases. Importing it makes baton.Open serve etcd:// and
+// queuekit on etcd leases. Importing it makes baton.Open serve etcd:// and
 // etcds:// URLs:
 //
 //	c, err := baton.Open(ctx, "etcds://h1:2379,h2:2379,h3:2379")
@@ -15,12 +15,20 @@
 // baton.WithGetenv). Open returns once the cluster answered a
 // linearizable read: an unreachable cluster or one without quorum is
 // baton.ErrUnavailable, a refused login or certificate baton.ErrAuth.
-// With a *clientv3.Client of your own, use New and Client.Baton:
+// With a *clientv3.Client of your own, New gives the same *baton.Client:
 //
 //	cli, _ := clientv3.New(clientv3.Config{Endpoints: eps})
-//	lc, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
-//	c := lc.Baton()
+//	c, _ := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
 //	defer c.Close()
+//
+// What only etcd has is reached through baton.As: the engine's own
+// *Client (Etcd, TTL, GrantedTTL, and the raw keys of Entries, Inspect and
+// Remove), and the recipes' own methods, such as a semaphore's
+// OnDisagreement:
+//
+//	lc, ok := baton.As[*etcdlock.Client](c)
+//	s, _ := c.Semaphore("exports", 2)
+//	d, ok := baton.As[interface{ OnDisagreement(func(queuekit.Disagreement)) }](s)
 //
 // # Layout: compatible with etcdctl lock
 //
@@ -190,7 +198,7 @@
 // etcd TTLs are whole seconds; Options.TTL is rounded up. etcd raises a TTL
 // below its minimum (about 2 s with default server timing: 1.5 × the
 // election timeout) without an error; the loop uses the granted TTL, and
-// Client.GrantedTTL reports it so callers can tell the user (the CLI does).
+// Client.GrantedTTL (through baton.As) reports it so callers can tell the user (the CLI does).
 //
 // # Traps worked around
 //

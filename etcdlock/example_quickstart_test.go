@@ -33,11 +33,10 @@ func Example_quickstart() {
 	// baton.Open(ctx, "etcd://127.0.0.1:2379") opens a client of its own,
 	// and baton.Open(ctx, "zk://127.0.0.1:2181") one on ZooKeeper: the
 	// same code runs on either.
-	own, err := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
+	locks, err := etcdlock.New(cli, etcdlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	locks := own.Baton()
 	defer locks.Close()
 	var waves publisher
 	if err := releaseWave(ctx, locks, "waves", &waves); err != nil {

@@ -91,7 +91,7 @@ func ExampleNew() {
 
 // newExampleClient is the setup the examples below share: a baton client
 // on the etcd of this test run.
-func newExampleClient() (*etcdlock.Client, func(), error) {
+func newExampleClient() (*baton.Client, func(), error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, nil, err
@@ -104,7 +104,7 @@ func newExampleClient() (*etcdlock.Client, func(), error) {
 	return c, func() { c.Close(); cli.Close() }, nil
 }
 
-func ExampleClient_RWMutex() {
+func ExampleNew_rwMutex() {
 	c, done, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)
@@ -149,7 +149,7 @@ func ExampleClient_RWMutex() {
 	// writer token above readers': true
 }
 
-func ExampleClient_Semaphore() {
+func ExampleNew_semaphore() {
 	c, done, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)
@@ -166,7 +166,12 @@ func ExampleClient_Semaphore() {
 		fmt.Println(err)
 		return
 	}
-	s.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
+	// OnDisagreement is the queue engines' own: baton.As reaches it.
+	if d, ok := baton.As[interface {
+		OnDisagreement(func(queuekit.Disagreement))
+	}](s); ok {
+		d.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
+	}
 	a, _ := s.Acquire(ctx)
 	b, _ := s.Acquire(ctx)
 	_, err = s.TryAcquire(ctx)
@@ -181,7 +186,7 @@ func ExampleClient_Semaphore() {
 	// after a release: true
 }
 
-func ExampleClient_Election() {
+func ExampleNew_election() {
 	c, done, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)

@@ -37,7 +37,8 @@ var subQueues = []string{"locks", "leases"}
 // DeadSession. A key under the lock (or under a semaphore's queue) whose
 // name is not a lease ID, or which has no lease, is foreign (see isEntry):
 // it follows the queues, flagged Foreign, at Position -1, and clean never
-// removes it.
+// removes it. It is the raw listing behind the *baton.Client's Inspect,
+// reached through baton.As (as a queuekit.Inspector) for `baton clean`.
 func (c *Client) Inspect(ctx context.Context, name string) ([]queuekit.EntryInfo, error) {
 	r, err := c.inspect(ctx, name)
 	return r.entries, err
@@ -174,7 +175,8 @@ func entryKind(v []byte) (queuekit.Kind, int) {
 // never touched, and by the key having a lease: a key without one is
 // foreign (see isEntry), someone else's data, and is refused with
 // baton.ErrInvalidOption like a badly named one. A key already gone (or
-// re-created) is success.
+// re-created) is success. It is reached through baton.As (as a
+// queuekit.Remover).
 func (c *Client) Remove(ctx context.Context, name, entry string) error {
 	if err := c.checkOpen(); err != nil {
 		return err

@@ -248,11 +248,12 @@ func TestNewOptions(t *testing.T) {
 		{"MaxTTL", baton.MaxTTL, baton.MaxTTL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := etcdlock.New(raw, etcdlock.Options{TTL: tc.ttl})
+			bc, err := etcdlock.New(raw, etcdlock.Options{TTL: tc.ttl})
 			if err != nil {
 				t.Fatalf("New(TTL %v) = %v", tc.ttl, err)
 			}
-			defer c.Close()
+			defer bc.Close()
+			c, _ := baton.As[*etcdlock.Client](bc)
 			if got := c.TTL(); got != tc.want {
 				t.Errorf("New(TTL %v).TTL() = %v, want %v", tc.ttl, got, tc.want)
 			}

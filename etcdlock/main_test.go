@@ -64,7 +64,7 @@ func newClientOn(t *testing.T, cli *clientv3.Client, opts etcdlock.Options) *etc
 	if opts.TTL == 0 {
 		opts.TTL = 2 * time.Second
 	}
-	c, err := etcdlock.New(cli, opts)
+	c, err := etcdlock.NewClient(cli, opts)
 	if err != nil {
 		t.Fatalf("etcdlock.New = %v", err)
 	}

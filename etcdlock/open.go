@@ -104,7 +104,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		_ = cli.Close()
 		return nil, connectErr(cfg, err)
 	}
-	c, err := New(cli, Options{TTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer, Process: cfg.Process})
+	c, err := newClient(cli, Options{TTL: cfg.TTL, TokenFloor: cfg.TokenFloor, Observer: cfg.Observer, Process: cfg.Process})
 	if err != nil {
 		_ = cli.Close()
 		return nil, err

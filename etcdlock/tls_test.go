@@ -61,7 +61,7 @@ func tlsEtcd(t *testing.T, user string) *clientv3.Client {
 // the acquire with etcd's permission denied, and leaves no key behind.
 func TestTLSAuth(t *testing.T) {
 	name := "baton/tls/" + runID + "/" + t.Name()
-	a, err := etcdlock.New(tlsEtcd(t, "baton"), etcdlock.Options{TTL: 5 * time.Second})
+	a, err := etcdlock.NewClient(tlsEtcd(t, "baton"), etcdlock.Options{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestTLSAuth(t *testing.T) {
 	if l.Token() == 0 {
 		t.Error("Token() = 0, want a create revision")
 	}
-	b, err := etcdlock.New(tlsEtcd(t, "baton"), etcdlock.Options{TTL: 5 * time.Second})
+	b, err := etcdlock.NewClient(tlsEtcd(t, "baton"), etcdlock.Options{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestTLSAuth(t *testing.T) {
 	}
 	release(t, l)
 
-	r, err := etcdlock.New(tlsEtcd(t, "reader"), etcdlock.Options{TTL: 5 * time.Second})
+	r, err := etcdlock.NewClient(tlsEtcd(t, "reader"), etcdlock.Options{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

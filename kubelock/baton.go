@@ -7,16 +7,9 @@ import (
 	"github.com/baton-go/baton/engine"
 )
 
-// Baton returns c as the *baton.Client every engine gives, so that code
-// written against *baton.Client runs on Kubernetes. Its Close closes c,
-// not the clientset c was made on, which stays the caller's. baton.As
-// hands c back, for Stats, Inspect and the lock objects' own methods
-// (LockFor, OnDisagreement).
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
-
 // connOf is c as package engine drives it.
 func connOf(c *Client) batonConn {
-	return batonConn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+	return batonConn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c}
 }
 
 // batonConn is a Client as package engine drives it.
@@ -27,9 +20,9 @@ type batonConn struct {
 
 func (k batonConn) Engine() string { return "kube" }
 func (k batonConn) Raw() any       { return k.c }
-func (k batonConn) Close() error   { return k.c.Close() }
+func (k batonConn) Close() error   { return k.c.close() }
 
-// Inspect reads the name's Lease (Client.Inspect) as baton.Inspection:
+// Inspect reads the name's Leases (Client.inspect) as baton.Inspection:
 // holders with their token, owner, holder record, age and time left;
 // waiters in the order they will be served, each with its ticket; a
 // holder that is not baton's (a client-go LeaderElector) as a Foreign
@@ -37,7 +30,7 @@ func (k batonConn) Close() error   { return k.c.Close() }
 // listed Dead: they hold (or wait) no more, and the next write of the
 // name drops them.
 func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
-	in, err := k.c.Inspect(ctx, name)
+	in, err := k.c.inspect(ctx, name)
 	if err != nil {
 		return baton.Inspection{}, err
 	}

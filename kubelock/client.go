@@ -26,11 +26,13 @@ import (
 // annotation (a value above every token issued) before retrying.
 var ErrBadCounter = errors.New("kubelock: token counter unreadable")
 
-// Client is one process's handle on the locks of one namespace, through
-// the caller's Kubernetes clientset. It owns a keeper (see package keeper:
-// two long-lived goroutines, plus one per renewal request in flight) and,
-// while somebody waits or observes, one watch goroutine per lock name
-// (watch.go). Close stops and releases them.
+// Client is the Kubernetes engine behind a *baton.Client: one process's
+// handle on the locks of one namespace, through the caller's Kubernetes
+// clientset. It owns a keeper (see package keeper: two long-lived
+// goroutines, plus one per renewal request in flight) and, while somebody
+// waits or observes, one watch goroutine per lock name (watch.go); the
+// *baton.Client's Close stops and releases them. Users reach it with
+// baton.As[*kubelock.Client] for what only this engine has: Names.
 type Client struct {
 	leases coordclient.LeaseInterface
 	ns     string
@@ -54,8 +56,19 @@ type Client struct {
 }
 
 // New returns a client on cs for the Leases of namespace, which must
-// exist. cs stays the caller's. It does not touch the server.
-func New(cs kubernetes.Interface, namespace string, o Options) (*Client, error) {
+// exist. cs stays the caller's: closing the returned client does not
+// touch it. It does not touch the server. baton.As[*kubelock.Client] on
+// it returns the engine's own Client.
+func New(cs kubernetes.Interface, namespace string, o Options) (*baton.Client, error) {
+	c, err := newClient(cs, namespace, o)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(connOf(c)), nil
+}
+
+// newClient is New, returning the engine's own client.
+func newClient(cs kubernetes.Interface, namespace string, o Options) (*Client, error) {
 	if cs == nil {
 		return nil, fmt.Errorf("%w: kubelock: nil clientset", baton.ErrInvalidOption)
 	}
@@ -84,32 +97,16 @@ func New(cs kubernetes.Interface, namespace string, o Options) (*Client, error) 
 	return c, nil
 }
 
-// Engine returns "kube".
-func (c *Client) Engine() string { return "kube" }
-
-// Namespace returns the namespace of the client's Leases.
-func (c *Client) Namespace() string { return c.ns }
-
-// TTL returns the lease time of a grant.
-func (c *Client) TTL() time.Duration { return c.o.TTL }
-
-// LeaseName returns the name of the Lease that holds lock name (see
+// leaseName returns the name of the Lease that holds lock name (see
 // objectName): the name itself when it is a valid object name, else a
 // readable prefix and a hash.
-func (c *Client) LeaseName(name string) (string, error) {
+func (c *Client) leaseName(name string) (string, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
 		return "", err
 	}
 	return objectName(n), nil
 }
-
-// Stats returns the counters of the keeper that renews this client's
-// leases.
-func (c *Client) Stats() keeper.Stats { return c.k.Stats() }
-
-// DriftMargin returns the margin subtracted from every lease deadline.
-func (c *Client) DriftMargin() time.Duration { return c.k.DriftMargin() }
 
 // checkOpen returns an error wrapping baton.ErrClosed after Close.
 func (c *Client) checkOpen() error {
@@ -121,11 +118,11 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// Close ends every lease of the client (Lost, cause wrapping
+// close ends every lease of the client (Lost, cause wrapping
 // baton.ErrClosed), releases them on the server, stops the watches and
 // the keeper. It does not touch the clientset. A second Close returns an
-// error wrapping baton.ErrClosed.
-func (c *Client) Close() error {
+// error wrapping baton.ErrClosed. The *baton.Client's Close calls it.
+func (c *Client) close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

@@ -6,6 +6,17 @@
 // by every lease engine; this package supplies the Lease layout, the
 // grant rules and the watch that wakes waiters. Engine() is "kube".
 //
+// Open and New both return the *baton.Client every engine gives. What
+// only this engine has is reached through baton.As: the engine's own
+// *Client (Names), and the lock objects' own methods, such as a lease's
+// fixed time (LockFor, TryLockFor), a semaphore's OnDisagreement and the
+// name of a lock's Lease object:
+//
+//	m, _ := c.Mutex("orders/42")
+//	if o, ok := baton.As[interface{ Lease() string }](m); ok {
+//		fmt.Println("kubectl get lease", o.Lease())
+//	}
+//
 // # Opening by URL
 //
 // Imported (import _ "github.com/baton-go/baton/kubelock"), the package

@@ -74,7 +74,7 @@ func clientOn(t testing.TB, cs kubernetes.Interface, ns string, o kubelock.Optio
 	if o.TTL == 0 {
 		o.TTL = testTTL
 	}
-	c, err := kubelock.New(cs, ns, o)
+	c, err := kubelock.NewClient(cs, ns, o)
 	if err != nil {
 		t.Fatalf("kubelock.New: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// Entry is one holder or waiter of a lock name as Inspect reads it.
-type Entry struct {
+// leaseEntry is one holder or waiter of a lock name as inspect reads it.
+type leaseEntry struct {
 	Lease   string // the Lease's name
 	Kind    string // "mutex", "read", "write", "permit" or "leader"; "foreign" for a holder not baton's
 	Waiting bool   // a waiter's intent, not a holder
@@ -38,11 +38,11 @@ type Entry struct {
 	Foreign bool // a holderIdentity baton did not write
 }
 
-// Inspection is what Inspect reads about one lock name.
-type Inspection struct {
+// leaseInspection is what inspect reads about one lock name.
+type leaseInspection struct {
 	Name    string
-	Leases  []string // the name's Leases (one, unless names collided)
-	Entries []Entry  // holders first, then waiters in the order they are served
+	Leases  []string     // the name's Leases (one, unless names collided)
+	Entries []leaseEntry // holders first, then waiters in the order they are served
 	// Permits is the N stored by a semaphore's live holders, 0 when none
 	// is held.
 	Permits int
@@ -56,18 +56,18 @@ const inspectNote = "time left counts from when this client first saw each entry
 // mutexNote says why a mutex shows no waiters.
 const mutexNote = "mutex waiters keep no intent on Kubernetes (they race for the Lease at each release), so they are not listed"
 
-// Inspect reads every Lease of name — those labelled with its hash, and
+// inspect reads every Lease of name — those labelled with its hash, and
 // the one its name maps to — and lists their holders and waiters. It
 // changes nothing. Errors wrap baton.ErrAuth when the server refused the
 // read, else baton.ErrUnavailable.
-func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
+func (c *Client) inspect(ctx context.Context, name string) (leaseInspection, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {
-		return Inspection{}, err
+		return leaseInspection{}, err
 	}
 	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: labelLock + "=" + nameHash(n)})
 	if err != nil {
-		return Inspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, c.classify("list", objectName(n), err))
+		return leaseInspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, c.classify("list", objectName(n), err))
 	}
 	objs := list.Items
 	if !slices.ContainsFunc(objs, func(l coordv1.Lease) bool { return l.Name == objectName(n) }) {
@@ -78,16 +78,16 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 		case err == nil:
 			objs = append(objs, *got)
 		case !apierrors.IsNotFound(err):
-			return Inspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, c.classify("get", objectName(n), err))
+			return leaseInspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, c.classify("get", objectName(n), err))
 		}
 	}
-	in := Inspection{Name: n, Notes: []string{inspectNote, mutexNote}}
+	in := leaseInspection{Name: n, Notes: []string{inspectNote, mutexNote}}
 	for i := range objs {
 		if err := c.inspectLease(&in, n, &objs[i]); err != nil {
-			return Inspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, err)
+			return leaseInspection{}, fmt.Errorf("kubelock: inspect %q: %w", n, err)
 		}
 	}
-	slices.SortStableFunc(in.Entries, func(a, b Entry) int {
+	slices.SortStableFunc(in.Entries, func(a, b leaseEntry) int {
 		switch {
 		case a.Waiting != b.Waiting && !a.Waiting:
 			return -1
@@ -104,7 +104,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Inspection, error) {
 }
 
 // inspectLease adds one Lease's entries to in.
-func (c *Client) inspectLease(in *Inspection, lock string, obj *coordv1.Lease) error {
+func (c *Client) inspectLease(in *leaseInspection, lock string, obj *coordv1.Lease) error {
 	v, err := decode(lock, obj)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func (c *Client) inspectLease(in *Inspection, lock string, obj *coordv1.Lease) e
 	in.Leases = append(in.Leases, obj.Name)
 	if id := v.foreign(); id != "" {
 		until := seen.specExpiry(obj, now)
-		e := Entry{Lease: obj.Name, Kind: "foreign", Owner: id, Foreign: true,
+		e := leaseEntry{Lease: obj.Name, Kind: "foreign", Owner: id, Foreign: true,
 			Left: max(until.Sub(now), 0), Expired: !now.Before(until)}
 		if obj.Spec.AcquireTime != nil {
 			e.Age = max(now.Sub(obj.Spec.AcquireTime.Time), 0)
@@ -128,7 +128,7 @@ func (c *Client) inspectLease(in *Inspection, lock string, obj *coordv1.Lease) e
 		for i := range part.es {
 			e := &part.es[i]
 			until := seen.expiry(e, now)
-			out := Entry{Lease: obj.Name, Kind: e.Kind, Waiting: part.waiting, Owner: e.Owner, Token: e.Token,
+			out := leaseEntry{Lease: obj.Name, Kind: e.Kind, Waiting: part.waiting, Owner: e.Owner, Token: e.Token,
 				ID: e.ID, N: e.N, Process: engine.ParseProcess(e.Proc),
 				Left: max(until.Sub(now), 0), Expired: !now.Before(until)}
 			if e.Since > 0 {
@@ -150,10 +150,10 @@ func (c *Client) inspectLease(in *Inspection, lock string, obj *coordv1.Lease) e
 	return nil
 }
 
-// Entries lists the live entries of name as "kind/role/owner", for tests
+// entries lists the live entries of name as "kind/role/owner", for tests
 // and tools.
-func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
-	in, err := c.Inspect(ctx, name)
+func (c *Client) entries(ctx context.Context, name string) ([]string, error) {
+	in, err := c.inspect(ctx, name)
 	if err != nil {
 		return nil, err
 	}

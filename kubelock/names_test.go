@@ -20,7 +20,7 @@ func offline(t *testing.T) *kubelock.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubelock.New(cs, "default", kubelock.Options{})
+	c, err := kubelock.NewClient(cs, "default", kubelock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,17 +141,17 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	if err != nil {
 		return nil, cfg.URL.Badf("%v", engine.Scrub(err, rc.BearerToken))
 	}
-	c, err := New(cs, ns, options(cfg))
+	c, err := newClient(cs, ns, options(cfg))
 	if err != nil {
 		return nil, err
 	}
 	c.secrets = []string{rc.BearerToken, rc.Password}
 	if err := c.ping(ctx); err != nil {
-		_ = c.Close()
+		_ = c.close()
 		return nil, fmt.Errorf("kubelock: connect %s: %w", cfg.URL.Redacted, err)
 	}
 	if err := checkAccess(ctx, cs, ns); err != nil {
-		_ = c.Close()
+		_ = c.close()
 		if !errors.Is(err, baton.ErrAuth) {
 			err = c.classify("review", "*", err)
 		}

@@ -56,7 +56,8 @@ func Server(rawURL string) (string, error) {
 // in the client's namespace ("jobs" → "jobs/a", "jobs/b", not
 // "jobs/a/x"), sorted: every Lease baton wrote carries its full lock
 // name in an annotation. It is one list of the namespace's baton Leases,
-// for a dashboard or `baton exporter PREFIX/*`, not for a hot path.
+// for a dashboard or `baton exporter PREFIX/*`, not for a hot path. It is
+// reached through baton.As[*kubelock.Client].
 func (c *Client) Names(ctx context.Context, prefix string) ([]string, error) {
 	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=" + managedBy})
 	if err != nil {

@@ -179,7 +179,8 @@ func needSessionTimeout(t *testing.T, timeout time.Duration) {
 	if err != nil {
 		t.Fatalf("zklock.Dial(%s) = %v", zk, err)
 	}
-	got := c.SessionTimeout()
+	zc, _ := baton.As[*zklock.Client](c)
+	got := zc.SessionTimeout()
 	c.Close()
 	if got == timeout {
 		return

@@ -9,14 +9,9 @@ import (
 	"github.com/baton-go/baton/engine/queuekit"
 )
 
-// Baton returns c as the *baton.Client every engine gives. baton.As
-// hands c back, for what only ZooKeeper has (SessionTimeout, Dir,
-// Entries, Remove, TokenBound).
-func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
-
 // connOf is c as package engine drives it.
 func connOf(c *Client) conn {
-	return conn{engine.NewRecipes(c.Mutex, c.RWMutex, c.Semaphore, c.Election), c}
+	return conn{engine.NewRecipes(c.mutex, c.rwMutex, c.semaphore, c.election), c}
 }
 
 // conn is a Client as package engine drives it.
@@ -25,9 +20,9 @@ type conn struct {
 	c *Client
 }
 
-func (k conn) Engine() string { return k.c.Engine() }
+func (k conn) Engine() string { return "zk" }
 func (k conn) Raw() any       { return k.c }
-func (k conn) Close() error   { return k.c.Close() }
+func (k conn) Close() error   { return k.c.close() }
 
 // Inspect reads the lock as Client.Inspect does, in baton's terms. A
 // semaphore's guard entries ("locks/…") are acquirers waiting their turn

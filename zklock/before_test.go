@@ -17,7 +17,7 @@ import (
 func TestListBeforeWindow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, []string{testenv.ZK(t)}, Options{SessionTimeout: 2 * time.Second})
+	c, err := dial(ctx, []string{testenv.ZK(t)}, Options{SessionTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("Dial = %v", err)
 	}

@@ -1,19 +1,28 @@
 // Package zklock is baton's ZooKeeper engine: the queue recipes of package
-// queue on one ZooKeeper session at a time, built on
+// queuekit on one ZooKeeper session at a time, built on
 // github.com/go-zookeeper/zk v1.0.4.
 // Its locks are wire-compatible with Apache Curator 5.x, so Go and Java
 // services can share them.
 //
 //	c, err := zklock.Dial(ctx, []string{"zk1:2181", "zk2:2181"}, zklock.Options{Chroot: "/app"})
-//	m, err := c.Mutex("orders/42")
+//	m, err := c.Mutex("orders/42") // c is a *baton.Client
 //	lease, err := m.Lock(ctx)
 //	// pass lease.Token() to the resource with every write
 //
 // Importing the package also makes baton.Open serve zk:// and zk+tls://
 // URLs (zk://[user:password@]zk1:2181,zk2:2181/app), the CLI's, with the
 // digest user from the URL or BATON_ZK_USER / BATON_ZK_PASSWORD and, for
-// zk+tls://, BATON_ZK_CACERT, BATON_ZK_CERT and BATON_ZK_KEY; Client.Baton
-// turns a dialled Client into the same *baton.Client.
+// zk+tls://, BATON_ZK_CACERT, BATON_ZK_CERT and BATON_ZK_KEY. Both give
+// the same *baton.Client.
+//
+// What only ZooKeeper has is reached through baton.As: the engine's own
+// *Client (the session's Conn, SessionID and SessionTimeout, a lock's Dir,
+// the raw entries of Entries, Inspect, Remove and TokenBound), and the
+// recipes' own methods, such as a semaphore's OnDisagreement:
+//
+//	zc, ok := baton.As[*zklock.Client](c)
+//	s, err := c.Semaphore("exports", 2)
+//	d, ok := baton.As[interface{ OnDisagreement(func(queuekit.Disagreement)) }](s)
 //
 // # Layout (Curator's InterProcessMutex)
 //

@@ -42,7 +42,7 @@ func ensembleEngine(t *testing.T, members []string) batontest.Engine {
 	const timeout = 2 * time.Second
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	admin, err := zklock.Dial(ctx, members, zklock.Options{SessionTimeout: 10 * time.Second})
+	admin, err := zklock.DialClient(ctx, members, zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("zklock.Dial(%v) = %v", members, err)
 	}
@@ -85,7 +85,7 @@ func proxiedClient(t testing.TB, addr string, timeout time.Duration) batontest.C
 	t.Cleanup(p.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := zklock.Dial(ctx, []string{p.Addr}, zklock.Options{SessionTimeout: timeout})
+	c, err := zklock.DialClient(ctx, []string{p.Addr}, zklock.Options{SessionTimeout: timeout})
 	if err != nil {
 		t.Fatalf("zklock.Dial(%q → %s) = %v", p.Addr, addr, err)
 	}

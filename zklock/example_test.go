@@ -15,13 +15,13 @@ import (
 // newExampleClient is the setup the examples share: a client of the test
 // ZooKeeper server (BATON_TEST_ZK; TestMain leaves the examples out when it
 // is not set). Use your own servers, or zklock.ParseURL("zk://h1:2181/app").
-func newExampleClient() (*zklock.Client, error) {
+func newExampleClient() (*baton.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return zklock.Dial(ctx, []string{os.Getenv("BATON_TEST_ZK")}, zklock.Options{SessionTimeout: 10 * time.Second})
 }
 
-func ExampleClient_RWMutex() {
+func ExampleDial_rwMutex() {
 	c, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)
@@ -67,7 +67,7 @@ func ExampleClient_RWMutex() {
 	// writer token above readers': true
 }
 
-func ExampleClient_Semaphore() {
+func ExampleDial_semaphore() {
 	c, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)
@@ -85,7 +85,12 @@ func ExampleClient_Semaphore() {
 		fmt.Println(err)
 		return
 	}
-	s.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
+	// OnDisagreement is the queue engines' own: baton.As reaches it.
+	if d, ok := baton.As[interface {
+		OnDisagreement(func(queuekit.Disagreement))
+	}](s); ok {
+		d.OnDisagreement(func(d queuekit.Disagreement) { fmt.Println(d) })
+	}
 	a, _ := s.Acquire(ctx)
 	b, _ := s.Acquire(ctx)
 	_, err = s.TryAcquire(ctx)
@@ -100,7 +105,7 @@ func ExampleClient_Semaphore() {
 	// after a release: true
 }
 
-func ExampleClient_Election() {
+func ExampleDial_election() {
 	c, err := newExampleClient()
 	if err != nil {
 		fmt.Println(err)
@@ -144,4 +149,19 @@ func ExampleClient_Election() {
 	// drain: admit says baton: leader resigning
 	// checkpoint fenced by the epoch: true
 	// resigned: <nil> baton: lease released
+}
+
+func ExampleClient() {
+	c, err := newExampleClient()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	// What only ZooKeeper has, the session, is the engine's own Client's.
+	zc, ok := baton.As[*zklock.Client](c)
+	fmt.Println("zk client:", ok, "session timeout:", zc.SessionTimeout())
+	// Output:
+	// zk client: true session timeout: 10s
 }

@@ -2,6 +2,8 @@ package zklock
 
 import (
 	"context"
+	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 
 	"github.com/baton-go/baton/engine/queuekit"
 )
@@ -46,3 +48,19 @@ func RecheckMissing(ctx context.Context, servers, sessions []string, live map[st
 	(&Client{servers: servers}).recheckMissing(ctx, out, live)
 	return live
 }
+
+// DialClient is Dial returning the engine's own client, whose recipes the
+// tests drive directly (their queuekit types, their entries).
+var DialClient = dial
+
+// Baton is the *baton.Client Dial would have returned for c.
+func (c *Client) Baton() *baton.Client { return engine.NewClient(connOf(c)) }
+
+func (c *Client) Mutex(name string) (*queuekit.Mutex, error)     { return c.mutex(name) }
+func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) { return c.rwMutex(name) }
+func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
+	return c.semaphore(name, n)
+}
+func (c *Client) Election(name string) (*queuekit.Election, error) { return c.election(name) }
+func (c *Client) Close() error                                     { return c.close() }
+func (c *Client) Engine() string                                   { return "zk" }

@@ -35,7 +35,9 @@ const fourLetterTimeout = 2 * time.Second
 
 // Inspect lists the queue of name for an operator: the lock directory's
 // entries (and those of "locks/" and "leases/" for a semaphore), with one
-// read per entry for its creation time, ephemeral owner and data.
+// read per entry for its creation time, ephemeral owner and data. It is
+// the raw listing behind the *baton.Client's Inspect, reached through
+// baton.As (as a queuekit.Inspector) for `baton clean`.
 //
 // Tokens are unknown (0): a holder's token is the directory's pzxid at its
 // granting read, which no later read recovers; TokenBound bounds them.
@@ -235,7 +237,8 @@ func markDuplicates(q []queuekit.EntryInfo) {
 // Remove deletes exactly the entry named as Inspect names it. It refuses
 // anything that is not an entry of a recipe directly in the lock directory
 // or in its "locks/" or "leases/" queue, so it can never remove the
-// directory or reach outside it.
+// directory or reach outside it. It is reached through baton.As (as a
+// queuekit.Remover).
 func (c *Client) Remove(ctx context.Context, name, entry string) error {
 	dir, err := c.dirPath(name)
 	if err != nil {
@@ -267,7 +270,8 @@ func (c *Client) Remove(ctx context.Context, name, entry string) error {
 // directory and its semaphore queues. Every token granted so far is a
 // pzxid read at or before this moment, so none exceeds it; the next
 // exclusive grant after any change of the queue (such as a forced removal)
-// reads a larger pzxid.
+// reads a larger pzxid. It is reached through baton.As (as a
+// queuekit.TokenBounder).
 func (c *Client) TokenBound(ctx context.Context, name string) (uint64, error) {
 	dir, err := c.dirPath(name)
 	if err != nil {

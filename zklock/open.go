@@ -63,7 +63,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 	if user != "" {
 		opts.Auth = []Digest{{User: user, Password: pass}}
 	}
-	c, err := Dial(ctx, t.servers, opts)
+	c, err := dial(ctx, t.servers, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -186,9 +186,13 @@ func ParseURL(raw string) (servers []string, chroot string, err error) {
 	return servers, chroot, nil
 }
 
-// Client owns one ZooKeeper session at a time and replaces it when it is
-// lost. Its recipes (Mutex, RWMutex, Semaphore, Election) share the
-// session.
+// Client is the ZooKeeper engine behind a *baton.Client: it owns one
+// ZooKeeper session at a time and replaces it when it is lost, and the
+// recipes of the *baton.Client share that session. Users reach it with
+// baton.As[*zklock.Client] for what only ZooKeeper has: the session
+// (Conn, SessionID, SessionTimeout), the lock directories (Dir) and the
+// raw entries tests and operators read and remove (Entries, Inspect,
+// Remove, TokenBound).
 type Client struct {
 	servers []string
 	opts    Options
@@ -216,8 +220,18 @@ var (
 // established, or fails with an error wrapping baton.ErrUnavailable and
 // ctx.Err() when ctx ends first (the half-open connection is then closed in
 // the background within a few seconds). The client lives until Close; ctx
-// bounds only the dial.
-func Dial(ctx context.Context, servers []string, opts Options) (*Client, error) {
+// bounds only the dial. baton.As[*zklock.Client] on it returns the
+// engine's own Client.
+func Dial(ctx context.Context, servers []string, opts Options) (*baton.Client, error) {
+	c, err := dial(ctx, servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewClient(connOf(c)), nil
+}
+
+// dial is Dial, returning the engine's own client.
+func dial(ctx context.Context, servers []string, opts Options) (*Client, error) {
 	opts, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -241,7 +255,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Client, error) 
 		// go-zookeeper's Close can wait a few seconds for an unreachable
 		// server; Dial returns by its deadline and lets the close finish
 		// on its own (it is bounded by those timeouts).
-		go c.Close()
+		go c.close()
 		return nil, err
 	}
 	return c, nil
@@ -393,14 +407,11 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// Engine returns "zk".
-func (c *Client) Engine() string { return "zk" }
-
 // backend is the queuekit.Backend the client's recipes run on. It is a type
 // of its own so that the engine plumbing stays off the Client's API.
 type backend struct{ c *Client }
 
-func (b backend) Engine() string { return b.c.Engine() }
+func (b backend) Engine() string { return "zk" }
 
 // Session returns the current session once it is Held.
 func (b backend) Session(ctx context.Context, dir string) (queuekit.Session, error) {
@@ -414,10 +425,10 @@ func (b backend) Session(ctx context.Context, dir string) (queuekit.Session, err
 // Done does nothing: all recipes share the client's one session.
 func (b backend) Done(queuekit.Session, string) {}
 
-// Mutex returns the reentrant mutex called name, wire-compatible with
+// mutex returns the reentrant mutex called name, wire-compatible with
 // Curator's InterProcessMutex on the same path. Its znode directory is the
 // chroot plus "/" plus the normalised name.
-func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
+func (c *Client) mutex(name string) (*queuekit.Mutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
@@ -425,11 +436,11 @@ func (c *Client) Mutex(name string) (*queuekit.Mutex, error) {
 	return mapped(c, m, err)
 }
 
-// RWMutex returns the read/write lock called name, wire-compatible with
+// rwMutex returns the read/write lock called name, wire-compatible with
 // Curator's InterProcessReadWriteLock on the same path: readers' entries
 // "_c_<uuid>-__READ__<seq>" and writers' "_c_<uuid>-__WRIT__<seq>" share
 // the directory and interleave by sequence.
-func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
+func (c *Client) rwMutex(name string) (*queuekit.RWMutex, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
@@ -437,13 +448,13 @@ func (c *Client) RWMutex(name string) (*queuekit.RWMutex, error) {
 	return mapped(c, rw, err)
 }
 
-// Semaphore returns the semaphore called name with n permits,
+// semaphore returns the semaphore called name with n permits,
 // wire-compatible with Curator's InterProcessSemaphoreV2 on the same path
 // and n: guard entries "locks/_c_<uuid>-lock-<seq>", leases
 // "leases/_c_<uuid>-lease-<seq>" with the data "baton:permits=<n>" and the
 // holder record on the next line. n below
 // 1 returns an error wrapping baton.ErrInvalidOption.
-func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
+func (c *Client) semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
@@ -451,13 +462,13 @@ func (c *Client) Semaphore(name string, n int) (*queuekit.Semaphore, error) {
 	return mapped(c, s, err)
 }
 
-// Election returns the leader election called name, wire-compatible with
+// election returns the leader election called name, wire-compatible with
 // Curator's LeaderLatch on the same path: candidates
 // "_c_<uuid>-latch-<seq>" whose data is the candidate ID (LeaderLatch's
 // participant id). The first entry leads; since a candidate only ever
 // counts its own entry of its current session, it leads only while that
 // entry's ephemeral owner is its live session.
-func (c *Client) Election(name string) (*queuekit.Election, error) {
+func (c *Client) election(name string) (*queuekit.Election, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("zklock: %w", baton.ErrClosed)
 	}
@@ -468,7 +479,8 @@ func (c *Client) Election(name string) (*queuekit.Election, error) {
 // Dir returns the znode directory of the lock called name. Names and the
 // directories the recipes derive from them ("<name>/locks") are checked
 // with engine.ValidatePath, so a directory never escapes the chroot, and
-// must not fall in ZooKeeper's own tree (see systemTree).
+// must not fall in ZooKeeper's own tree (see systemTree). It is reached
+// through baton.As[*zklock.Client].
 func (c *Client) Dir(name string) (string, error) { return c.dirPath(name) }
 
 func (c *Client) dirPath(name string) (string, error) { return c.parentOf(name, "") }
@@ -504,8 +516,9 @@ func (c *Client) parentOf(name, key string) (string, error) {
 }
 
 // Entries lists the raw child names under the lock directory of name,
-// sorted (for tests, inspect and orphan scans). A missing directory has no
-// entries.
+// sorted (for tests, inspect and orphan scans), waiting for a live session
+// and returning by ctx's end as the recipes' calls do. A missing
+// directory has no entries. It is reached through baton.As.
 func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 	dir, err := c.dirPath(name)
 	if err != nil {
@@ -530,8 +543,9 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 }
 
 // Conn returns the current session's go-zookeeper connection (nil before
-// the first session). It is replaced when the session is lost; nodes made
-// through it do not get baton's chroot or ACLs.
+// the first session), reached through baton.As[*zklock.Client]. It is
+// replaced when the session is lost; nodes made through it do not get
+// baton's chroot or ACLs.
 func (c *Client) Conn() *zk.Conn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -541,7 +555,8 @@ func (c *Client) Conn() *zk.Conn {
 	return c.cur.conn
 }
 
-// SessionID returns the current session's ID (0 before the first session).
+// SessionID returns the current session's ID (0 before the first
+// session), reached through baton.As[*zklock.Client].
 func (c *Client) SessionID() int64 {
 	c.mu.Lock()
 	s := c.cur
@@ -554,7 +569,7 @@ func (c *Client) SessionID() int64 {
 
 // SessionTimeout returns the timeout the server negotiated for the current
 // session, which may differ from the requested one (the CLI reports a
-// clamp).
+// clamp). It is reached through baton.As[*zklock.Client].
 func (c *Client) SessionTimeout() time.Duration {
 	c.mu.Lock()
 	s := c.cur
@@ -571,11 +586,12 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
-// Close ends the session — the server deletes its entries at once, so every
+// close ends the session — the server deletes its entries at once, so every
 // lease of this client becomes Lost — and waits for the client's
 // goroutines (a few seconds at most when the server is unreachable). Later
-// calls return baton.ErrClosed; closing again returns nil.
-func (c *Client) Close() error {
+// calls return baton.ErrClosed; closing again returns nil. The
+// *baton.Client's Close calls it.
+func (c *Client) close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

@@ -45,7 +45,7 @@ func dial(t *testing.T, addr string, opts zklock.Options) *zklock.Client {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	c, err := zklock.Dial(ctx, []string{addr}, opts)
+	c, err := zklock.DialClient(ctx, []string{addr}, opts)
 	if err != nil {
 		t.Fatalf("Dial(%s) = %v", addr, err)
 	}

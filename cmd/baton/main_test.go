@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/cmd/baton/internal/embedetcd"
 	"github.com/baton-go/baton/etcdlock"
@@ -225,9 +226,10 @@ func waitEntries(t *testing.T, name string, n int) {
 		t.Fatalf("etcdlock.New() = %v", err)
 	}
 	defer lc.Close()
+	raw, _ := baton.As[*etcdlock.Client](lc) // the raw keys are etcd's own
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		keys, err := lc.Entries(context.Background(), name)
+		keys, err := raw.Entries(context.Background(), name)
 		if err == nil && len(keys) >= n {
 			return
 		}

@@ -127,11 +127,7 @@ func k8sDial(kubeconfig string) func(t testing.TB, hosts []string) (*baton.Clien
 		if err != nil {
 			return nil, err
 		}
-		c, err := kubelock.New(cs, ns, kubelock.Options{TTL: k8sTTL})
-		if err != nil {
-			return nil, err
-		}
-		return c.Baton(), nil
+		return kubelock.New(cs, ns, kubelock.Options{TTL: k8sTTL})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
@@ -22,7 +23,8 @@ const etcdTTL = 2 * time.Second
 // asks for gets its own *clientv3.Client behind its own fault proxy, so
 // Kill can partition exactly that client; admin, a client the suite never
 // kills, lists the keys.
-func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
+func etcdEngine(endpoint string, admin *baton.Client) batontest.Engine {
+	lister, _ := baton.As[*etcdlock.Client](admin) // its raw keys are etcd's own
 	return batontest.Engine{
 		Name: "etcd",
 		NewClient: func(t testing.TB) batontest.Client {
@@ -46,7 +48,7 @@ func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 			}
 			// Kill partitions the client: its keepalives stop reaching the
 			// server, which expires the lease after its TTL.
-			return batontest.FromClient(c.Baton(), func(t testing.TB) {
+			return batontest.FromClient(c, func(t testing.TB) {
 				if err := p.Blackhole(""); err != nil {
 					t.Fatalf("Blackhole() = %v", err)
 				}
@@ -55,7 +57,7 @@ func etcdEngine(endpoint string, admin *etcdlock.Client) batontest.Engine {
 		Entries: func(t testing.TB, name string) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			keys, err := admin.Entries(ctx, name)
+			keys, err := lister.Entries(ctx, name)
 			if err != nil {
 				t.Fatalf("Entries(%q) = %v", name, err)
 			}

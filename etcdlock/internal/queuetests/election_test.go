@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
-	"github.com/baton-go/baton/engine/queuekit"
 )
 
 type campaign struct {
@@ -20,7 +19,7 @@ type campaign struct {
 
 // campaignAs campaigns on a goroutine owned by the test; it returns when
 // CampaignAs does (at the latest after 30s or when the client closes).
-func campaignAs(el *queuekit.Election, id string, out chan<- campaign) {
+func campaignAs(el *baton.Election, id string, out chan<- campaign) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

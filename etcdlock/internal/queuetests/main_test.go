@@ -15,7 +15,6 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/testenv"
-	"github.com/baton-go/baton/engine/queuekit"
 	"github.com/baton-go/baton/etcdlock"
 	"github.com/baton-go/baton/faultproxy"
 	"github.com/baton-go/baton/zklock"
@@ -35,14 +34,26 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// client is what the recipe tests need of an engine's client: both
-// *zklock.Client and *etcdlock.Client have it.
+// client is what the recipe tests need of an engine's client: the
+// *baton.Client both engines give, whose raw entries (entries) are each
+// engine's own, reached through baton.As.
 type client interface {
-	RWMutex(name string) (*queuekit.RWMutex, error)
-	Semaphore(name string, n int) (*queuekit.Semaphore, error)
-	Election(name string) (*queuekit.Election, error)
-	Entries(ctx context.Context, name string) ([]string, error)
+	RWMutex(name string) (*baton.RWMutex, error)
+	Semaphore(name string, n int) (*baton.Semaphore, error)
+	Election(name string) (*baton.Election, error)
 	Close() error
+}
+
+// entries lists c's raw entries under name: *zklock.Client's and
+// *etcdlock.Client's Entries.
+func entries(ctx context.Context, c client, name string) ([]string, error) {
+	lister, ok := baton.As[interface {
+		Entries(ctx context.Context, name string) ([]string, error)
+	}](c)
+	if !ok {
+		return nil, errors.New("the engine's client lists no entries")
+	}
+	return lister.Entries(ctx, name)
 }
 
 // engine describes one queue engine under test.
@@ -212,7 +223,7 @@ func waitEntries(t *testing.T, c client, name string, n int) {
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var err error
-		got, err = c.Entries(ctx, name)
+		got, err = entries(ctx, c, name)
 		cancel()
 		if err != nil {
 			t.Fatalf("Entries(%q) = %v", name, err)
@@ -224,7 +235,7 @@ func waitEntries(t *testing.T, c client, name string, n int) {
 	t.Fatalf("Entries(%q) = %q, want %d entries", name, got, n)
 }
 
-func rwmutex(t *testing.T, c client, name string) *queuekit.RWMutex {
+func rwmutex(t *testing.T, c client, name string) *baton.RWMutex {
 	t.Helper()
 	rw, err := c.RWMutex(name)
 	if err != nil {
@@ -233,7 +244,7 @@ func rwmutex(t *testing.T, c client, name string) *queuekit.RWMutex {
 	return rw
 }
 
-func semaphore(t *testing.T, c client, name string, n int) *queuekit.Semaphore {
+func semaphore(t *testing.T, c client, name string, n int) *baton.Semaphore {
 	t.Helper()
 	s, err := c.Semaphore(name, n)
 	if err != nil {
@@ -242,7 +253,7 @@ func semaphore(t *testing.T, c client, name string, n int) *queuekit.Semaphore {
 	return s
 }
 
-func election(t *testing.T, c client, name string) *queuekit.Election {
+func election(t *testing.T, c client, name string) *baton.Election {
 	t.Helper()
 	el, err := c.Election(name)
 	if err != nil {

@@ -95,9 +95,15 @@ func TestSemaphoreDisagreement(t *testing.T) {
 			mu  sync.Mutex
 			got []queuekit.Disagreement
 		}
-		watch := func(s *queuekit.Semaphore) *report {
+		watch := func(s *baton.Semaphore) *report {
 			r := &report{}
-			s.OnDisagreement(func(d queuekit.Disagreement) {
+			d, ok := baton.As[interface {
+				OnDisagreement(func(queuekit.Disagreement))
+			}](s)
+			if !ok {
+				t.Fatalf("baton.As(%T) has no OnDisagreement", s)
+			}
+			d.OnDisagreement(func(d queuekit.Disagreement) {
 				r.mu.Lock()
 				r.got = append(r.got, d)
 				r.mu.Unlock()

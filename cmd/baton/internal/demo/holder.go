@@ -25,7 +25,8 @@ import (
 // connection and lease.
 type demoClient struct {
 	cli *clientv3.Client
-	lc  *etcdlock.Client
+	lc  *baton.Client
+	raw *etcdlock.Client // lc's engine client: its raw keys
 }
 
 type lockResult struct {
@@ -43,7 +44,8 @@ func newDemoClient(endpoint string) (*demoClient, error) {
 		cli.Close()
 		return nil, err
 	}
-	return &demoClient{cli: cli, lc: lc}, nil
+	raw, _ := baton.As[*etcdlock.Client](lc)
+	return &demoClient{cli: cli, lc: lc, raw: raw}, nil
 }
 
 func (d *demoClient) close() {
@@ -72,7 +74,7 @@ func (d *demoClient) awaitEntries(ctx context.Context, n int) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		keys, err := d.lc.Entries(ctx, demoLock)
+		keys, err := d.raw.Entries(ctx, demoLock)
 		if err != nil {
 			return err
 		}
