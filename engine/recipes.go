@@ -4,7 +4,7 @@ import "github.com/baton-go/baton"
 
 // Recipes are Conn's four recipe methods over an engine client's own
 // constructors, for a Conn to embed: engines whose client returns its own
-// recipe types (zklock's *queuekit.Mutex, sqllock's *sqllock.Mutex, …) get
+// recipe types (zklock's *queuekit.Mutex, sqllock's unexported *mutex, …) get
 // the interface results, typed nils excluded, without writing the four
 // methods again. An engine without a recipe (Redlock) writes its methods
 // itself.
