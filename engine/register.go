@@ -45,6 +45,9 @@ type Driver struct {
 	// check) rather than at the first connect. Open must check as much
 	// itself.
 	Check func(cfg Config) error
+	// Lists says that the engine's Conn is a Lister, so that a program
+	// can refuse a prefix before connecting (engine.Lists).
+	Lists bool
 }
 
 // Register makes baton.Open serve the given schemes with d. Engines call
@@ -72,6 +75,7 @@ func Register(d Driver, schemes ...string) {
 				}
 				return err
 			},
+			Lists: d.Lists,
 		})
 	}
 }

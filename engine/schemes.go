@@ -15,3 +15,7 @@ func Schemes() []string {
 	slices.Sort(s)
 	return s
 }
+
+// Lists reports, offline, whether the engine registered for scheme lists
+// its lock names (its Driver set Lists).
+func Lists(scheme string) bool { return bridge.Lists(scheme) }

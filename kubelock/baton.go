@@ -56,3 +56,11 @@ func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, 
 	}
 	return out, nil
 }
+
+var _ engine.Lister = batonConn{}
+
+// Names is Client.Names, for programs that reach it through the Conn
+// (engine.Power).
+func (k batonConn) Names(ctx context.Context, prefix string) ([]string, error) {
+	return k.c.Names(ctx, prefix)
+}

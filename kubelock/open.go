@@ -24,7 +24,7 @@ import (
 	"github.com/baton-go/baton/engine"
 )
 
-func init() { engine.Register(engine.Driver{Open: open, Check: check}, "k8s") }
+func init() { engine.Register(engine.Driver{Open: open, Check: check, Lists: true}, "k8s") }
 
 // protobuf is the apiserver's protobuf encoding.
 const protobuf = runtime.ContentTypeProtobuf

@@ -29,6 +29,7 @@ type Options struct {
 type Driver struct {
 	Open  func(ctx context.Context, url string, o *Options) (conn any, engine string, err error)
 	Check func(url string, o *Options) error
+	Lists bool
 }
 
 var (
@@ -53,6 +54,12 @@ func Lookup(scheme string) (Driver, bool) {
 	defer mu.RUnlock()
 	o, ok := openers[scheme]
 	return o, ok
+}
+
+// Lists reports whether scheme's engine lists its lock names.
+func Lists(scheme string) bool {
+	d, ok := Lookup(scheme)
+	return ok && d.Lists
 }
 
 // Schemes lists the registered schemes, in no order.

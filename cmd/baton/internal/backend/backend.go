@@ -76,19 +76,24 @@ type Lister func(ctx context.Context, prefix string) ([]string, error)
 // Lister returns how b lists the locks under a prefix, nil when its
 // engine cannot (CanList tells offline).
 func (b *Backend) Lister() Lister {
-	if b.pw.list == nil {
+	l, ok := engine.Power[engine.Lister](b.Client)
+	if !ok {
 		return nil
 	}
-	return b.pw.list(b)
+	return l.Names
 }
 
 // DrillClean returns what removes a drill's leftovers under a prefix
 // once nothing holds or waits there, nil when the engine leaves none.
+// No password shows in its errors.
 func (b *Backend) DrillClean() func(ctx context.Context, prefix string) error {
-	if b.pw.drillClean == nil {
+	p, ok := engine.Power[engine.Purger](b.Client)
+	if !ok {
 		return nil
 	}
-	return b.pw.drillClean(b)
+	return func(ctx context.Context, prefix string) error {
+		return scrubErr(b.url.Password, p.Purge(ctx, prefix))
+	}
 }
 
 // Check checks cfg's backend without connecting, so that a bad URL is a
@@ -134,7 +139,7 @@ func CheckClean(cfg *Config) error {
 
 // CanList reports, offline, whether the engine of u can list the locks
 // under a prefix.
-func CanList(u URL) bool { return powers[u.Scheme].list != nil }
+func CanList(u URL) bool { return engine.Lists(u.Scheme) }
 
 // Open connects to cfg's backend within cfg.ConnectTimeout (bounded also
 // by ctx); name is the lock the command is about. Errors are classified

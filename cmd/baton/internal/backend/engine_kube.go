@@ -1,15 +1,11 @@
 package backend
 
 import (
-	"context"
-
-	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/cmd/baton/internal/cli"
 	"github.com/baton-go/baton/kubelock"
 )
 
-// kubePower: no clean; the locks under a prefix from the Leases' name
-// annotations (the exporter's PREFIX); and the apiserver's address for
+// kubePower: no clean; and the apiserver's address for
 // the drill's fault proxies when the URL names none (a k8s:// URL's
 // host:port is only where to dial the server).
 var kubePower = power{
@@ -23,9 +19,5 @@ var kubePower = power{
 			return nil, cli.Usagef("backend %s: the apiserver's address: %v", u.Redacted, err)
 		}
 		return []string{addr}, nil
-	},
-	list: func(b *Backend) Lister {
-		c, _ := baton.As[*kubelock.Client](b.Client)
-		return func(ctx context.Context, prefix string) ([]string, error) { return c.Names(ctx, prefix) }
 	},
 }

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -14,7 +13,7 @@ import (
 
 // sqlPower: a --ttl of at least minSQLTTL, no clean, a warning before a
 // connection off this host that is not verified TLS, the rules of a
-// sqlite:// file (sqlite_file.go), and a drill's rows removed. The
+// sqlite:// file (sqlite_file.go). The
 // schema is created where the engine has one (migrate).
 var sqlPower = power{
 	checkHold: func(cmd string, cfg *Config, _ Mode) error {
@@ -28,8 +27,7 @@ var sqlPower = power{
 			"A released row keeps only its token; an expired one is free to the next acquire by the database clock; "+
 			"run baton inspect to see the holders, the waiters and their deadlines", sqlEngine(u.Scheme))
 	},
-	before:     sqlBefore,
-	drillClean: sqlDrillClean,
+	before: sqlBefore,
 }
 
 // minSQLTTL is sqllock's smallest TTL: below it the renewal and drift
@@ -118,25 +116,4 @@ func mysqlWarning(host, mode string) string {
 	}
 	return fmt.Sprintf("warning: MySQL host %s with tls=%s: the credentials and the locks may cross the network unencrypted; "+
 		"use tls=true", host, mode)
-}
-
-// sqlDrillClean deletes the rows of every lock name under a drill's
-// prefix. The tokens stay monotonic: they come from a sequence, not from
-// the rows.
-func sqlDrillClean(b *Backend) func(context.Context, string) error {
-	c, _ := baton.As[*sqllock.Client](b.Client)
-	return func(ctx context.Context, prefix string) error {
-		p := "?"
-		if b.Engine == "postgres" {
-			p = "$1"
-		}
-		under := prefix + "/"
-		// substr, not LIKE: a prefix may hold % or _, and substr is
-		// spelled alike by PostgreSQL, MySQL and SQLite.
-		q := fmt.Sprintf("DELETE FROM %slocks WHERE substr(name, 1, %d) = %s", sqllock.DefaultTablePrefix, len(under), p)
-		if _, err := c.DB().ExecContext(ctx, q, under); err != nil {
-			return fmt.Errorf("remove the drill's rows: %w", sqllock.Classify(scrubErr(b.url.Password, err)))
-		}
-		return nil
-	}
 }

@@ -34,10 +34,6 @@ type power struct {
 	// passwordEnv is the variable the engine takes its password from when
 	// the URL has none, scrubbed from its connect errors.
 	passwordEnv string
-	// list lists the locks under a prefix (the exporter's PREFIX).
-	list func(b *Backend) Lister
-	// drillClean removes what a drill leaves under a prefix.
-	drillClean func(b *Backend) func(ctx context.Context, prefix string) error
 	// hosts finds the servers of a URL that names none (DialHosts).
 	hosts func(u URL) ([]string, error)
 }
