@@ -48,6 +48,12 @@ type Driver struct {
 	// Lists says that the engine's Conn is a Lister, so that a program
 	// can refuse a prefix before connecting (engine.Lists).
 	Lists bool
+	// Warn, if set, returns a warning about how cfg reaches its servers,
+	// "" when there is none: credentials or locks that would cross the
+	// network to another host unencrypted, or TLS that does not verify
+	// the server. It runs offline, before Open, and never names a
+	// secret. engine.Warning runs it for a program that shows it.
+	Warn func(cfg Config) string
 }
 
 // Register makes baton.Open serve the given schemes with d. Engines call
@@ -76,7 +82,25 @@ func Register(d Driver, schemes ...string) {
 				return err
 			},
 			Lists: d.Lists,
+			Warn:  warner(d.Warn),
 		})
+	}
+}
+
+// warner is d.Warn as package bridge calls it.
+func warner(warn func(Config) string) func(string, func(string) string) string {
+	if warn == nil {
+		return nil
+	}
+	return func(raw string, getenv func(string) string) string {
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		cfg, err := configOf(raw, &bridge.Options{Getenv: getenv})
+		if err != nil {
+			return "" // the URL's own error says more, and Open returns it
+		}
+		return warn(cfg)
 	}
 }
 

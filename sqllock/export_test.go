@@ -4,7 +4,16 @@ import (
 	"context"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/engine"
 )
+
+// Hosts is hosts, the hosts a SQL URL connects to.
+var Hosts = hosts
+
+// Warning is the engine's transport warning for rawURL.
+func Warning(rawURL string, getenv func(string) string) string {
+	return engine.Warning(rawURL, getenv)
+}
 
 // Of returns the *Client behind c, which New or baton.Open made.
 func Of(c *baton.Client) *Client {

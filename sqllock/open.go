@@ -25,7 +25,7 @@ import (
 
 // init makes baton.Open serve the SQL URLs (see the package doc's Open).
 func init() {
-	engine.Register(engine.Driver{Open: open, Check: check}, "postgres", "postgresql", "mysql", "sqlite")
+	engine.Register(engine.Driver{Open: open, Check: check, Warn: warning}, "postgres", "postgresql", "mysql", "sqlite")
 }
 
 // sqliteParams are the connection settings of every SQLite database Open
@@ -189,14 +189,12 @@ func pgEnv() []string {
 	return out
 }
 
-// Hosts returns the hosts a postgres://, postgresql:// or mysql:// URL
+// hosts returns the hosts a postgres://, postgresql:// or mysql:// URL
 // connects to, in the order they are tried, as its driver reads the URL
 // (PostgreSQL: its host list or host= parameter, else PGHOST; a Unix
 // socket is its directory), without connecting; a sqlite:// URL has
-// none. A program that warns of a plain-text link to another machine
-// before Open (baton's CLI does) reads the hosts here; PostgreSQL URLs are
-// then parsed once for both.
-func Hosts(rawURL string) ([]string, error) {
+// none. The transport warning (warning) names the first off this host.
+func hosts(rawURL string) ([]string, error) {
 	u, err := engine.ParseURL(rawURL)
 	if err != nil {
 		return nil, err

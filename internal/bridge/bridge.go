@@ -30,6 +30,7 @@ type Driver struct {
 	Open  func(ctx context.Context, url string, o *Options) (conn any, engine string, err error)
 	Check func(url string, o *Options) error
 	Lists bool
+	Warn  func(url string, getenv func(string) string) string
 }
 
 var (
@@ -60,6 +61,16 @@ func Lookup(scheme string) (Driver, bool) {
 func Lists(scheme string) bool {
 	d, ok := Lookup(scheme)
 	return ok && d.Lists
+}
+
+// Warning is the warning of url's engine about how url reaches its
+// servers; "" when there is none or no engine serves url's scheme.
+func Warning(scheme, url string, getenv func(string) string) string {
+	d, ok := Lookup(scheme)
+	if !ok || d.Warn == nil {
+		return ""
+	}
+	return d.Warn(url, getenv)
 }
 
 // Schemes lists the registered schemes, in no order.

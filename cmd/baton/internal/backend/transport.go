@@ -7,17 +7,23 @@ import (
 	"strings"
 
 	"github.com/baton-go/baton/cmd/baton/internal/cli"
+	"github.com/baton-go/baton/engine"
 )
 
-// warnTransport warns, once per Env and before connecting, about a
+// warnTransport shows the engine's own transport warning (engine.Warning:
+// the SQL engines warn in their terms, sslmode and tls=), and warns, once
+// per Env and before connecting, about a
 // ZooKeeper, etcd, Redis or Redlock backend off this host that is reached
 // without TLS while credentials are given (they cross the network
 // readable), and about ZooKeeper without digest auth off this host (baton's
 // entries then carry the open ACL: any client of the ensemble may delete
-// them, and with them someone's lock). The SQL engines warn in their own
-// terms (sslmode, tls=). Loopback servers are left alone: a development
+// them, and with them someone's lock). Loopback servers are left alone: a development
 // server on this host is not what the warnings are about.
 func warnTransport(env *cli.Env, u URL) {
+	if w := engine.Warning(u.Orig, env.Getenv); w != "" {
+		env.NoteOnce("transport", "%s", w)
+		return
+	}
 	var plain, creds bool
 	switch u.Scheme {
 	case "zk":
@@ -35,7 +41,7 @@ func warnTransport(env *cli.Env, u URL) {
 	}
 	var remote string
 	for _, h := range Hosts(u) {
-		if host, _, err := net.SplitHostPort(h); err == nil && !isLoopback(host) {
+		if host, _, err := net.SplitHostPort(h); err == nil && !engine.Loopback(host) {
 			remote = host
 			break
 		}
@@ -73,16 +79,4 @@ func tlsSchemeOf(scheme string) string {
 		return twin + "://"
 	}
 	return "?tls=true"
-}
-
-// isLoopback reports whether host is this machine: a loopback name or
-// address, or a Unix socket directory (PostgreSQL's host=/path). Names are
-// not resolved: the check is made offline, before connecting.
-func isLoopback(host string) bool {
-	if strings.HasPrefix(host, "/") || strings.EqualFold(host, "localhost") ||
-		strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
