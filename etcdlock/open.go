@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func init() { engine.Register(engine.Driver{Open: open, Check: check}, "etcd", "etcds") }
+func init() { engine.Register(engine.Driver{Open: open, Check: check, Warn: warning}, "etcd", "etcds") }
 
 // Credentials and TLS files baton.Open reads when the URL has no user:
 // the variables the CLI documents.

@@ -17,7 +17,7 @@ import (
 	"github.com/baton-go/baton/internal/rediseval"
 )
 
-func init() { engine.Register(engine.Driver{Open: open, Check: check}, "redlock") }
+func init() { engine.Register(engine.Driver{Open: open, Check: check, Warn: warning}, "redlock") }
 
 // envPrefix starts the environment variables a redlock:// URL takes what
 // it does not say from, the same for every node and the same as
