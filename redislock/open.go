@@ -16,7 +16,9 @@ import (
 	"github.com/baton-go/baton/internal/rediseval"
 )
 
-func init() { engine.Register(engine.Driver{Open: open, Check: check, Warn: warning}, "redis", "rediss") }
+func init() {
+	engine.Register(engine.Driver{Open: open, Check: check, Warn: warning}, "redis", "rediss")
+}
 
 // envPrefix starts the environment variables a redis:// or rediss:// URL
 // takes what it does not say from, as the CLI always has:

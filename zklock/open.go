@@ -6,7 +6,9 @@ import (
 	"github.com/baton-go/baton/engine"
 )
 
-func init() { engine.Register(engine.Driver{Open: open, Check: check, Warn: warning, Lists: true}, "zk", "zk+tls") }
+func init() {
+	engine.Register(engine.Driver{Open: open, Check: check, Warn: warning, Lists: true}, "zk", "zk+tls")
+}
 
 // target is what a zk:// or zk+tls:// URL names.
 type target struct {
