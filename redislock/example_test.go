@@ -64,9 +64,9 @@ func ExampleNew_rwMutex() {
 }
 
 // A semaphore of 3 permits; a dead holder's permit expires and comes
-// back. (Not run: it needs a Redis server.)
-// A client told of permits held under another N reaches the semaphore's
-// OnDisagreement through baton.As.
+// back. A client told of permits held under another N reaches the
+// semaphore's OnDisagreement through baton.As. (Not run: it needs a Redis
+// server.)
 func ExampleNew_semaphore() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
