@@ -110,9 +110,12 @@ const prelude = fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnRecord + fnIn
 // (see wakeone.go).
 // The uncontended path (a first attempt, recording nothing) is HGET, INCR,
 // HSET and PEXPIRE: the waiters' set is touched only by acquires that wait.
+// It comes first, before the functions only a waiter's attempt calls are
+// defined: a script makes its local functions anew at every call, so a
+// grant builds the two it calls (tostr, mint), not six.
 // A mutex has no leader id: its hash has no field "id" (Inspect reads a
 // missing one as "").
-var acquireHash = redis.NewScript(fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnIntent + `
+var acquireHash = redis.NewScript(fnTostr + fnMint + `
 local cur = redis.call('HGET', KEYS[1], 'owner')
 if cur == ARGV[1] then
   -- A retried attempt (a client with MaxRetries) that was granted before.
@@ -131,13 +134,12 @@ if not cur then
   if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], 'granted') end
   return {1, tok}
 end
-if ARGV[5] == '1' then
-  local now = now_ms()
-  trim(KEYS[2], now)
-  intent(KEYS[2], now)
-  return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
-end
-return {0, redis.call('PTTL', KEYS[1])}
+if ARGV[5] ~= '1' then return {0, redis.call('PTTL', KEYS[1])} end
+` + fnNowMs + fnExtend + fnTrim + fnIntent + `
+local now = now_ms()
+trim(KEYS[2], now)
+intent(KEYS[2], now)
+return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
 `)
 
 // The read/write lock's scripts share KEYS: [1] writer hash, [2] readers
@@ -319,8 +321,23 @@ return 0
 // mutex's channel are its waiters, and each records its intent before it
 // waits (the first attempt records none, but a refused one is followed at
 // once by one that does, see attempts). An uncontended release is then
-// HGET, DEL and EXISTS, without a PUBLISH that reached nobody.
-var release = redis.NewScript(fnTostr + fnNowMs + fnTrim + `
+// HGET, DEL and EXISTS, without a PUBLISH that reached nobody, and it
+// returns before the script builds its local functions.
+var release = redis.NewScript(`
+local removed, waiting = 0, false
+if ARGV[2] ~= 'z' then
+  -- A hash: the owner's own, or nothing to do. An uncontended mutex's
+  -- release ends here, before the functions below are built.
+  if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+  removed = redis.call('DEL', KEYS[1])
+  if removed > 0 and KEYS[2] then
+    waiting = redis.call('EXISTS', KEYS[2]) == 1
+    -- Nobody waits: no clock read, no trim; and a mutex's channel has
+    -- no watcher but its waiters, who record their intent first.
+    if not waiting and ARGV[2] == 'm' then return removed end
+  end
+end
+` + fnTostr + fnNowMs + fnTrim + `
 local function wakeone(k)
   trim(k, now_ms())
   for _, m in ipairs(redis.call('ZRANGE', k, 0, 15)) do
@@ -338,7 +355,6 @@ local function remove_owned(k)
   end
   return n
 end
-local removed = 0
 if ARGV[2] == 'z' then
   if ARGV[4] ~= '' then
     removed = redis.call('ZREM', KEYS[1], ARGV[4])
@@ -351,17 +367,8 @@ if ARGV[2] == 'z' then
     redis.call('DEL', KEYS[2])
     if KEYS[3] then redis.call('DEL', KEYS[3]) end
   end
-elseif redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  removed = redis.call('DEL', KEYS[1])
-  if removed > 0 and KEYS[2] then
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      -- Nobody waits: no clock read, no trim; and a mutex's channel has
-      -- no watcher but its waiters, who record their intent first.
-      if ARGV[2] == 'm' then return removed end
-    elseif ARGV[5] and ARGV[5] ~= '' then
-      wakeone(KEYS[2])
-    end
-  end
+elseif waiting and ARGV[5] and ARGV[5] ~= '' then
+  wakeone(KEYS[2])
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end
 return removed
