@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/drill"
 	"github.com/baton-go/baton/drill/drilltest"
 	"github.com/baton-go/baton/drill/internal/etcdtest"
@@ -638,13 +639,7 @@ func startEtcdChild(t *testing.T) *pausable {
 // dir) and returns its address. It is killed at cleanup.
 func startPrivateZK(t *testing.T) *pausable {
 	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("java for a private ZooKeeper: %v", err)
-		}
-		t.Skipf("java for a private ZooKeeper: %v", err)
-	}
+	java := testenv.Binary(t, "java")
 	cp := "/etc/zookeeper/conf"
 	for _, j := range []string{"zookeeper", "zookeeper-jute", "netty-handler", "netty-common", "netty-buffer", "netty-transport",
 		"netty-resolver", "netty-codec", "netty-transport-native-epoll", "netty-transport-native-unix-common",

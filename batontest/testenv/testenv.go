@@ -31,12 +31,21 @@ func Require(t testing.TB, env, what string) string {
 	if v != "" {
 		return v
 	}
-	msg := what + " not configured: set " + env + " (eval \"$(scripts/servers.sh start)\")"
+	Unavailable(t, what+" not configured: set "+env+" (eval \"$(scripts/servers.sh start)\")")
+	return ""
+}
+
+// Unavailable ends a test that lacks what its setup must give (a server,
+// a program, a file scripts/servers.sh writes, root, a pseudo-terminal):
+// it skips with msg when run by hand, and fails under CI=true, where
+// scripts/test.sh gives all of them and a missing one is a broken setup,
+// never a pass.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
 	if CI() {
-		t.Fatal(msg + " — a missing server fails under CI=true")
+		t.Fatal(msg + " — fails under CI=true")
 	}
 	t.Skip(msg)
-	return ""
 }
 
 // ZK returns the address (host:port) of the private ZooKeeper server.
@@ -62,11 +71,7 @@ func Binary(t testing.TB, name string) string {
 			return p
 		}
 	}
-	msg := name + " not found on PATH (scripts/test.sh installs it)"
-	if CI() {
-		t.Fatal(msg + " — fails under CI=true")
-	}
-	t.Skip(msg)
+	Unavailable(t, name+" not found on PATH (scripts/test.sh installs it)")
 	return ""
 }
 
