@@ -50,7 +50,7 @@ func envDuration(key string, def time.Duration) time.Duration {
 	return def
 }
 
-// sizesFor is the full sizes under BATON_BENCH=1 (2 000 waiters, 10 000
+// sizesFor is the full sizes of the report (2 000 waiters, 10 000
 // held leases) and small ones for the smoke.
 func sizesFor(full bool) curveSizes {
 	s := curveSizes{waiters: []int{5, 50, 500, 2000}, names: []int{1, 10, 100, 1000}, clients: 32}
@@ -516,12 +516,9 @@ func parallel(n int, f func(i int) error) error {
 // waiters, 40 held leases, 4 clients over 1 and 4 names): every handoff
 // follows the rules (queue order on the queue engines, growing tokens),
 // every lease is held through its rest and released, every point has its
-// allocations counted, and the curves' charts draw as PNGs. It runs without
-// BATON_BENCH; TestRatios draws the full curves.
+// allocations counted, and the curves' charts draw as PNGs. TestRatios
+// (-tags bench) draws the full curves.
 func TestCurvesSmoke(t *testing.T) {
-	if benchEnabled() {
-		t.Skip("TestRatios draws the full curves")
-	}
 	s := sizesFor(false)
 	c, _ := curveReport(t, s)
 	if t.Failed() {

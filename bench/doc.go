@@ -183,18 +183,18 @@
 // keepalives, etcd's analogue of pings).
 //
 // By default the tests only run a quick smoke that every measured
-// operation really locks and unlocks. The ratio report runs with
-// BATON_BENCH=1:
+// operation really locks and unlocks. The ratio report is built with the
+// bench tag:
 //
 //	eval "$(../scripts/servers.sh start)"
-//	BATON_BENCH=1 go test -run TestRatios -v
+//	go test -tags bench -run TestRatios -v
 //
 // mntr counts every client of the ZooKeeper server: run the report on a
 // server nobody else uses at the time (BATON_BENCH_ZK overrides
 // BATON_TEST_ZK; BATON_BENCH_REDIS and BATON_BENCH_REDLOCK override the
 // Redis server and the Redlock nodes).
 //
-// The smoke (no BATON_BENCH) also checks the new rigs: every SQL pair
+// The smoke (without the bench tag) also checks the new rigs: every SQL pair
 // locks and unlocks, every fenced write lands and a stale one is refused
 // by the fences and lands through their unfenced twins (the negative
 // control); the Redis and Redlock pairs lock on the server(s), the counted

@@ -29,9 +29,6 @@ func etcdAddr(tb testing.TB) string {
 	return testenv.Etcd(tb)
 }
 
-// benchEnabled reports whether the long ratio report was asked for.
-func benchEnabled() bool { return os.Getenv("BATON_BENCH") == "1" }
-
 // zkAddr returns the ZooKeeper server to measure: BATON_BENCH_ZK, else the
 // shared test server (skipping by hand, failing under CI when neither is
 // set).

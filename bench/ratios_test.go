@@ -13,15 +13,16 @@ import (
 	"time"
 )
 
-// TestRatios is the ratio report: every pair measured in the same run on
+// ratioReport is TestRatios, the ratio report: every pair measured in the same run on
 // the same servers, printed as ratios against baton's performance targets
 // (the target column: on ZooKeeper within 5 % of the bare round-trip
 // floor and no slower than zk.Lock; on etcd no slower than
 // concurrency.Mutex; on Redis within 5 % of bsm/redislock; on Redlock
 // within 1.2× go-redsync; PostgreSQL, MariaDB and SQLite within 1.1×,
 // 1.3× and 1.5× their two-statement floor (sqlTargets); an observer within 10 % of a nil one; the
-// Kubernetes section is reported without a target). It runs
-// only with BATON_BENCH=1. A MISS is reported, not failed (timings are not
+// Kubernetes section is reported without a target). It is built only
+// with the bench tag (go test -tags bench -run TestRatios, see
+// report_test.go): a plain go test ./... runs the smoke instead. A MISS is reported, not failed (timings are not
 // assertions); BATON_BENCH_STRICT=1 makes a MISS fail the test.
 //
 // Uncontended pairs run in BATON_BENCH_ROUNDS (default 9) interleaved
@@ -35,10 +36,7 @@ import (
 // The last section draws the cost curves (curveReport). When every section
 // ran and none failed, the run regenerates README.md and results/*.png
 // from its own figures (writeReadme).
-func TestRatios(t *testing.T) {
-	if !benchEnabled() {
-		t.Skip("set BATON_BENCH=1 for the ratio report (takes a few minutes)")
-	}
+func ratioReport(t *testing.T) {
 	rounds := 9
 	if v, err := strconv.Atoi(os.Getenv("BATON_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
