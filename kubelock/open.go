@@ -195,31 +195,20 @@ func restConfig(u engine.URL, t target) (*rest.Config, string, error) {
 }
 
 // ping lists at most one of the namespace's Leases until it works, the
-// server refuses the credentials, or ctx ends; the error wraps
-// baton.ErrAuth or baton.ErrUnavailable.
+// server refuses the credentials, or ctx ends (engine.Retry); the error
+// wraps baton.ErrAuth or baton.ErrUnavailable.
 func (c *Client) ping(ctx context.Context) error {
-	delay := 50 * time.Millisecond
-	for {
+	err := engine.Retry(ctx, func() error {
 		_, err := c.leases.List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: labelManaged + "=" + managedBy})
-		if err == nil {
-			return nil
+		if err != nil {
+			return c.classify("list", "*", err)
 		}
-		err = c.classify("list", "*", err)
-		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
-			if !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) {
-				err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
-			}
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
+		return nil
+	})
+	if err != nil && !errors.Is(err, baton.ErrAuth) && !errors.Is(err, baton.ErrUnavailable) && !errors.Is(err, baton.ErrInvalidOption) {
+		err = fmt.Errorf("%w: %w", baton.ErrUnavailable, err)
 	}
+	return err
 }
 
 // redirect points rc at dial (host:port) instead of its server, keeping

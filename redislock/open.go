@@ -133,5 +133,5 @@ func params(u engine.URL) error {
 // The client cuts a blocked read at ctx's deadline
 // (ContextTimeoutEnabled), so a silent server costs no more than ctx.
 func ping(ctx context.Context, rdb *redis.Client) error {
-	return rediseval.Retry(ctx, func() error { return rediseval.Classify(rdb.Ping(ctx).Err()) })
+	return engine.Retry(ctx, func() error { return rediseval.Classify(rdb.Ping(ctx).Err()) })
 }

@@ -59,7 +59,7 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 		_ = closeNodes()
 		return nil, err
 	}
-	if err := rediseval.Retry(ctx, func() error { return c.probe(ctx) }); err != nil {
+	if err := engine.Retry(ctx, func() error { return c.probe(ctx) }); err != nil {
 		_ = c.close()
 		_ = closeNodes()
 		return nil, fmt.Errorf("redlock: connect %s: %w", cfg.URL.Redacted, err)

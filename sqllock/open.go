@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -71,27 +70,9 @@ func open(ctx context.Context, cfg engine.Config) (engine.Conn, error) {
 }
 
 // ping pings db until it answers, the database refuses the login, or ctx
-// ends; its error is marked (Classify).
+// ends (engine.Retry); its error is marked (Classify).
 func ping(ctx context.Context, db *sql.DB) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := db.PingContext(ctx)
-		if err == nil {
-			return nil
-		}
-		err = Classify(err)
-		if errors.Is(err, baton.ErrAuth) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
-	}
+	return engine.Retry(ctx, func() error { return Classify(db.PingContext(ctx)) })
 }
 
 // parse checks cfg's URL and says how to open its database.
