@@ -119,6 +119,16 @@ func configOf(raw string, o *bridge.Options) (Config, error) {
 	}, nil
 }
 
+// OrThisProcess returns p, or this process's holder record (ThisProcess)
+// when p is the zero Process: the default of every engine's
+// Options.Process.
+func OrThisProcess(p baton.Process) baton.Process {
+	if p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
+		return ThisProcess("", nil)
+	}
+	return p
+}
+
 // ThisProcess is the holder record of this process: its host name, pid,
 // program (the executable's base name when program is "") and labels.
 func ThisProcess(program string, labels map[string]string) baton.Process {

@@ -79,9 +79,7 @@ func (o Options) validate() (Options, error) {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
-	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
-		o.Process = engine.ThisProcess("", nil)
-	}
+	o.Process = engine.OrThisProcess(o.Process)
 	// etcd TTLs are whole seconds: round up, never down, so the lease
 	// lasts at least as long as asked.
 	o.TTL = (o.TTL + time.Second - 1).Truncate(time.Second)

@@ -85,9 +85,7 @@ func (o Options) validate() (Options, error) {
 	if o.Parallel == 0 {
 		o.Parallel = DefaultParallel
 	}
-	if isZero(o.Process) {
-		o.Process = engine.ThisProcess("", nil)
-	}
+	o.Process = engine.OrThisProcess(o.Process)
 	switch {
 	case o.TTL%time.Millisecond != 0:
 		return Options{}, leasekit.Invalid("kubelock", "TTL %v, want whole milliseconds", o.TTL)
@@ -95,11 +93,6 @@ func (o Options) validate() (Options, error) {
 		return Options{}, leasekit.Invalid("kubelock", "Parallel %d, want 1…64", o.Parallel)
 	}
 	return o, nil
-}
-
-// isZero reports whether p is the zero Process.
-func isZero(p baton.Process) bool {
-	return p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0
 }
 
 // common is the part of o every lease engine shares.

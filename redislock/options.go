@@ -97,9 +97,7 @@ func (o Options) validate() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = defaultPrefix
 	}
-	if isZero(o.Process) {
-		o.Process = engine.ThisProcess("", nil)
-	}
+	o.Process = engine.OrThisProcess(o.Process)
 	if o.ReplicaAckTimeout == 0 {
 		o.ReplicaAckTimeout = min(defaultReplicaAckTimeout, o.TTL/10)
 	}
@@ -114,11 +112,6 @@ func (o Options) validate() (Options, error) {
 		return Options{}, leasekit.Invalid("redislock", "ReplicaAckTimeout %v, want in [1ms, TTL/4)", o.ReplicaAckTimeout)
 	}
 	return o, nil
-}
-
-// isZero reports whether p is the zero Process.
-func isZero(p baton.Process) bool {
-	return p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0
 }
 
 // common is the part of o every lease engine shares.

@@ -102,9 +102,7 @@ func (o Options) validate() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = defaultPrefix
 	}
-	if p := o.Process; p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
-		o.Process = engine.ThisProcess("", nil)
-	}
+	o.Process = engine.OrThisProcess(o.Process)
 	if o.NodeTimeout == 0 {
 		o.NodeTimeout = max(o.TTL/30, 50*time.Millisecond)
 	}

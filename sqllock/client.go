@@ -95,7 +95,7 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 		o:         o,
 		q:         newStatements(o.Dialect, o.TablePrefix),
 		engine:    o.Dialect.String(),
-		holder:    engine.ProcessData(processOr(o.Process)),
+		holder:    engine.ProcessData(engine.OrThisProcess(o.Process)),
 		ttlMicros: o.TTL.Microseconds(),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
@@ -112,14 +112,6 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),
 	}
 	return c, nil
-}
-
-// processOr returns p, or this process's record when p is the zero value.
-func processOr(p baton.Process) baton.Process {
-	if p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
-		return engine.ThisProcess("", nil)
-	}
-	return p
 }
 
 // Stats returns the counters of the keeper that renews this client's

@@ -31,10 +31,7 @@ var holderPrefix = []byte("host=")
 
 // holderRecord encodes p (this process when p is zero) once per client.
 func holderRecord(p baton.Process) []byte {
-	if p.Host == "" && p.PID == 0 && p.Program == "" && len(p.Labels) == 0 {
-		p = engine.ThisProcess("", nil)
-	}
-	return []byte(engine.ProcessData(p))
+	return []byte(engine.ProcessData(engine.OrThisProcess(p)))
 }
 
 // entryData is the data an entry of kind is created with, given the
