@@ -299,8 +299,9 @@ func awaitList(t testing.TB, list func(testing.TB, string) []string, name string
 	}
 }
 
-// eventually polls cond every 10ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
+// Eventually polls cond every 10ms until it holds (true) or within
+// passes (false).
+func Eventually(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for {
 		if cond() {

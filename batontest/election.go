@@ -600,7 +600,7 @@ func (s *suite) testElectObserve(t *testing.T) {
 	})
 	awaitSeen := func(want string, what string) {
 		t.Helper()
-		if !eventually(s.cleanupBound(), func() bool { id, _ := o.last(); return id == want }) {
+		if !Eventually(s.cleanupBound(), func() bool { id, _ := o.last(); return id == want }) {
 			s.errorf(t, "observe", "%s: Observe sent %q, want %q last within %v", what, o.all(), want, s.cleanupBound())
 		}
 	}
@@ -631,7 +631,7 @@ func (s *suite) testElectObserve(t *testing.T) {
 	}
 	awaitSeen(id2, "second leader")
 	s.resign(t, r.ld)
-	if !eventually(s.cleanupBound(), func() bool {
+	if !Eventually(s.cleanupBound(), func() bool {
 		_, err := elo.Leader(opCtx(t, 5*time.Second))
 		return errors.Is(err, baton.ErrNoLeader)
 	}) {

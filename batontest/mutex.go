@@ -514,11 +514,11 @@ func (s *suite) testCancelWhileWaiting(t *testing.T) {
 		name := lockName("behind")
 		holder := s.lock(t, s.mutex(t, s.client(t), name), name)
 		pa := s.lockAsync(t, t.Context(), s.mutex(t, s.client(t), name), nil)
-		if !eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
+		if !Eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
 			t.Logf("%s: first waiter's entry not visible after 2s; continuing", s.e.Name)
 		}
 		pb := s.lockAsync(t, t.Context(), s.mutex(t, s.client(t), name), nil)
-		if !eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 3 }) {
+		if !Eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 3 }) {
 			t.Logf("%s: second waiter's entry not visible after 2s; continuing", s.e.Name)
 		}
 		pa.cancel()
@@ -563,7 +563,7 @@ func (s *suite) testCancelRacingGrant(t *testing.T) {
 		offset := time.Duration(i) * 500 * time.Microsecond
 		holder := s.lock(t, m1, name)
 		p := s.lockAsync(t, t.Context(), m2, nil)
-		if !eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
+		if !Eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
 			t.Logf("%s: waiter's entry not visible after 2s; continuing", s.e.Name)
 		}
 		fired := make(chan struct{})
@@ -604,7 +604,7 @@ func (s *suite) testCancelRacingGrant(t *testing.T) {
 			}
 			// The waiter said no: it must hold nothing, now or later.
 			var l3 *baton.Lease
-			got := eventually(s.cleanupBound(), func() bool {
+			got := Eventually(s.cleanupBound(), func() bool {
 				l, err := m3.TryLock(opCtx(t, 10*time.Second))
 				l3 = l
 				return err == nil
@@ -636,7 +636,7 @@ func (s *suite) testLost(t *testing.T) {
 
 	bound := s.lostBound()
 	p := s.lockAsync(t, opCtx(t, bound+30*time.Second), m2, l1.State)
-	if !eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
+	if !Eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
 		t.Logf("%s: waiter's entry not visible after 2s; continuing", s.e.Name)
 	}
 
@@ -644,7 +644,7 @@ func (s *suite) testLost(t *testing.T) {
 	c1.Kill(t)
 
 	lostIn := time.Duration(-1)
-	if eventually(bound+10*time.Second, func() bool { return l1.State() == baton.Lost }) {
+	if Eventually(bound+10*time.Second, func() bool { return l1.State() == baton.Lost }) {
 		lostIn = time.Since(killed)
 	}
 	switch {
@@ -732,7 +732,7 @@ func (s *suite) testWaiterSessionLost(t *testing.T) {
 	before := s.entries(t, name)
 	bound := s.lostBound()
 	p := s.lockAsync(t, opCtx(t, bound+30*time.Second), s.mutex(t, c2, name), nil)
-	if !eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
+	if !Eventually(2*time.Second, func() bool { return len(s.entries(t, name)) >= 2 }) {
 		t.Logf("%s: waiter's entry not visible after 2s; continuing", s.e.Name)
 	}
 	killed := time.Now()
@@ -773,7 +773,7 @@ func (s *suite) testClose(t *testing.T) {
 	if err := c1.Close(); err != nil {
 		s.errorf(t, "close", "Close() with a held lease = %v, want nil", err)
 	}
-	if !eventually(time.Second, func() bool { return l.State().Ended() }) {
+	if !Eventually(time.Second, func() bool { return l.State().Ended() }) {
 		s.errorf(t, "close", "lease of a closed client: State() = %v 1s after Close, want %v or %v", l.State(), baton.Lost, baton.Released)
 	} else if l.Context().Err() == nil {
 		s.errorf(t, "lease context", "lease ended by Close has Context().Err() = nil")
@@ -794,7 +794,7 @@ func (s *suite) testClose(t *testing.T) {
 	}
 	m2 := s.mutex(t, c2, name)
 	var l2 *baton.Lease
-	if !eventually(s.cleanupBound(), func() bool {
+	if !Eventually(s.cleanupBound(), func() bool {
 		l, err := m2.TryLock(opCtx(t, 10*time.Second))
 		l2 = l
 		return err == nil

@@ -143,7 +143,7 @@ func leaseDesc(l *baton.Lease) string {
 // checks that follow report what matters.
 func (s *suite) awaitCount(t *testing.T, list func(testing.TB, string) []string, name string, n int) {
 	t.Helper()
-	if !eventually(2*time.Second, func() bool { return len(list(t, name)) >= n }) {
+	if !Eventually(2*time.Second, func() bool { return len(list(t, name)) >= n }) {
 		t.Logf("%s: %d entries of %q not visible after 2s; continuing", s.e.Name, n, name)
 	}
 }
@@ -508,7 +508,7 @@ func (s *suite) checkLostAndTakenOver(t *testing.T, name string, c1 Client, l1 *
 	killed := time.Now()
 	c1.Kill(t)
 	lostIn := time.Duration(-1)
-	if eventually(bound+10*time.Second, func() bool { return l1.State() == baton.Lost }) {
+	if Eventually(bound+10*time.Second, func() bool { return l1.State() == baton.Lost }) {
 		lostIn = time.Since(killed)
 	}
 	switch {

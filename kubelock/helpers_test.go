@@ -16,6 +16,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/faultproxy"
@@ -138,19 +139,8 @@ func holderOf(l *coordv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// eventually polls cond every 10ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// eventually is batontest.Eventually.
+var eventually = batontest.Eventually
 
 // leaseCause is the cause of l's context.
 func leaseCause(l *baton.Lease) error { return context.Cause(l.Context()) }
