@@ -147,6 +147,7 @@ type wait struct {
 	lastOK  time.Time
 	reached bool
 	lastErr error           // the last attempt's error; nil after a refusal
+	cut     bool            // the last attempt was cut at its timeout (see try)
 	t       *acqtrack.Track // nil when the acquire is not observed
 }
 
@@ -190,22 +191,42 @@ func (w *wait) start(ctx context.Context) error {
 // bound (see lostAt), or lostFloor after it: an attempt cut there fails,
 // and the acquire reports ErrSessionLost on time instead of up to an
 // attempt timeout late.
+//
+// The attempt after one that was cut at its timeout runs until that
+// bound instead: a driver closes a connection whose request was cut, and
+// its replacement (a TCP and database handshake, statement prepares)
+// takes more round trips than one attempt timeout holds on a slow link,
+// so every later attempt would be cut too and a server slow but
+// answering would end the acquire with ErrSessionLost.
 func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
 	if w.e.AttemptTimeout <= 0 {
 		return a.Try(ctx, n)
 	}
 	d := w.e.AttemptTimeout
-	if w.lastErr != nil {
+	switch {
+	case w.cut:
+		d = max(time.Until(w.lostAt()), lostFloor)
+	case w.lastErr != nil:
 		d = min(d, max(time.Until(w.lostAt()), min(d, lostFloor)))
 	}
 	if actx := w.e.sharedAttemptCtx(ctx, d); actx != nil {
-		return a.Try(actx, n)
+		res, err := a.Try(actx, n)
+		w.cut = cutAtTimeout(err, actx, ctx)
+		return res, err
 	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	w.e.track(w, cancel)
 	defer w.e.untrack(w)
-	return a.Try(actx, n)
+	res, err := a.Try(actx, n)
+	w.cut = cutAtTimeout(err, actx, ctx)
+	return res, err
+}
+
+// cutAtTimeout reports whether an attempt failed because its own
+// timeout ended actx, not the caller's ctx or Close.
+func cutAtTimeout(err error, actx, ctx context.Context) bool {
+	return err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 }
 
 // hold hands a grant to the keeper, with TokenFloor added. A nil lease

@@ -80,17 +80,23 @@ func (a *memAttempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	if a.s.try != nil {
 		return a.s.try(ctx, n)
 	}
+	return a.s.grant(a.req.Name), nil
+}
+
+// grant is one attempt's answer: name granted to a new owner, or refused
+// if it is held.
+func (s *memStore) grant(name string) leasekit.Result {
 	owner := engine.NewOwnerID()
-	res := leasekit.Result{Sent: time.Now(), Ref: keeper.Ref{Key: a.req.Name, Owner: owner}}
-	a.s.mu.Lock()
-	defer a.s.mu.Unlock()
-	if _, ok := a.s.holders[a.req.Name]; ok {
-		return res, nil
+	res := leasekit.Result{Sent: time.Now(), Ref: keeper.Ref{Key: name, Owner: owner}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.holders[name]; ok {
+		return res
 	}
-	a.s.holders[a.req.Name] = owner
-	a.s.counter++
-	res.Granted, res.Token = true, a.s.counter
-	return res, nil
+	s.holders[name] = owner
+	s.counter++
+	res.Granted, res.Token = true, s.counter
+	return res
 }
 
 func (a *memAttempts) Forget(res leasekit.Result) {
@@ -567,5 +573,40 @@ func TestSessionLostOnTime(t *testing.T) {
 	bound := testTTL - e.Keeper.DriftMargin()
 	if took := time.Since(first); took < bound || took > bound+100*time.Millisecond {
 		t.Errorf("ErrSessionLost %v after the last answered attempt, want within 100ms after the bound %v", took, bound)
+	}
+}
+
+// TestSlowRetryAfterCut: after an attempt cut at its timeout, the next
+// runs until the session bound. A driver closes a connection whose request
+// was cut, and the new one's handshake takes more than one attempt
+// timeout on a slow link: cut at the timeout again, every retry failed
+// and a server slow but answering ended the acquire with ErrSessionLost
+// (drill row 8 on PostgreSQL, on two loaded cores).
+func TestSlowRetryAfterCut(t *testing.T) {
+	e, s := newEngine(t, leasekit.Options{})
+	e.AttemptTimeout = testTTL / 4
+	var budgets []time.Duration
+	s.try = func(ctx context.Context, n int) (leasekit.Result, error) {
+		dl, _ := ctx.Deadline()
+		budgets = append(budgets, time.Until(dl).Round(10*time.Millisecond))
+		if len(budgets) == 1 {
+			<-ctx.Done() // the first request stalls and is cut
+			return leasekit.Result{}, ctx.Err()
+		}
+		select { // the retry needs 1.5 attempt timeouts (a new connection)
+		case <-time.After(e.AttemptTimeout * 3 / 2):
+		case <-ctx.Done():
+			return leasekit.Result{}, ctx.Err()
+		}
+		return s.grant("slow"), nil
+	}
+	m, _ := e.Mutex("slow")
+	l, err := m.Lock(opCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("Lock = %v, want granted on the slow retry (attempt budgets %v)", err, budgets)
+	}
+	defer l.Release(context.Background())
+	if len(budgets) != 2 || budgets[1] <= e.AttemptTimeout*3/2 {
+		t.Errorf("attempt budgets %v, want 2 and the second past %v", budgets, e.AttemptTimeout*3/2)
 	}
 }
