@@ -275,14 +275,23 @@ WHERE ` + s.refList(n, 3) + ` AND expires_at > ` + s.now + ` RETURNING name, slo
 }
 
 // pgRelease frees the refs given as three arrays and notifies the channel
-// ($4) with each freed name that may have waiters (see pgNotified).
+// ($4) with each freed name that may have waiters (see pgNotify).
 func (s *statements) pgRelease() string {
-	return `WITH r AS (
-	UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp(), holder = NULL
+	return `UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = clock_timestamp(), holder = NULL
 	FROM unnest($1::text[], $2::bigint[], $3::text[]) AS x(name, slot, owner)
 	WHERE l.name = x.name AND l.slot = x.slot AND l.owner = x.owner
-	RETURNING l.name, l.kind, l.waiting
-) SELECT pg_notify($4, name) FROM r WHERE ` + pgNotified
+	RETURNING ` + pgNotify("$4")
+}
+
+// pgNotify is the RETURNING list of a PostgreSQL release: NOTIFY of the
+// channel ch with the freed row's name where it may have waiters
+// (pgNotified), one empty column per freed row. The CASE calls pg_notify
+// only for those rows. It replaced a WITH of the UPDATE and a SELECT of
+// pg_notify over its rows, whose CTE scan cost about 6 µs more server
+// time per release (pgbench, prepared, one ref: 186 against 180 µs per
+// lock+unlock, four runs of 6 s).
+func pgNotify(ch string) string {
+	return `CASE WHEN ` + pgNotified + ` THEN pg_notify(` + ch + `, l.name)::text END`
 }
 
 // pgNotified is which freed rows a PostgreSQL release NOTIFYs: a mutex's
@@ -304,11 +313,11 @@ func (s *statements) renewedMarked(n int) string {
 // channel with each freed name that may have waiters (pgNotified). Parameters: the refs (then the channel on
 // PostgreSQL).
 func (s *statements) release(n int) string {
-	upd := `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + `, holder = NULL WHERE ` + s.refList(n, 1)
 	if s.d == fence.Postgres {
-		return `WITH r AS (` + upd + ` RETURNING name, kind, waiting) SELECT pg_notify(` + s.p(3*n+1) + `, name) FROM r WHERE ` + pgNotified
+		return `UPDATE ` + s.locks + ` AS l SET owner = '', expires_at = ` + s.now + `, holder = NULL WHERE ` + s.refList(n, 1) +
+			` RETURNING ` + pgNotify(s.p(3*n+1))
 	}
-	return upd
+	return `UPDATE ` + s.locks + ` SET owner = '', expires_at = ` + s.now + `, holder = NULL WHERE ` + s.refList(n, 1)
 }
 
 // entries lists a name's owned rows but the waiters' intent rows that
