@@ -100,7 +100,7 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
 		// Each leaves at least two connections of the pool to acquires.
-		renewConn: warmConn{spare: 2}, releaseConn: warmConn{spare: 3}}
+		renewConn: warmConn{spare: 2}, releaseConn: warmConn{spare: 3, idleFirst: true}}
 	c.k, err = keeper.New(c.st, keeper.Options{TTL: o.TTL, DriftMargin: o.DriftMargin, Backoff: o.Backoff,
 		Observer: o.Observer, Engine: c.engine})
 	if err != nil {

@@ -297,13 +297,16 @@
 // and table, shared by all its Clients and taken from one of their pools;
 // size pools with it in mind.
 //
-// On PostgreSQL and MySQL each Client also keeps one connection of its
-// pool for the keeper (opened at the first use, when the database answers
-// promptly, with the renewal and release statements prepared on it), unless
-// the pool allows two connections or fewer. Renewals and releases use it
-// when it is free: a cancelled query elsewhere on the pool closes its
-// connection, and on a slow link a renewal that had to open a new one
-// (TCP, startup, prepare, execute) did not fit in what the lease had left.
+// On PostgreSQL and MySQL each Client also keeps a connection of its pool
+// for renewals, unless the pool allows two connections or fewer, and one
+// for releases, unless it allows three or fewer (opened at the first use,
+// when the database answers promptly, with the statements prepared on
+// them). Renewals use theirs when it is free: a cancelled query elsewhere
+// on the pool closes its connection, and on a slow link a renewal that had
+// to open a new one (TCP, startup, prepare, execute) did not fit in what
+// the lease had left. A release runs on an idle connection of the pool
+// when there is one (usually the one its acquire just returned), else on
+// its kept one when that is free.
 //
 // On SQLite each Client keeps one connection of its pool for its mutex
 // attempts and releases, with their statements (BEGIN IMMEDIATE and
