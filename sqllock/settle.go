@@ -2,6 +2,8 @@ package sqllock
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"github.com/baton-go/baton/fence"
 )
@@ -32,31 +34,73 @@ type attempt struct {
 // at the attempt timeout or at Close, which bound the statement anyway:
 // it runs in place, without a goroutine and its two hand-offs (14% of an
 // uncontended PostgreSQL lock+unlock).
+//
+// The statement's context is the engine's detached one (the attempts'
+// shared context of the slot, with ctx's values), and the goroutine's
+// state is a pooled settler: a timer, a deadline context, an AfterFunc
+// on the client's context and two channels per attempt were ten of the
+// allocations of a lock under a context that can end.
 func (c *Client) settle(ctx context.Context, endless bool, stmt func(context.Context) attempt, late func(attempt)) (attempt, bool) {
 	if c.inPlace(ctx, endless) || !c.startSettling() {
 		return stmt(ctx), true
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
-	stop := context.AfterFunc(c.ctx, cancel)
-	done, gaveUp := make(chan attempt), make(chan struct{})
-	go func() { // owned by the Client (settling); ends with sctx at the latest
-		defer c.settling.Done()
-		a := stmt(sctx)
-		stop()
-		cancel()
-		select {
-		case done <- a:
-		case <-gaveUp:
-			late(a)
-		}
-	}()
+	s := settlers.Get().(*settler)
+	s.c, s.stmt, s.late, s.ctx = c, stmt, late, c.eng.Detached(ctx)
+	s.state.Store(running)
+	go s.run() // owned by the Client (settling); ends with s.ctx at the latest
 	select {
-	case a := <-done:
+	case a := <-s.done:
+		s.free()
 		return a, true
 	case <-ctx.Done():
-		close(gaveUp)
-		return attempt{}, false
+		if s.state.CompareAndSwap(running, gaveUp) {
+			return attempt{}, false // s is run's now
+		}
+		a := <-s.done // answered as ctx ended: the answer is on its way
+		s.free()
+		return a, true
 	}
+}
+
+// settler is one settling statement's state, reused through settlers.
+type settler struct {
+	c     *Client
+	stmt  func(context.Context) attempt
+	late  func(attempt)
+	ctx   context.Context
+	state atomic.Int32 // running, answered or gaveUp
+	done  chan attempt // buffered: run never blocks on it
+}
+
+// The states of a settler: the statement runs; run handed its outcome
+// to settle; settle stopped waiting, and run gives the outcome to late.
+const (
+	running int32 = iota
+	answered
+	gaveUp
+)
+
+var settlers = sync.Pool{New: func() any { return &settler{done: make(chan attempt, 1)} }}
+
+// run is the goroutine of a settling statement. Whoever settles the
+// state last owns s: settle after an answer, run after settle gave up.
+func (s *settler) run() {
+	c := s.c
+	defer c.settling.Done()
+	a := s.stmt(s.ctx)
+	if s.state.CompareAndSwap(running, answered) {
+		s.done <- a
+		return // s is settle's now: not touched again
+	}
+	late := s.late
+	s.free()
+	late(a)
+}
+
+// free clears s and returns it to settlers.
+func (s *settler) free() {
+	s.c, s.stmt, s.late, s.ctx = nil, nil, nil, nil
+	settlers.Put(s)
 }
 
 // startSettling counts a settling statement in, unless the client is

@@ -610,3 +610,41 @@ func TestSlowRetryAfterCut(t *testing.T) {
 		t.Errorf("attempt budgets %v, want 2 and the second past %v", budgets, e.AttemptTimeout*3/2)
 	}
 }
+
+// TestDetached: the detached context of a request keeps the acquire
+// context's values, outlives its cancellation, and ends at the attempt
+// timeout (a sixteenth sooner at most) and when the engine's Ctx ends.
+func TestDetached(t *testing.T) {
+	e, _ := newEngine(t, leasekit.Options{})
+	e.AttemptTimeout = 300 * time.Millisecond
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	d := e.Detached(ctx)
+	cancel()
+	if d.Err() != nil {
+		t.Fatalf("detached context ended with its acquire's: %v", d.Err())
+	}
+	if got := d.Value(key{}); got != "v" {
+		t.Errorf("Value = %v, want the acquire context's v", got)
+	}
+	dl, ok := d.Deadline()
+	if left := time.Until(dl); !ok || left > e.AttemptTimeout || left < e.AttemptTimeout*15/16-50*time.Millisecond {
+		t.Errorf("Deadline = %v (%v left), %v; want about AttemptTimeout %v from now", dl, left, ok, e.AttemptTimeout)
+	}
+	select {
+	case <-d.Done():
+	case <-time.After(2 * e.AttemptTimeout):
+		t.Fatal("detached context did not end at the attempt timeout")
+	}
+	e2, _ := newEngine(t, leasekit.Options{})
+	e2.AttemptTimeout = time.Hour
+	ectx, ecancel := context.WithCancel(context.Background())
+	e2.Ctx = ectx
+	d2 := e2.Detached(context.Background())
+	ecancel() // Close
+	select {
+	case <-d2.Done():
+	case <-time.After(time.Second):
+		t.Fatal("detached context did not end with the engine's Ctx")
+	}
+}

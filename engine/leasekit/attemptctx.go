@@ -49,6 +49,23 @@ func (e *Engine) sharedAttemptCtx(ctx context.Context, d time.Duration) context.
 	return valuesOf{Context: shared, vals: ctx}
 }
 
+// Detached returns a context with ctx's values that ends an
+// AttemptTimeout from now (up to a sixteenth of it sooner, see sharedCtx)
+// or at Close, but not with ctx: for a request an engine lets run on
+// after its acquire stopped waiting for it (sqllock's settle). It shares
+// the attempts' context of the current slot, so it costs no timer and no
+// AfterFunc of its own.
+func (e *Engine) Detached(ctx context.Context) context.Context {
+	shared := e.sharedCtx()
+	if ctx == context.Background() || ctx == context.TODO() {
+		return shared
+	}
+	// WithoutCancel: ctx's values but neither its end nor its
+	// cancellation, which a lookup would otherwise find before the
+	// shared context's (see valuesOf).
+	return valuesOf{Context: shared, vals: context.WithoutCancel(ctx)}
+}
+
 // sharedCtx returns the shared attempt context of the current slot,
 // making a new one when the last is older than a slot or has ended.
 func (e *Engine) sharedCtx() context.Context {
