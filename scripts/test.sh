@@ -14,25 +14,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Every Debian package a script or test runs something from, one a line
-# with what runs from it. A command the scripts call must come from one
+# Every Debian package a script or test runs something from, one a line,
+# under a comment on what runs from it. A command the scripts call must come from one
 # of these, from one they depend on, or from Debian's base system:
 # scripts/scriptcheck (run below) proves it on any machine, so a package
 # installed here by hand cannot hide a missing entry until a fresh
 # machine fails.
 packages=(
-  zookeeper               # ZooKeeper servers and ensembles
-  default-jdk-headless    # java, for ZooKeeper and the Curator interop
-  libcurator-recipes-java # the Curator interop's recipes
-  etcd-server             # etcd: single, cluster, TLS, the kube set's store
-  etcd-client             # etcdctl: the etcd interop and the auth setup
-  redis-server            # redis-server: primary, replica, Cluster, Redlock nodes, TLS
-  redis-sentinel          # redis-sentinel: the Sentinel failover set
-  postgresql              # PostgreSQL servers (initdb, pg_ctl, psql)
-  mariadb-server          # MariaDB servers
-  chromium                # the exporter page's and the drill report's browser tests
-  openssl                 # the TLS deployments' certificates
-  procps                  # ps: whether a server's pid still runs
+  # ZooKeeper servers and ensembles; java for them and the Curator interop
+  zookeeper
+  default-jdk-headless
+  libcurator-recipes-java
+  # etcd (single, cluster, TLS, the store of the kube set) and etcdctl
+  etcd-server
+  etcd-client
+  # redis-server (primary, replica, Cluster, Redlock nodes, TLS), redis-sentinel
+  redis-server
+  redis-sentinel
+  # PostgreSQL (initdb, pg_ctl, psql) and MariaDB servers
+  postgresql
+  mariadb-server
+  # the browser tests of the exporter page and the drill report
+  chromium
+  # certificates of the TLS deployments; ps for whether a server still runs
+  openssl
+  procps
 )
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
