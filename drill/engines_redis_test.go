@@ -56,7 +56,7 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // redisEngines lists the Redis lease engines.
 func redisEngines() []leaseEngine {
-	return []leaseEngine{{"redis", redisEngine}, {"redlock", redlockEngine}}
+	return []leaseEngine{{"redis", redisEngine, false}, {"redlock", redlockEngine, false}}
 }
 
 // faultGroup is the fault proxies of a client that reaches several

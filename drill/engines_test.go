@@ -141,12 +141,12 @@ func forEachEngine(t *testing.T, f func(t *testing.T, e *engine)) {
 	forEachLeaseEngine(t, f)
 }
 
-// needsNetwork skips an engine that transport faults do not apply to.
-func needsNetwork(t *testing.T, e *engine) {
-	t.Helper()
-	if !e.network {
-		t.Skipf("%s is embedded in the process: there is no transport to fault", e.name)
-	}
+// forEachNetworkEngine is forEachEngine without the engines embedded in
+// the process (SQLite): transport faults do not apply to them, so they
+// get no subtest rather than one that skips.
+func forEachNetworkEngine(t *testing.T, f func(t *testing.T, e *engine)) {
+	forEachQueueEngine(t, f)
+	runLeaseEngines(t, func(le leaseEngine) bool { return !le.embedded }, f)
 }
 
 // queueMutex adapts a queue engine's *baton.Client to lockClient.mutex.

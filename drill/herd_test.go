@@ -30,7 +30,7 @@ import (
 // only on its predecessor).
 func TestRow09Herd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("500 sessions")
+		testenv.Unavailable(t, "500 sessions: not with -short")
 	}
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		if e.family == leaseFamily {

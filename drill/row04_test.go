@@ -36,8 +36,7 @@ import (
 //     client must declare Lost on its own, before anyone else is granted
 //     (I7), and the rest is as for the long partition.
 func TestRow04Partition(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		needsNetwork(t, e)
+	forEachNetworkEngine(t, func(t *testing.T, e *engine) {
 		forEachRecipe(t, e, func(t *testing.T, rc recipe) {
 			for _, kind := range []string{"short", "long", "oneway"} {
 				t.Run(kind, func(t *testing.T) {

@@ -29,8 +29,7 @@ import (
 //     expiry, i.e. before anyone else is granted; its late commit is
 //     rejected by the fence (I3) and the unfenced control goes red.
 func TestRow08SlowServer(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		needsNetwork(t, e)
+	forEachNetworkEngine(t, func(t *testing.T, e *engine) {
 		forEachRecipe(t, e, func(t *testing.T, rc recipe) {
 			for _, x := range []float64{0.25, 1.5} {
 				t.Run(fmt.Sprintf("latency-%.2fTTL", x), func(t *testing.T) {

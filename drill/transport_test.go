@@ -44,8 +44,7 @@ func trials(t *testing.T, e *engine, def int, f func(t *testing.T, e *engine, se
 // attempt's unknown outcome must be abandoned (an owner-checked release in
 // the background), not left to block B for a TTL.
 func TestRow01CreateResponseLost(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		needsNetwork(t, e)
+	forEachNetworkEngine(t, func(t *testing.T, e *engine) {
 		trials(t, e, 3, createResponseLost)
 	})
 }
@@ -199,8 +198,7 @@ func ownEntries(e *engine, es []string, owner string) int {
 // so the retry returns ErrLost without a round trip, or, before that
 // renewal, sends an owner-checked release that matches no row.
 func TestRow11ReleaseResponseLost(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		needsNetwork(t, e)
+	forEachNetworkEngine(t, func(t *testing.T, e *engine) {
 		trials(t, e, 2, releaseResponseLost)
 	})
 }
@@ -308,8 +306,7 @@ func releaseResponseLost(t *testing.T, e *engine, seed uint64) {
 // 250 ms with the context's error (etcd #18082: Lock hung with the servers
 // down), and nothing the call started outlives the client (I6).
 func TestRow13Unreachable(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		needsNetwork(t, e)
+	forEachNetworkEngine(t, func(t *testing.T, e *engine) {
 		for _, fault := range []string{"refuse", "blackhole"} {
 			t.Run(fault, func(t *testing.T) {
 				trials(t, e, 1, func(t *testing.T, e *engine, seed uint64) { unreachable(t, e, seed, fault) })
