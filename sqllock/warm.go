@@ -35,8 +35,10 @@ type warmConn struct {
 // pinnable reports whether w may keep a connection of its own: on a
 // network database (SQLite is embedded), and never out of a pool of
 // w.spare or fewer, which it would starve.
-func (w *warmConn) pinnable(s *store) bool {
-	n := s.db.Stats().MaxOpenConnections
+func (w *warmConn) pinnable(s *store) bool { return w.pinnableIn(s, s.db.Stats()) }
+
+func (w *warmConn) pinnableIn(s *store, st sql.DBStats) bool {
+	n := st.MaxOpenConnections
 	return s.q.d != fence.SQLite && (n == 0 || n > w.spare)
 }
 
@@ -44,11 +46,7 @@ func (w *warmConn) pinnable(s *store) bool {
 // connection: w may not pin one, or (idleFirst) the pool has an idle one.
 func (w *warmConn) poolFirst(s *store) bool {
 	st := s.db.Stats()
-	n := st.MaxOpenConnections
-	if s.q.d == fence.SQLite || (n != 0 && n <= w.spare) {
-		return true
-	}
-	return w.idleFirst && st.Idle > 0
+	return !w.pinnableIn(s, st) || (w.idleFirst && st.Idle > 0)
 }
 
 // run runs f on w's connection when it is free, else on the pool. After

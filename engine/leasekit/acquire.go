@@ -209,24 +209,18 @@ func (w *wait) try(ctx context.Context, a Attempts, n int) (Result, error) {
 	case w.lastErr != nil:
 		d = min(d, max(time.Until(w.lostAt()), min(d, lostFloor)))
 	}
-	if actx := w.e.sharedAttemptCtx(ctx, d); actx != nil {
-		res, err := a.Try(actx, n)
-		w.cut = cutAtTimeout(err, actx, ctx)
-		return res, err
+	actx := w.e.sharedAttemptCtx(ctx, d)
+	if actx == nil {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+		w.e.track(w, cancel)
+		defer w.e.untrack(w)
 	}
-	actx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	w.e.track(w, cancel)
-	defer w.e.untrack(w)
 	res, err := a.Try(actx, n)
-	w.cut = cutAtTimeout(err, actx, ctx)
+	// Cut at its own timeout: not by the caller's ctx, nor by Close.
+	w.cut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	return res, err
-}
-
-// cutAtTimeout reports whether an attempt failed because its own
-// timeout ended actx, not the caller's ctx or Close.
-func cutAtTimeout(err error, actx, ctx context.Context) bool {
-	return err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 }
 
 // hold hands a grant to the keeper, with TokenFloor added. A nil lease
