@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -69,7 +70,8 @@ func HolderMain(newChild func() (Child, error)) int {
 	if err != nil {
 		return fail("observer", err)
 	}
-	client, err := zklock.Dial(ctx, []string{os.Getenv(envZK)}, zklock.Options{SessionTimeout: PausedTimeout, Observer: c.Observer})
+	obs, lostSeen := seeLoss(c.Observer)
+	client, err := zklock.Dial(ctx, []string{os.Getenv(envZK)}, zklock.Options{SessionTimeout: PausedTimeout, Observer: obs})
 	if err != nil {
 		return fail("dial", err)
 	}
@@ -111,11 +113,32 @@ func HolderMain(newChild func() (Child, error)) int {
 	}
 	endJob()
 	fmt.Println("lost", l.Err())
+	// A lease's state is visible before its observer has been told of
+	// the change (events go out after the lease's lock is let go), so
+	// the dump waits until the observer has returned from the loss.
+	select {
+	case <-lostSeen:
+	case <-ctx.Done():
+		return fail("lost event", ctx.Err())
+	}
 	if err := c.Dump(ctx, os.Getenv(envOut)); err != nil {
 		return fail("dump", err)
 	}
 	fmt.Println("done")
 	return 0
+}
+
+// seeLoss wraps o in an observer that closes the returned channel once
+// o has returned from the first EventLost.
+func seeLoss(o baton.Observer) (baton.Observer, <-chan struct{}) {
+	seen := make(chan struct{})
+	var once sync.Once
+	return baton.ObserverFunc(func(ctx context.Context, e baton.Event) {
+		o.Observe(ctx, e)
+		if e.Kind == baton.EventLost {
+			once.Do(func() { close(seen) })
+		}
+	}), seen
 }
 
 // printStates prints every state of l until it ends, and reports whether
