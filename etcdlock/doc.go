@@ -60,7 +60,7 @@
 //     the first N by create revision. There is no Curator to interoperate
 //     with on etcd, so there is no guard mutex either (ZooKeeper keeps
 //     InterProcessSemaphoreV2): an uncontended acquire+release is two
-//     requests, the create that counts the leases and the guarded delete.
+//     requests, the create that counts the leases and the delete.
 //     A release wakes one waiter: only the first in line watches the
 //     leases before it (one prefix watch, deletions only), every later
 //     waiter watches the lease just before its own, and a lease granted
@@ -118,8 +118,9 @@
 // one). Reusing an idle lease makes an uncontended lock+unlock two round
 // trips, like concurrency.Mutex on a reused session: one transaction that
 // creates the key and counts the keys beside it (a contended acquire then
-// reads the key just before its own), and one guarded delete. At most
-// MaxIdleSessions idle leases are kept, each for IdleSessionTimeout.
+// reads the key just before its own), and one delete (a plain
+// DeleteRange: see etcd #22082 below). At most MaxIdleSessions idle
+// leases are kept, each for IdleSessionTimeout.
 //
 // # Fencing token
 //
@@ -157,9 +158,9 @@
 // others answer: a keepalive still unanswered a third of the way to
 // Suspended is hedged by another on a new stream, which the client's round
 // robin puts on the next member, and so on up to three in flight (the
-// first answer wins); and a release's guarded delete
-// bounds each attempt (TTL/4, at least 250 ms) and retries on another
-// member; the delete is exact, so a retry never removes a newer entry.
+// first answer wins); and a release's delete bounds each attempt (TTL/4,
+// at least 250 ms) and retries on another member; the delete is exact, so
+// a retry never removes a newer entry.
 // A wait is not hedged: clientv3 carries all of a client's watches on one
 // stream, and while that stream's member is frozen (its connection still
 // open) a waiter hears of its turn only once the member answers again, or
@@ -210,8 +211,13 @@
 //     baton.ErrSessionLost, and a lease baton already considers Lost never
 //     grants, even while the server still shows its key.
 //   - etcd #22082 (a retried Unlock deletes a newer lock of the same lease):
-//     a release deletes its key only if the key's create revision is still
-//     the entry's, so a stale retry is a no-op.
+//     a release's first delete is a plain DeleteRange, which etcd applies
+//     for less than a transaction, and can meet no newer entry: the pool
+//     gives a lease one entry per directory at a time, and a delete whose
+//     outcome stays unknown (it may still be applied later) retires the
+//     lease from the pool. Every other delete of an entry deletes its key
+//     only if the key's create revision is still the entry's, so a stale
+//     retry is a no-op.
 //   - KeepAlive hiding send times: see above; every deadline is measured
 //     from a send time baton recorded itself.
 //   - etcd #19597 (a waiter keeps waiting after its session expired): a

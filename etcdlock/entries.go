@@ -113,6 +113,9 @@ func (s *session) create(ctx context.Context, dir string, kind queuekit.Kind, da
 	}
 	rev := resp.Header.Revision // a transaction's put is created at its revision
 	e := queuekit.Entry{Key: key, Kind: kind, Seq: uint64(rev), Owner: s.hex, ID: grantID(key, rev)}
+	s.mu.Lock()
+	s.live[dir] = rev
+	s.mu.Unlock()
 	return e, resp.Responses[1].GetResponseRange().GetCount(), nil
 }
 
@@ -159,9 +162,7 @@ func (s *session) resolveEnqueue(ctx context.Context, dir, key string, kind queu
 // taint retires s from the pool for new entries and hands e (Seq 0: exact
 // revision unknown) to the cleanup.
 func (s *session) taint(dir string, e queuekit.Entry) {
-	s.c.mu.Lock()
-	s.tainted = true
-	s.c.mu.Unlock()
+	s.retire()
 	s.abandon(dir, e)
 }
 
@@ -380,40 +381,66 @@ func (s *session) WatchDir(ctx context.Context, dir string, snap queuekit.Snapsh
 	return changed, nil
 }
 
-// Delete removes exactly e: the delete is guarded by e's create revision,
-// so a retried release never deletes a newer entry of the same lease at the
-// same key (etcd #22082). A missing key is success.
+// Delete removes exactly e. A missing key is success.
+//
+// The first delete of an entry this session created is a plain
+// DeleteRange of its key, which etcd applies for less than a transaction
+// (about 45 µs less per request on one member). It cannot remove a newer
+// entry: only this session's lease creates keys at that key, the pool
+// gives the session one entry per directory at a time, and a newer one
+// can only be created once this delete has succeeded. A delete whose
+// outcome stays unknown (it may still be applied later, by a member that
+// was slow or cut off) retires the session from the pool, as an unknown
+// create does, so no newer entry of the session ever meets it. Every
+// other delete (a second one of the same entry, one whose create revision
+// is unknown) is guarded by the entry's create revision, so a stale retry
+// never deletes a newer entry of the same lease at the same key (etcd
+// #22082).
 func (s *session) Delete(ctx context.Context, e queuekit.Entry) error {
 	return s.delete(ctx, e)
 }
 
 // delete is Delete, with more operations in the guarded delete's
-// transaction.
+// transaction (which then always has its guard).
 func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3.Op) error {
 	dir := entryDir(e)
 	s.mu.Lock()
 	if f := s.fresh[dir]; f != nil && f.e == e {
 		delete(s.fresh, dir)
 	}
+	rev, ok := s.live[dir]
+	first := ok && rev == int64(e.Seq)
+	if first {
+		delete(s.live, dir)
+	}
 	s.mu.Unlock()
-	cmps, ops := s.exact(e)
-	if len(more) > 0 {
-		ops = append(slices.Clip(ops), more...)
+	cmps, ops := s.exact(e) // ops: the delete of e.Key
+	var req clientv3.Op
+	switch {
+	case len(more) > 0:
+		req = clientv3.OpTxn(cmps, append(slices.Clip(ops), more...), nil)
+	case first:
+		req = ops[0]
+	default:
+		req = clientv3.OpTxn(cmps, ops, nil)
 	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
-		_, err := s.c.cli.Do(actx, clientv3.OpTxn(cmps, ops, nil))
+		_, err := s.c.cli.Do(actx, req)
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if !req.IsTxn() {
+			s.retire()
 		}
 		if ctx.Err() != nil || !retryDelete(err) {
 			return opErr(ctx, "delete", e.Key, err)
 		}
 		// Each attempt is balanced to a member of its own: one that is
 		// frozen or cut off would otherwise hold the release until the
-		// caller's deadline while the others could answer. The guarded
-		// delete is idempotent, so a retry never deletes a newer entry.
+		// caller's deadline while the others could answer. Either delete
+		// is idempotent, so a retry never deletes a newer entry.
 		t := time.NewTimer(s.c.opts.Backoff.Delay(attempt))
 		select {
 		case <-t.C:
@@ -422,6 +449,14 @@ func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3
 			return opErr(ctx, "delete", e.Key, err)
 		}
 	}
+}
+
+// retire takes s out of the pool for new entries, for good: a request of
+// it whose outcome is unknown may still be applied.
+func (s *session) retire() {
+	s.c.mu.Lock()
+	s.tainted = true
+	s.c.mu.Unlock()
 }
 
 // deleteTimeout bounds one attempt of Delete: a healthy member answers in
@@ -467,6 +502,7 @@ func (s *session) Abandon(e queuekit.Entry) { s.abandon(entryDir(e), e) }
 func (s *session) abandon(dir string, e queuekit.Entry) {
 	s.mu.Lock()
 	delete(s.fresh, dir)
+	delete(s.live, dir)
 	s.mu.Unlock()
 	s.c.mu.Lock()
 	s.pending[dir] = e

@@ -316,3 +316,45 @@ func TestEnqueueEndsWithSession(t *testing.T) {
 		t.Errorf("Lock(%q) through a partition = %v after %v, want %v within the TTL (%v)", name, err, took.Round(time.Millisecond), baton.ErrSessionLost, ttl)
 	}
 }
+
+// TestUnknownReleaseRetiresSession: a release's plain delete whose outcome
+// stays unknown (the server cut off) may still be applied later, so the
+// session must never again serve the directory: the next grant there gets
+// another lease. Without that, a late delete would remove its newer entry
+// at the same key.
+func TestUnknownReleaseRetiresSession(t *testing.T) {
+	name := uniq(t)
+	p := proxy(t)
+	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{}).Backend()
+	ctx := context.Background()
+	s1, err := c.Session(ctx, name)
+	if err != nil {
+		t.Fatalf("Session(%q) = %v", name, err)
+	}
+	e, err := s1.Enqueue(ctx, name, queuekit.KindMutex)
+	if err != nil {
+		t.Fatalf("Enqueue = %v", err)
+	}
+	if err := p.Blackhole(""); err != nil {
+		t.Fatalf("Blackhole = %v", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	err = s1.Delete(dctx, e)
+	cancel()
+	p.Heal()
+	if err == nil {
+		t.Fatal("Delete through a blackhole = nil, want an error")
+	}
+	if err := s1.Delete(ctx, e); err != nil { // the release retried, healed
+		t.Fatalf("Delete again = %v", err)
+	}
+	c.Done(s1, name)
+	s2, err := c.Session(ctx, name)
+	if err != nil {
+		t.Fatalf("Session(%q) again = %v", name, err)
+	}
+	defer c.Done(s2, name)
+	if s2.ID() == s1.ID() {
+		t.Errorf("Session(%q) after a release of unknown outcome = lease %s again, want another", name, s2.ID())
+	}
+}

@@ -14,7 +14,7 @@ var _ queuekit.PermitSession = (*session)(nil)
 // (queuekit.PermitSession). The transaction counts the keys under dir: when
 // they are at most n, ours included, fewer than n entries are before ours
 // and the permit is granted without a read, so an uncontended
-// acquire+release is two requests, the create and the guarded delete. (The
+// acquire+release is two requests, the create and the delete. (The
 // count also holds keys that are not entries, such as a nested lock's: it
 // can only overstate the queue, and a larger count means a read.) When
 // other keys are there, a grant reads them (serializable, at the create's

@@ -49,12 +49,13 @@ type session struct {
 	cause    error
 	fresh    map[string]*fresh  // dir → the queue read by Enqueue's transaction
 	dirs     map[string]*dirOps // dir → its requests' parts (see ops)
+	live     map[string]int64   // dir → the create revision of s's entry there, until its first delete (see Delete)
 	cleaning bool               // the cleanup goroutine runs
 
 	// Guarded by c.mu: the pool's bookkeeping.
 	busy      map[string]bool           // dirs where a recipe has an entry on s
 	pending   map[string]queuekit.Entry // dirs with an abandoned entry not yet deleted
-	tainted   bool                      // a create's outcome stayed unknown: never reuse
+	tainted   bool                      // a request's outcome stayed unknown: never reuse (see retire)
 	idleSince time.Time
 }
 
@@ -90,6 +91,7 @@ func newSession(c *Client, id clientv3.LeaseID, granted time.Duration, sent time
 		changed:   make(chan struct{}),
 		fresh:     make(map[string]*fresh),
 		dirs:      make(map[string]*dirOps),
+		live:      make(map[string]int64),
 		busy:      make(map[string]bool),
 		pending:   make(map[string]queuekit.Entry),
 		idleSince: sent,
