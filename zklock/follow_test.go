@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/batontest/heldtest"
+	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/engine/queuekit/drillhook"
 	"github.com/baton-go/baton/zklock"
 )
@@ -72,5 +73,20 @@ func TestHeldLeasesFollowSession(t *testing.T) {
 	eventually(t, 2*timeout, "all leases lost", heldtest.AllIn(leases, baton.Lost))
 	if d := time.Since(start); d > timeout {
 		t.Errorf("all %d leases lost %v after the partition, want before the %v session timeout", len(leases), d, timeout)
+	}
+}
+
+// TestLockLoopStartsNoGoroutine: a client taking and releasing a lock in a
+// loop keeps its session's follower between grants (queuekit's lingerFor)
+// rather than starting one at every grant, as it did: one goroutine per
+// lock+unlock, where zk.Lock starts none. The context cannot end: under
+// one that can, each call runs on a goroutine of its own, to leave when
+// the context ends (see call).
+func TestLockLoopStartsNoGoroutine(t *testing.T) {
+	m := mutex(t, dial(t, testenv.ZK(t), zklock.Options{}), lockName(t))
+	const n = 200
+	g, err := heldtest.GoroutinesStarted(context.Background(), m, n)
+	if err != nil || g > n/20 {
+		t.Errorf("%d lock+unlock started %d goroutines (error %v), want at most %d", n, g, err, n/20)
 	}
 }

@@ -1,13 +1,16 @@
 // Package heldtest holds the helpers of the engines' held-lease tests
 // (many leases on one session): a goroutine count that ignores goroutines
-// on their way out, and a check of every lease's state. It imports only
+// on their way out, a count of the goroutines a lock loop starts, and a check of
+// every lease's state. It imports only
 // the standard library and baton, so every engine module's tests can use
 // it without new requirements.
 package heldtest
 
 import (
+	"context"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -35,4 +38,27 @@ func AllIn(leases []*baton.Lease, st baton.State) func() bool {
 		}
 		return true
 	}
+}
+
+// GoroutinesStarted counts the goroutines the process starts during n
+// lock+unlock of m under ctx, after one uncounted lock+unlock (which may
+// start what a client starts once: a session, its keepalive).
+func GoroutinesStarted(ctx context.Context, m baton.Locker, n int) (uint64, error) {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	var g0 uint64
+	for i := range n + 1 {
+		if i == 1 {
+			metrics.Read(s)
+			g0 = s[0].Value.Uint64()
+		}
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := l.Release(ctx); err != nil {
+			return 0, err
+		}
+	}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - g0, nil
 }
