@@ -22,24 +22,13 @@ func TestStaleReleaseKeepsNewerLock(t *testing.T) {
 	c := newClient(t, etcdlock.Options{}).Backend()
 	ctx := context.Background()
 
-	s1, err := c.Session(ctx, name)
-	if err != nil {
-		t.Fatalf("Session(%q) = %v", name, err)
-	}
-	old, err := s1.Enqueue(ctx, name, queuekit.KindMutex)
-	if err != nil {
-		t.Fatalf("Enqueue = %v", err)
-	}
+	s1, old := enqueued(t, c, name)
 	if err := s1.Delete(ctx, old); err != nil { // the release whose answer "was lost"
 		t.Fatalf("Delete(old) = %v", err)
 	}
 	c.Done(s1, name)
 
-	s2, err := c.Session(ctx, name)
-	if err != nil {
-		t.Fatalf("Session(%q) again = %v", name, err)
-	}
-	defer c.Done(s2, name)
+	s2 := sessionAgain(t, c, name)
 	if s2.ID() != s1.ID() {
 		t.Fatalf("Session(%q) again = lease %s, want the pooled lease %s", name, s2.ID(), s1.ID())
 	}
@@ -327,19 +316,12 @@ func TestUnknownReleaseRetiresSession(t *testing.T) {
 	p := proxy(t)
 	c := newClientOn(t, rawClient(t, p.Addr), etcdlock.Options{}).Backend()
 	ctx := context.Background()
-	s1, err := c.Session(ctx, name)
-	if err != nil {
-		t.Fatalf("Session(%q) = %v", name, err)
-	}
-	e, err := s1.Enqueue(ctx, name, queuekit.KindMutex)
-	if err != nil {
-		t.Fatalf("Enqueue = %v", err)
-	}
+	s1, e := enqueued(t, c, name)
 	if err := p.Blackhole(""); err != nil {
 		t.Fatalf("Blackhole = %v", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
-	err = s1.Delete(dctx, e)
+	err := s1.Delete(dctx, e)
 	cancel()
 	p.Heal()
 	if err == nil {
@@ -349,12 +331,32 @@ func TestUnknownReleaseRetiresSession(t *testing.T) {
 		t.Fatalf("Delete again = %v", err)
 	}
 	c.Done(s1, name)
-	s2, err := c.Session(ctx, name)
+	if s2 := sessionAgain(t, c, name); s2.ID() == s1.ID() {
+		t.Errorf("Session(%q) after a release of unknown outcome = lease %s again, want another", name, s2.ID())
+	}
+}
+
+// enqueued takes a session of c for name and enqueues its mutex entry.
+func enqueued(t *testing.T, c queuekit.Backend, name string) (queuekit.Session, queuekit.Entry) {
+	t.Helper()
+	s, err := c.Session(t.Context(), name)
+	if err != nil {
+		t.Fatalf("Session(%q) = %v", name, err)
+	}
+	e, err := s.Enqueue(t.Context(), name, queuekit.KindMutex)
+	if err != nil {
+		t.Fatalf("Enqueue = %v", err)
+	}
+	return s, e
+}
+
+// sessionAgain takes c's next session for name, handed back at cleanup.
+func sessionAgain(t *testing.T, c queuekit.Backend, name string) queuekit.Session {
+	t.Helper()
+	s, err := c.Session(t.Context(), name)
 	if err != nil {
 		t.Fatalf("Session(%q) again = %v", name, err)
 	}
-	defer c.Done(s2, name)
-	if s2.ID() == s1.ID() {
-		t.Errorf("Session(%q) after a release of unknown outcome = lease %s again, want another", name, s2.ID())
-	}
+	t.Cleanup(func() { c.Done(s, name) })
+	return s
 }
