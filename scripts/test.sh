@@ -14,29 +14,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Every Debian package a script or test runs something from, one a line,
-# under a comment on what runs from it. A command the scripts call must come from one
-# of these, from one they depend on, or from Debian's base system:
-# scripts/scriptcheck (run below) proves it on any machine, so a package
-# installed here by hand cannot hide a missing entry until a fresh
-# machine fails.
+# Every Debian package a script or test runs something from. A command the
+# scripts call must come from one of these, from one they depend on, or
+# from Debian's base system: scripts/scriptcheck (run below) proves it on
+# any machine, so a package installed here by hand cannot hide a missing
+# entry until a fresh machine fails. What runs from each:
+#   zookeeper, default-jdk-headless, libcurator-recipes-java: ZooKeeper
+#     servers and ensembles, java for them and the Curator interop;
+#   etcd-server, etcd-client: etcd single, cluster, TLS, the store of the
+#     kube set, and etcdctl;
+#   redis-server, redis-sentinel: Redis primary, replica, Cluster, Redlock
+#     nodes, TLS, and Sentinel;
+#   postgresql, mariadb-server: initdb, pg_ctl, psql and the MariaDB server;
+#   chromium: the browser tests of the exporter page and the drill report;
+#   openssl, procps: certificates of the TLS deployments, and ps.
+# The list itself holds names only, one a line, so that any reader of it
+# (a person, or a checker that reads words) sees every one.
 packages=(
-  # ZooKeeper servers and ensembles; java for them and the Curator interop
   zookeeper
   default-jdk-headless
   libcurator-recipes-java
-  # etcd (single, cluster, TLS, the store of the kube set) and etcdctl
   etcd-server
   etcd-client
-  # redis-server (primary, replica, Cluster, Redlock nodes, TLS), redis-sentinel
   redis-server
   redis-sentinel
-  # PostgreSQL (initdb, pg_ctl, psql) and MariaDB servers
   postgresql
   mariadb-server
-  # the browser tests of the exporter page and the drill report
   chromium
-  # certificates of the TLS deployments; ps for whether a server still runs
   openssl
   procps
 )
