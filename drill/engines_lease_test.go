@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,14 @@ func leaseEngines() []leaseEngine {
 // forEachLeaseEngine runs f as a subtest per lease engine.
 func forEachLeaseEngine(t *testing.T, f func(t *testing.T, e *engine)) {
 	runLeaseEngines(t, nil, f)
+}
+
+// forEachSQLEngine runs f as a subtest per SQL lease engine (PostgreSQL,
+// MariaDB, SQLite): the rows that need a table beside the lock.
+func forEachSQLEngine(t *testing.T, f func(t *testing.T, e *engine)) {
+	runLeaseEngines(t, func(le leaseEngine) bool {
+		return slices.ContainsFunc(sqlEngines(), func(s leaseEngine) bool { return s.name == le.name })
+	}, f)
 }
 
 // runLeaseEngines runs f as a subtest per lease engine that keep keeps

@@ -30,10 +30,7 @@ import (
 // an effects table written without looking at the task row — records the
 // task completed twice: the negative control goes red.
 func TestRow02PausedTaskOwner(t *testing.T) {
-	forEachLeaseEngine(t, func(t *testing.T, e *engine) {
-		if e.sql == nil {
-			t.Skipf("%s: no SQL database for a task table", e.name)
-		}
+	forEachSQLEngine(t, func(t *testing.T, e *engine) {
 		trials(t, e, 1, pausedTaskOwner)
 	})
 }

@@ -42,6 +42,13 @@ func forEachDB(t *testing.T, fn func(t *testing.T, b backend)) {
 		}
 		fn(t, setup(t, db))
 	})
+	forEachServerDB(t, fn)
+}
+
+// forEachServerDB is forEachDB without SQLite: the database servers, where
+// transactions can run side by side.
+func forEachServerDB(t *testing.T, fn func(t *testing.T, b backend)) {
+	t.Helper()
 	t.Run("postgres", func(t *testing.T) {
 		url := testenv.Postgres(t)
 		db, err := sql.Open("pgx", url)

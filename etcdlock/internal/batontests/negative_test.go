@@ -16,8 +16,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// brokenEnv makes TestBrokenEngine run; only TestSuiteCatchesViolations
-// sets it, in a child process.
+// brokenEnv marks the child process of the negative controls: there each
+// control runs its broken engine under the suite instead of starting a
+// child.
 const brokenEnv = "BATONTEST_BROKEN_ENGINE"
 
 // TestSuiteCatchesViolations is the suite's negative control: it runs the
@@ -26,33 +27,36 @@ const brokenEnv = "BATONTEST_BROKEN_ENGINE"
 // each of them. A suite that passed a broken engine would prove nothing.
 func TestSuiteCatchesViolations(t *testing.T) {
 	if os.Getenv(brokenEnv) != "" {
-		t.Skip("in the child process")
+		brokenEngine(t)
+		return
 	}
+	suiteFailsInChild(t, "^TestSuiteCatchesViolations$/^(InvalidNames|MutualExclusion|CancelWhileWaiting)$",
+		`etcd-broken: names: Mutex("a//b")`,
+		"etcd-broken: mutual exclusion (I1)",
+		"etcd-broken: context (I6)")
+}
+
+// suiteFailsInChild runs this test binary again with brokenEnv set and
+// -test.run=run, and checks that it fails with each of wants in its output.
+func suiteFailsInChild(t *testing.T, run string, wants ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.count=1",
-		"-test.run=^TestBrokenEngine$/^(InvalidNames|MutualExclusion|CancelWhileWaiting)$")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.count=1", "-test.run="+run)
 	cmd.Env = append(os.Environ(), brokenEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("the suite passed an engine that breaks the contract; output:\n%s", out)
 	}
-	for _, want := range []string{
-		`etcd-broken: names: Mutex("a//b")`,
-		"etcd-broken: mutual exclusion (I1)",
-		"etcd-broken: context (I6)",
-	} {
+	for _, want := range wants {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("suite output lacks %q; output:\n%s", want, out)
 		}
 	}
 }
 
-// TestBrokenEngine is the child half of TestSuiteCatchesViolations.
-func TestBrokenEngine(t *testing.T) {
-	if os.Getenv(brokenEnv) == "" {
-		t.Skip("run by TestSuiteCatchesViolations in a child process")
-	}
+// brokenEngine is the child half of TestSuiteCatchesViolations.
+func brokenEngine(t *testing.T) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("clientv3.New() = %v", err)
@@ -117,34 +121,18 @@ func (m *brokenMutex) Lock(ctx context.Context) (*baton.Lease, error) {
 // must fail the suites with the invariant named.
 func TestSuiteCatchesRecipeViolations(t *testing.T) {
 	if os.Getenv(brokenEnv) != "" {
-		t.Skip("in the child process")
+		brokenRecipeSuites(t)
+		return
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.count=1",
-		"-test.run=^TestBrokenRecipes$/^(RW|Semaphore|Election)$/^(QueueOrder|TryAcquire|ResignOrder)$")
-	cmd.Env = append(os.Environ(), brokenEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the suites passed recipes that break the contract; output:\n%s", out)
-	}
-	for _, want := range []string{
+	suiteFailsInChild(t, "^TestSuiteCatchesRecipeViolations$/^(RW|Semaphore|Election)$/^(QueueOrder|TryAcquire|ResignOrder)$",
 		"etcd-broken: reader never overtakes a queued writer",
 		"etcd-broken: writer waits for earlier readers",
 		"etcd-broken: at most N holders",
-		"etcd-broken: resign order",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("suite output lacks %q; output:\n%s", want, out)
-		}
-	}
+		"etcd-broken: resign order")
 }
 
-// TestBrokenRecipes is the child half of TestSuiteCatchesRecipeViolations.
-func TestBrokenRecipes(t *testing.T) {
-	if os.Getenv(brokenEnv) == "" {
-		t.Skip("run by TestSuiteCatchesRecipeViolations in a child process")
-	}
+// brokenRecipeSuites is the child half of TestSuiteCatchesRecipeViolations.
+func brokenRecipeSuites(t *testing.T) {
 	e := etcdTestEngine(t)
 	newClient := e.NewClient
 	e.Name = "etcd-broken"
