@@ -77,13 +77,8 @@ func commandProfile[C redis.UniversalClient](ctx context.Context, p *pair, n int
 			return "", fmt.Errorf("CONFIG RESETSTAT: %w", err)
 		}
 	}
-	for range n {
-		if err := p.lock(ctx); err != nil {
-			return "", fmt.Errorf("%s lock: %w", p.impl, err)
-		}
-		if err := p.unlock(ctx); err != nil {
-			return "", fmt.Errorf("%s unlock: %w", p.impl, err)
-		}
+	if err := p.run(ctx, n); err != nil {
+		return "", err
 	}
 	sum := map[string]cmdStat{}
 	for _, node := range nodes {

@@ -226,10 +226,7 @@ func uncontendedReport(t *testing.T, rounds int) (misses []string) {
 // their earlier rounds, do not pay either.
 func requestsPerOp(r *rig, p *pair, k int) (float64, map[string]int64, error) {
 	ctx := context.Background()
-	if err := p.lock(ctx); err != nil {
-		return 0, nil, err
-	}
-	if err := p.unlock(ctx); err != nil {
+	if err := p.run(ctx, 1); err != nil {
 		return 0, nil, err
 	}
 	var before map[string]int64
@@ -241,13 +238,8 @@ func requestsPerOp(r *rig, p *pair, k int) (float64, map[string]int64, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	for range k {
-		if err := p.lock(ctx); err != nil {
-			return 0, nil, err
-		}
-		if err := p.unlock(ctx); err != nil {
-			return 0, nil, err
-		}
+	if err := p.run(ctx, k); err != nil {
+		return 0, nil, err
 	}
 	r1, err := r.requests()
 	if err != nil {

@@ -41,6 +41,19 @@ func (p *pair) serverCPU(ctx context.Context) (time.Duration, error) {
 	return p.server(ctx)
 }
 
+// run makes n lock+unlock of p, stopping at the first error.
+func (p *pair) run(ctx context.Context, n int) error {
+	for range n {
+		if err := p.lock(ctx); err != nil {
+			return fmt.Errorf("%s lock: %w", p.impl, err)
+		}
+		if err := p.unlock(ctx); err != nil {
+			return fmt.Errorf("%s unlock: %w", p.impl, err)
+		}
+	}
+	return nil
+}
+
 // rig is one engine's three implementations on one server, plus the
 // server-side request counter used for requests per operation.
 type rig struct {

@@ -66,9 +66,12 @@ func forEachLeaseEngine(t *testing.T, f func(t *testing.T, e *engine)) {
 // forEachSQLEngine runs f as a subtest per SQL lease engine (PostgreSQL,
 // MariaDB, SQLite): the rows that need a table beside the lock.
 func forEachSQLEngine(t *testing.T, f func(t *testing.T, e *engine)) {
-	runLeaseEngines(t, func(le leaseEngine) bool {
-		return slices.ContainsFunc(sqlEngines(), func(s leaseEngine) bool { return s.name == le.name })
-	}, f)
+	runLeaseEngines(t, isSQL, f)
+}
+
+// isSQL reports whether le is one of sqlEngines.
+func isSQL(le leaseEngine) bool {
+	return slices.ContainsFunc(sqlEngines(), func(s leaseEngine) bool { return s.name == le.name })
 }
 
 // runLeaseEngines runs f as a subtest per lease engine that keep keeps

@@ -30,7 +30,7 @@ func TestRow12WaiterSessionExpires(t *testing.T) {
 	forEachQueueEngine(t, func(t *testing.T, e *engine) {
 		trials(t, e, 2, waiterSessionExpires)
 	})
-	runLeaseEngines(t, func(le leaseEngine) bool { return le.name == "postgres" || le.name == "mysql" },
+	runLeaseEngines(t, func(le leaseEngine) bool { return isSQL(le) && !le.embedded },
 		func(t *testing.T, e *engine) { trials(t, e, 2, waiterBackendKilled) })
 }
 

@@ -415,14 +415,10 @@ func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3
 	}
 	s.mu.Unlock()
 	cmps, ops := s.exact(e) // ops: the delete of e.Key
-	var req clientv3.Op
-	switch {
-	case len(more) > 0:
+	plain := first && len(more) == 0
+	req := ops[0]
+	if !plain {
 		req = clientv3.OpTxn(cmps, append(slices.Clip(ops), more...), nil)
-	case first:
-		req = ops[0]
-	default:
-		req = clientv3.OpTxn(cmps, ops, nil)
 	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.deleteTimeout())
@@ -431,7 +427,7 @@ func (s *session) delete(ctx context.Context, e queuekit.Entry, more ...clientv3
 		if err == nil {
 			return nil
 		}
-		if !req.IsTxn() {
+		if plain {
 			s.retire()
 		}
 		if ctx.Err() != nil || !retryDelete(err) {

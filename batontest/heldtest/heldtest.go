@@ -1,9 +1,9 @@
 // Package heldtest holds the helpers of the engines' held-lease tests
 // (many leases on one session): a goroutine count that ignores goroutines
-// on their way out, a count of the goroutines a lock loop starts, and a check of
-// every lease's state. It imports only
-// the standard library and baton, so every engine module's tests can use
-// it without new requirements.
+// on their way out, a count of the goroutines a lock loop starts, and a
+// check of every lease's state. It imports only the standard library and
+// baton, so every engine module's tests can use it without new
+// requirements.
 package heldtest
 
 import (
