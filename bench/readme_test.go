@@ -58,7 +58,7 @@ Run the report after starting the servers (it regenerates this file and the char
 Without ` + "`-tags bench`" + `, ` + "`go test -race ./...`" + ` runs the smoke: every measured lock+unlock really
 locks and unlocks, the curves at small sizes on every engine, and ` + "`TestRequestGuard`" + `, which fails
 when an engine's uncontended lock+unlock sends more requests than its protocol needs (counted
-exactly on the client's side: ZooKeeper 3, etcd 2, Redis 2, Redlock 2N + N/2 over N nodes,
+exactly on the client's side: ZooKeeper 3, etcd 2, Redis 2, Redlock 2N over N nodes,
 PostgreSQL 2, MariaDB 2, Kubernetes 4; the reason for each number is beside it in guard_test.go).
 ` + "`TestAllocGuard`" + ` (run without ` + "`-race`" + `, which turns sync.Pool off) fails when baton's
 uncontended lock+unlock allocates more than its ceiling in allocguard_test.go: the fewest

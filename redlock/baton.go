@@ -65,7 +65,7 @@ const waitingNote = "waiting intent: expires unless the waiter retries"
 // holding is what the nodes that answered hold for one owner.
 type holding struct {
 	nodes   int
-	token   uint64 // the quorum token (without TokenFloor), once a node shows it
+	token   uint64 // the quorum token (without TokenFloor), once a node records it
 	process baton.Process
 	lefts   []time.Duration
 }
@@ -77,7 +77,8 @@ type holding struct {
 // list come in arrival order, the order the releases wake them. It needs
 // a majority of the nodes to answer (else an error wrapping
 // baton.ErrUnavailable, or baton.ErrAuth when a node refused); the others
-// are named in Notes.
+// are named in Notes. A holder's Token is 0 until its first renewal
+// (TTL/3 after the grant), when the nodes record it (see inspect).
 func (k batonConn) Inspect(ctx context.Context, name string) (baton.Inspection, error) {
 	es, err := k.c.inspect(ctx, name)
 	if err != nil {
@@ -150,6 +151,9 @@ func (k batonConn) entry(owner string, h *holding, n int) (baton.Entry, error) {
 	if h.nodes >= k.c.maj {
 		be.Left = h.lefts[k.c.maj-1]
 		be.Note = fmt.Sprintf("held on %d of %d nodes", h.nodes, n)
+		if h.token == 0 {
+			be.Note += "; the nodes record its token at its first renewal"
+		}
 		return be, nil
 	}
 	be.Left = h.lefts[0]

@@ -506,7 +506,7 @@ type nodeEntry struct {
 	Addr    string        // the node client's address
 	Owner   string        // the holding grant's owner ("" when free)
 	Token   uint64        // the token this node minted for the holder
-	Grant   uint64        // the grant's quorum token, once written back (0 before; see Inspect)
+	Grant   uint64        // the grant's quorum token, once recorded here (0 before; see inspect)
 	TTLLeft time.Duration // time left on the node's clock (0 when free)
 	Counter uint64        // the node's token counter
 	Index   string        // the node's stored index ("" when missing)
@@ -530,9 +530,13 @@ type waiter struct {
 
 // inspect reads what every node holds for lock name, without taking
 // anything; a node that does not answer within NodeTimeout·4 has Err set.
-// Tokens are shown without TokenFloor. The node that minted the quorum
-// token gets no write-back (its counter is the token already): its Grant
-// is its Token when another node of the same owner records that grant.
+// Tokens are shown without TokenFloor. A node records the grant's quorum
+// token at the grant's first renewal (TTL/3 after it), or at once when the
+// acquire raised its counter (a lagging node): the acquire cannot know the
+// token when it creates the key, and a second round just to record it
+// would cost every lock a round trip. The node that minted the quorum
+// token is never raised: its Grant is its Token when another node of the
+// same owner records that grant.
 func (c *Client) inspect(ctx context.Context, name string) ([]nodeEntry, error) {
 	n, err := engine.ValidateName(name)
 	if err != nil {

@@ -46,13 +46,14 @@
 //     a majority has become impossible (enough nodes held by others or
 //     failed), without waiting for slow nodes.
 //  2. The token is the largest the granting majority minted.
-//  3. Write-back: on the granting nodes other than the one that minted
-//     the token, and only where this attempt's key is still present
-//     (owner-checked, in the same script), the counter is raised to at
-//     least the token (staying ≡ i mod N). The minter needs no raise: its
-//     acquire script set its counter to the token as it created the key.
-//     Fewer than a majority holding the token (the minter and the nodes
-//     raised): the attempt fails.
+//  3. Write-back, only when needed: a majority of the nodes must mint
+//     above the token T from now on. A granting node that minted v > T − N
+//     does already (its next mint is at least v + N), the minter included;
+//     in the steady state every node is one, and nothing is sent. When
+//     fewer than a majority are, the lagging granting nodes' counters are
+//     raised to at least T (staying ≡ i mod N), only where this attempt's
+//     key is still present (owner-checked, in the same script). Still
+//     short of a majority: the attempt fails.
 //  4. Validity = TTL − elapsed − drift, computed after the write-back on
 //     Go's monotonic clock from the first request's send time; drift =
 //     TTL·DriftFactor + 2ms. Not positive: the attempt fails.
@@ -113,19 +114,21 @@
 // began after G returned has a token T' > T; and no two grants share a
 // token.
 //
-// When G returned, a majority W of the nodes had a counter ≥ T, each set
-// while G's key was present on it: the minter of T by the acquire script
-// that created G's key there, the others by G's write-back (the raise).
+// When G returned, a majority W of the nodes had a counter c_k with
+// c_k + N > T, each set while G's key was present on it: a node that
+// minted v > T − N by the acquire script that created G's key there (its
+// counter is v), a lagging node by G's write-back (the raise, to ≥ T).
 // G' needs a majority M' of its own; M' and W share a node k. G' created
-// its key on k after G returned, so after the raise on k; and since G's
-// key was present at the raise, G' could create its key only after G's
-// key left k (released or expired). Either way node k's counter was
-// already ≥ T when G' minted on it, and a mint is always above the
-// counter, so G' got a value > T from k, and T' — the largest of its
-// majority's values — is > T. Without the write-back the argument breaks:
-// the node in common may be one whose own counter was far below T (T came
-// from another node), and G' can get a smaller token; this package's
-// tests build that interleaving as the control.
+// its key on k after G returned, so after the mint or the raise on k; and
+// since G's key was present then, G' could create its key only after G's
+// key left k (released or expired). Node k's counter only grows, and a
+// mint is the next value ≡ k (mod N) above it: at least c_k + N when
+// c_k ≡ k, and above c_k ≥ T after a raise. Either way G' got a value
+// > T from k, and T' — the largest of its majority's values — is > T.
+// Without the write-back the argument breaks: the node in common may be
+// one whose own counter was far below T (T came from another node), and
+// G' can get a smaller token; this package's tests build that state as
+// the control.
 //
 // Tokens never collide: a token ≡ i (mod N) can only have been minted by
 // node i, whose counter only grows, so node i never mints the same value

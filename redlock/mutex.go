@@ -174,6 +174,7 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	switch r.outcome {
 	case granted:
 		res.Granted, res.Token = true, r.token
+		res.Ref.Aux = &grant{b: a.b, token: r.token}
 		return res, nil
 	case held:
 		a.refused = true
@@ -435,13 +436,17 @@ func (c *Client) outcome(t *tally) attemptResult {
 	return res
 }
 
-// writeBack raises the counters of the granting nodes other than the
-// minter to at least the quorum token, only where this attempt's key is
-// still present, and keeps the grant only when, with the minter, a
-// majority holds it: then any later grant takes one of those nodes after
-// this key left it, after the raise, and mints a larger token there (see
-// the package doc). The minter needs no raise: its acquire script set its
-// counter to the token in the same step that created the key.
+// writeBack makes sure that a majority of the nodes will mint above the
+// quorum token t before the grant returns: then any later grant takes one
+// of them after this key left it, and mints a larger token there (see the
+// package doc). A granting node k that minted v > t − N needs nothing: its
+// next mint is at least v + N > t, and v was minted in the step that
+// created this key. That holds for every granting node in the steady
+// state, where every attempt reaches every node and the counters move up
+// together, so no request is sent. Only when fewer than a majority of the
+// granting nodes are that close (a node that missed grants, or one whose
+// counter an operator raised) does it raise the lagging ones, only while
+// this attempt's key is still present there, to at least t.
 func (c *Client) writeBack(ctx context.Context, b *bound, owned any, tokens []vote, r attemptResult) attemptResult {
 	var t uint64
 	minter := -1
@@ -450,19 +455,28 @@ func (c *Client) writeBack(ctx context.Context, b *bound, owned any, tokens []vo
 			t, minter = v.token, v.node
 		}
 	}
+	r.token = t
+	lags := func(v vote) bool { return v.token+uint64(len(c.nodes)) <= t }
+	near := 0 // granting nodes whose next mint is above t
+	for _, v := range tokens {
+		if !lags(v) {
+			near++
+		}
+	}
+	need := c.maj - near // raises of lagging nodes still needed
+	if need <= 0 {
+		return r
+	}
 	targets := make([]int, 0, len(tokens))
 	for _, v := range tokens {
-		if v.node != minter {
+		if lags(v) {
 			targets = append(targets, v.node)
 		}
 	}
 	if c.hooks.writeBack != nil {
-		targets = c.hooks.writeBack(append(targets, minter), minter)
-	}
-	need := c.maj - 1 // the minter is the majority's first member
-	if len(targets) == 0 || need == 0 {
-		r.token = t
-		return r
+		if targets = c.hooks.writeBack(append(targets, minter), minter); len(targets) == 0 {
+			return r // a control keeps the grant without a write-back
+		}
 	}
 	var tok any = t // boxed once for every node
 	c.writeBacks.Add(uint64(len(targets)))
@@ -491,9 +505,8 @@ func (c *Client) writeBack(ctx context.Context, b *bound, owned any, tokens []vo
 	}
 	if raised < need {
 		return attemptResult{outcome: unreached, start: r.start, majorityAnswered: true,
-			err: writeBackErr(raised+1, len(tokens), c.maj, errs)}
+			err: writeBackErr(raised+near, len(tokens), c.maj, errs)}
 	}
-	r.token = t
 	return r
 }
 
@@ -532,11 +545,12 @@ func (c *Client) unlock(ctx context.Context, b *bound, owner string, w waiting, 
 }
 
 // writeBackErr is the error of a write-back after which fewer than a
-// majority of nodes hold the token: held counts the minter and the nodes
-// raised. Nodes that did not answer before the attempt's bound leave no
-// error of their own, so errs may be empty.
+// majority of nodes will mint above the token: held counts the nodes that
+// minted close to it (the minter included) and the nodes raised. Nodes
+// that did not answer before the attempt's bound leave no error of their
+// own, so errs may be empty.
 func writeBackErr(held, granting, majority int, errs []error) error {
-	err := fmt.Errorf("write-back: %d of %d granting nodes hold the token (its minter included), want %d", held, granting, majority)
+	err := fmt.Errorf("write-back: %d of %d granting nodes will mint above the token (its minter included), want %d", held, granting, majority)
 	if len(errs) == 0 {
 		return fmt.Errorf("%w (the others did not answer in time)", err)
 	}

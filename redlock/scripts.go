@@ -13,7 +13,7 @@ import "github.com/redis/go-redis/v9"
 //
 //	<prefix>index       string: i, set once (SET NX) by the first client
 //	<prefix>counter     string: the node's last minted or raised token, ≡ i (mod N) once raised
-//	<prefix>lock:<name> hash {owner, token, grant, proc}, PX ttl
+//	<prefix>lock:<name> hash {owner, token, grant, proc}, PX ttl (grant: the quorum token, from the first renewal or a write-back on)
 //	<prefix>waiters:<name> zset: waiters "<client>.<n>" scored by arrival (ms, the waiter's clock)
 //	<prefix>intents:<name> zset: the same waiters scored by expiry (ms, the node's clock)
 
@@ -74,10 +74,10 @@ end
 return {1, string.format('%d', v)}
 `)
 
-// raiseScript is the write-back: KEYS lock, counter; ARGV owner, token T,
-// i, N. Only while the caller's own key is present, it raises the
-// counter to the smallest value ≥ T that is ≡ i (mod N) (never lowers it)
-// and records T as the grant's token. Returns 1 when raised, 0 when the
+// raiseScript is the write-back to a lagging node: KEYS lock, counter;
+// ARGV owner, token T, i, N. Only while the caller's own key is present,
+// it raises the counter to the smallest value ≥ T that is ≡ i (mod N)
+// (never lowers it) and records T as the grant's token. Returns 1 when raised, 0 when the
 // key is gone or another owner's.
 var raiseScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
@@ -92,14 +92,19 @@ redis.call('HSET', KEYS[1], 'grant', ARGV[2])
 return 1
 `)
 
-// renewScript: KEYS lock keys; ARGV ttl ms, then one owner per key. Each
-// key is extended with PEXPIRE only while it holds its owner: PEXPIRE
-// never re-creates an expired key. Returns one 1/0 per key.
+// renewScript: KEYS lock keys; ARGV ttl ms, then one owner per key, then
+// one quorum token per key ("0" when unknown). Each key is extended with
+// PEXPIRE only while it holds its owner: PEXPIRE never re-creates an
+// expired key. There it also records the grant's quorum token, which the
+// acquire could not know when it created the key (Inspect shows it).
+// Returns one 1/0 per key.
 var renewScript = redis.NewScript(`
 local out = {}
-for k = 1, #KEYS do
+local n = #KEYS
+for k = 1, n do
   if redis.call('HGET', KEYS[k], 'owner') == ARGV[k + 1] then
     out[k] = redis.call('PEXPIRE', KEYS[k], ARGV[1])
+    if ARGV[n + k + 1] ~= '0' then redis.call('HSET', KEYS[k], 'grant', ARGV[n + k + 1]) end
   else
     out[k] = 0
   end

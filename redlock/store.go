@@ -48,6 +48,10 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 	c := s.c
 	keys, owners := s.keysOwners(refs)
 	args := append([]any{ttl.Milliseconds()}, owners...)
+	for _, r := range refs {
+		_, tok := boundOf(r.Aux)
+		args = append(args, tok)
+	}
 	f := c.fanOut(ctx, nil, s.timeout(ctx), func(ctx context.Context, n *node) (any, error) {
 		return renewScript.Run(ctx, n.rdb, keys, args...).Int64Slice()
 	})
@@ -104,7 +108,7 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 // the Mutex bound, and its arguments without a list of their own.
 func (s *store) releaseCall(refs []keeper.Ref) func(ctx context.Context, n *node) (any, error) {
 	c := s.c
-	if b, _ := refs[0].Aux.(*bound); len(refs) == 1 && b != nil {
+	if b, _ := boundOf(refs[0].Aux); len(refs) == 1 && b != nil {
 		var owner any = refs[0].Owner // boxed once for every node
 		return func(ctx context.Context, n *node) (any, error) {
 			return rediseval.Run(ctx, n.rdb, evRelease, b.three, b.threeB, c.wo.rootArg, n.i, owner).Result()

@@ -14,8 +14,8 @@ func TestWriteBackErr(t *testing.T) {
 		errs []error
 		want string
 	}{
-		{"no answers", nil, "write-back: 1 of 3 granting nodes hold the token (its minter included), want 2 (the others did not answer in time)"},
-		{"node errors", []error{errors.New("node 2: i/o timeout")}, "write-back: 1 of 3 granting nodes hold the token (its minter included), want 2: node 2: i/o timeout"},
+		{"no answers", nil, "write-back: 1 of 3 granting nodes will mint above the token (its minter included), want 2 (the others did not answer in time)"},
+		{"node errors", []error{errors.New("node 2: i/o timeout")}, "write-back: 1 of 3 granting nodes will mint above the token (its minter included), want 2: node 2: i/o timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := writeBackErr(1, 3, 2, tc.errs)
