@@ -3,10 +3,12 @@ package redislock_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/heldtest"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/redislock"
 )
@@ -70,5 +72,22 @@ func benchLockUnlock(b *testing.B, cut bool) {
 	b.ReportAllocs()
 	for b.Loop() {
 		lockUnlock(b, ctx, m)
+	}
+}
+
+// TestLockLoopStartsNoGoroutine: under a context that can end, on a redis
+// client without ContextTimeoutEnabled, every Redis call runs on a
+// goroutine of its own, to be left behind when the context ends (see
+// call): two per lock+unlock, each started on a small stack that go-redis'
+// call path grew by copying. The Client's workers keep theirs between
+// calls (gopool): a loop starts almost none.
+func TestLockLoopStartsNoGoroutine(t *testing.T) {
+	m := benchMutex(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 200
+	g, err := heldtest.GoroutinesStarted(ctx, m, n)
+	if err != nil || g > n/20 {
+		t.Errorf("%d lock+unlock started %d goroutines (error %v), want at most %d", n, g, err, n/20)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
+	"github.com/baton-go/baton/internal/gopool"
 	"github.com/baton-go/baton/internal/rediseval"
 )
 
@@ -72,6 +73,7 @@ type Client struct {
 	callMu   sync.Mutex
 	draining bool
 	calls    sync.WaitGroup
+	pool     *gopool.Pool // the goroutines those calls run on
 }
 
 // New returns a client on rdb, which the caller keeps owning (Close does
@@ -103,6 +105,9 @@ func newClient(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ttlArg = o.TTL.Milliseconds()
 	c.procArg = engine.ProcessData(o.Process)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// A few workers wait for the next call (lingerFor: see queuekit's
+	// follow.go, same reason).
+	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 8)
 	c.st = &store{c: c}
 	c.st.warm = warmFor(rdb)
 	c.wo.init(rdb, o)
@@ -176,7 +181,7 @@ func (c *Client) close() error {
 	c.draining = true
 	c.callMu.Unlock()
 	done := make(chan struct{})
-	go func() { c.calls.Wait(); close(done) }()
+	go func() { c.calls.Wait(); c.pool.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(c.closeWait()):
@@ -220,11 +225,11 @@ func (c *Client) callTracked(ctx context.Context, f func(context.Context) error)
 	c.callMu.Unlock()
 	result := make(chan error, 1)
 	finished := make(chan struct{})
-	go func() {
+	c.pool.Go(func() {
 		defer c.calls.Done()
 		defer close(finished)
 		result <- f(ctx)
-	}()
+	})
 	select {
 	case err := <-result:
 		return closedDone, err

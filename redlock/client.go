@@ -13,6 +13,7 @@ import (
 	"github.com/baton-go/baton/engine"
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
+	"github.com/baton-go/baton/internal/gopool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,6 +73,7 @@ type Client struct {
 	broken   atomic.Value // error: an index mismatch; the client refuses to run
 
 	calls sync.WaitGroup // in-flight node requests (see call)
+	pool  *gopool.Pool   // the goroutines node requests run on (see fanOut)
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -178,6 +180,9 @@ func newClient(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// A round's requests find as many workers waiting (lingerFor: see
+	// queuekit's follow.go, same reason).
+	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 2*len(c.nodes))
 	// No AttemptTimeout: an attempt bounds itself (acquireBudget) and its
 	// node requests (NodeTimeout).
 	c.eng = &leasekit.Engine{
@@ -270,6 +275,7 @@ func (c *Client) close() error {
 	c.draining = true
 	c.mu.Unlock()
 	c.calls.Wait()
+	c.pool.Wait()
 	return err
 }
 
@@ -280,8 +286,10 @@ type result struct {
 	err error
 }
 
-// fan is one round of requests sent to several nodes at once, each in a
-// goroutine of its own, and collected until a common deadline. go-redis
+// fan is one round of requests sent to several nodes at once, each on a
+// goroutine of its own (a worker of the Client's pool, which keeps its
+// grown stack for the next round: see gopool), and collected until a
+// common deadline. go-redis
 // does not cut a blocked socket read at the context's deadline unless the
 // user's client enables ContextTimeoutEnabled, and a Redlock acquire must
 // not wait for a dead node longer than NodeTimeout: so the collector stops
@@ -332,14 +340,14 @@ func (c *Client) fanOut(ctx context.Context, idx []int, timeout time.Duration, f
 	}
 	for _, i := range idx {
 		n := c.nodes[i]
-		go func() {
+		c.pool.Go(func() {
 			defer c.calls.Done()
 			v, err := f(fn, n)
 			if err != nil {
 				err = fmt.Errorf("node %d (%s): %w", n.i, n.addr, err)
 			}
 			fn.out <- result{i: n.i, v: v, err: err}
-		}()
+		})
 	}
 	return fn
 }

@@ -90,7 +90,7 @@
 //
 // go-redis v9 ignores a context's deadline on a blocked socket read
 // unless the client was built with ContextTimeoutEnabled. Every node
-// request therefore runs in its own goroutine, owned by the Client, and
+// request therefore runs on a goroutine of its own, owned by the Client, and
 // each round collects answers only until its deadline; a request left
 // behind ends at the node client's ReadTimeout, and Close waits for it.
 //

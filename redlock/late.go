@@ -22,17 +22,17 @@ import (
 // then is one whose key expires by its TTL, as a node that does not
 // answer the release). Client.late tracks them by owner.
 
-// afterRound lets rd's unanswered requests finish in a goroutine of the
-// client, at most NodeTimeout from start, and hands their answers to
+// afterRound lets rd's unanswered requests finish on a goroutine of the
+// client (a worker of its pool), at most NodeTimeout from start, and hands their answers to
 // then. The fan's own requests still count in calls, so the count is
 // above zero here and Close's Wait may not have returned.
 func (c *Client) afterRound(start time.Time, rd round, then func(late []result)) {
 	c.calls.Add(1)
-	go func() {
+	c.pool.Go(func() {
 		defer c.calls.Done()
 		defer rd.f.cancel()
 		then(rd.f.drain(start.Add(c.o.NodeTimeout), true))
-	}()
+	})
 }
 
 // settleLate has a granted attempt's unanswered requests finish, and
@@ -49,7 +49,7 @@ func (c *Client) settleLate(owner string, start time.Time, rd round) {
 	// afterRound's work, in one goroutine without a callback: what it
 	// drains is not read.
 	c.calls.Add(1)
-	go func() {
+	c.pool.Go(func() {
 		defer c.calls.Done()
 		defer rd.f.cancel()
 		rd.f.drain(start.Add(c.o.NodeTimeout), false)
@@ -57,7 +57,7 @@ func (c *Client) settleLate(owner string, start time.Time, rd round) {
 		delete(c.late, owner)
 		c.mu.Unlock()
 		close(done)
-	}()
+	})
 }
 
 // awaitLate waits until the acquire requests of refs have all answered,

@@ -9,7 +9,16 @@ import (
 	"time"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/internal/gopool"
 	"github.com/go-zookeeper/zk"
+)
+
+// A session's calls find a few workers waiting, each for lingerFor after
+// its last call (as queuekit's followers linger, follow.go, for the same
+// reason), at most maxIdle at once.
+const (
+	lingerFor = 100 * time.Millisecond
+	maxIdle   = 8
 )
 
 // session is one ZooKeeper session: one go-zookeeper *zk.Conn that baton
@@ -36,6 +45,10 @@ type session struct {
 	gmu  sync.Mutex
 	shut bool
 	wg   sync.WaitGroup
+	// Calls run on pool's workers, which keep their grown stacks between
+	// calls (see gopool); stop ends them at shutdown.
+	pool *gopool.Pool
+	stop chan struct{}
 
 	// Abandoned entries and creates of unknown result, removed by the
 	// cleaner goroutine while the session lives.
@@ -56,7 +69,10 @@ type abandonedCreate struct {
 }
 
 func newSession(c *Client) *session {
+	stop := make(chan struct{})
 	return &session{
+		pool:    gopool.New(stop, lingerFor, maxIdle),
+		stop:    stop,
 		c:       c,
 		tr:      newTracker(),
 		state:   baton.Waiting,
@@ -320,8 +336,9 @@ func (s *session) spawn(f func()) bool {
 // runner is a call that spawnRun runs: an *op.
 type runner interface{ run() }
 
-// spawnRun is spawn for a call: it takes the op itself, not a method value
-// of it, so that starting a call's goroutine costs one closure, not two.
+// spawnRun is spawn for a call, on a worker of the session's pool: it
+// takes the op itself, not a method value of it, so that handing a call
+// to its goroutine costs one closure, not two.
 func (s *session) spawnRun(r runner) bool {
 	s.gmu.Lock()
 	defer s.gmu.Unlock()
@@ -329,10 +346,10 @@ func (s *session) spawnRun(r runner) bool {
 		return false
 	}
 	s.wg.Add(1)
-	go func() {
+	s.pool.Go(func() {
 		defer s.wg.Done()
 		r.run()
-	}()
+	})
 	return true
 }
 
@@ -349,6 +366,8 @@ func (s *session) shutdown() {
 	s.shut = true
 	s.gmu.Unlock()
 	s.wg.Wait()
+	close(s.stop)
+	s.pool.Wait()
 }
 
 // op is one go-zookeeper call. go-zookeeper takes no context, so the call
