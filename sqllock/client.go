@@ -15,6 +15,7 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
 	"github.com/baton-go/baton/fence"
+	"github.com/baton-go/baton/internal/gopool"
 )
 
 // Client is one process's handle on the locks table of one database,
@@ -53,6 +54,7 @@ type Client struct {
 	// settling counts the attempt statements still running after their
 	// acquire gave up (see settle.go); Close waits for them.
 	settling sync.WaitGroup
+	pool     *gopool.Pool // the goroutines those statements run on
 	mu       sync.Mutex
 	closed   bool
 }
@@ -107,6 +109,9 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// A few workers wait for the next statement (lingerFor: see
+	// queuekit's follow.go, same reason).
+	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 8)
 	c.eng = &leasekit.Engine{
 		Name: c.engine, Pkg: "sqllock", Opts: o.common(), Keeper: c.k, Store: c.st,
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),
@@ -388,6 +393,7 @@ func (c *Client) shutdown() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.settling.Wait() // their grants are abandoned before the keeper closes
+	c.pool.Wait()
 	c.schemaMu.Lock() // no registration in flight
 	if h := c.hubp.Load(); h != nil && c.q.d == fence.Postgres && !c.o.NoListen {
 		unregister(c, h.id)

@@ -39,7 +39,8 @@ type attempt struct {
 // shared context of the slot, with ctx's values), and the goroutine's
 // state is a pooled settler: a timer, a deadline context, an AfterFunc
 // on the client's context and two channels per attempt were ten of the
-// allocations of a lock under a context that can end.
+// allocations of a lock under a context that can end. The goroutine is a
+// worker of the Client's pool, which keeps its grown stack (see gopool).
 func (c *Client) settle(ctx context.Context, endless bool, stmt func(context.Context) attempt, late func(attempt)) (attempt, bool) {
 	if c.inPlace(ctx, endless) || !c.startSettling() {
 		return stmt(ctx), true
@@ -47,7 +48,7 @@ func (c *Client) settle(ctx context.Context, endless bool, stmt func(context.Con
 	s := settlers.Get().(*settler)
 	s.c, s.stmt, s.late, s.ctx = c, stmt, late, c.eng.Detached(ctx)
 	s.state.Store(running)
-	go s.run() // owned by the Client (settling); ends with s.ctx at the latest
+	c.pool.Go(s.run) // owned by the Client (settling); ends with s.ctx at the latest
 	select {
 	case a := <-s.done:
 		s.free()

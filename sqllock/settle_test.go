@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/baton-go/baton"
+	"github.com/baton-go/baton/batontest/heldtest"
 	"github.com/baton-go/baton/batontest/testenv"
 	"github.com/baton-go/baton/sqllock"
 )
@@ -154,4 +155,33 @@ func (c *stackConn) Write(p []byte) (int, error) {
 		c.hits.Add(1)
 	}
 	return c.Conn.Write(p)
+}
+
+// TestLockLoopStartsNoGoroutine: under a context that can end, a mutex
+// attempt's statement runs on a goroutine of its own (settle), one per
+// lock+unlock on PostgreSQL and MySQL, each started on a small stack that
+// the driver's call path grew by copying. The Client's workers keep
+// theirs between attempts (gopool): a loop starts almost none. SQLite runs
+// its statements in place; its driver starts goroutines of its own for a
+// context that can end.
+func TestLockLoopStartsNoGoroutine(t *testing.T) {
+	for _, b := range backends(t) {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			db, _ := b.open(t, false)
+			m, err := newClient(t, db, sqllock.Options{NoListen: true}).Mutex(uniqueName("loop"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			const n = 200
+			g, err := heldtest.GoroutinesStarted(ctx, m, n)
+			if err != nil || g > n/20 {
+				t.Errorf("%d lock+unlock started %d goroutines (error %v), want at most %d", n, g, err, n/20)
+			}
+		})
+	}
 }
