@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"testing"
 	"time"
 
 	"github.com/baton-go/baton"
@@ -40,10 +41,27 @@ func AllIn(leases []*baton.Lease, st baton.State) func() bool {
 	}
 }
 
-// GoroutinesStarted counts the goroutines the process starts during n
+// loopOps is how many lock+unlock CheckLockLoop runs.
+const loopOps = 200
+
+// CheckLockLoop fails t when loopOps lock+unlock of m under ctx start more
+// than loopOps/20 goroutines: an uncontended lock+unlock should start
+// none (the peers' do not), and a goroutine per call, started on a small
+// stack that the client library's call path grows by copying, cost a
+// sixth of some engines' CPU. The few allowed are what a client starts
+// now and then (a pool's worker, a timer's).
+func CheckLockLoop(t testing.TB, ctx context.Context, m baton.Locker) {
+	t.Helper()
+	g, err := goroutinesStarted(ctx, m, loopOps)
+	if err != nil || g > loopOps/20 {
+		t.Errorf("%d lock+unlock started %d goroutines (error %v), want at most %d", loopOps, g, err, loopOps/20)
+	}
+}
+
+// goroutinesStarted counts the goroutines the process starts during n
 // lock+unlock of m under ctx, after one uncounted lock+unlock (which may
 // start what a client starts once: a session, its keepalive).
-func GoroutinesStarted(ctx context.Context, m baton.Locker, n int) (uint64, error) {
+func goroutinesStarted(ctx context.Context, m baton.Locker, n int) (uint64, error) {
 	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	var g0 uint64
 	for i := range n + 1 {
