@@ -28,22 +28,10 @@ cd "$(dirname "$0")/.."
 #   postgresql, mariadb-server: initdb, pg_ctl, psql and the MariaDB server;
 #   chromium: the browser tests of the exporter page and the drill report;
 #   openssl, procps: certificates of the TLS deployments, and ps.
-# The list itself holds names only, one a line, so that any reader of it
-# (a person, or a checker that reads words) sees every one.
-packages=(
-  zookeeper
-  default-jdk-headless
-  libcurator-recipes-java
-  etcd-server
-  etcd-client
-  redis-server
-  redis-sentinel
-  postgresql
-  mariadb-server
-  chromium
-  openssl
-  procps
-)
+# The list itself holds names only, on one line, so that any reader of it
+# (a person, a shell parser, or a checker that reads a line at a time)
+# sees every one.
+packages=(zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps)
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in "${packages[@]}"; do
@@ -141,6 +129,11 @@ lane() {
       # off): the allocation guards run once more without it.
       echo "== bench: allocation guard without -race"
       (cd "$mod" && go test -count=1 -run 'TestAllocGuard' .) || rc=1
+    fi
+    if [ "$mod" = . ]; then
+      # The root module's allocation tests, likewise.
+      echo "== .: allocation tests without -race"
+      go test -count=1 -run 'TestMutexAllocs|TestHubJoinAllocs' ./redislock ./sqllock || rc=1
     fi
     if [ "$mod" = ./drill ] || [ "$mod" = drill ]; then
       # go-zookeeper v1.0.4 races with itself when a session with
