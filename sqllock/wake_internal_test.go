@@ -90,9 +90,6 @@ func TestHubWakesOneMutexWaiter(t *testing.T) {
 // the waiters' slice was a fifth. A picked waiter's channel is closed,
 // and the next join makes a new one.
 func TestHubJoinAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector drops sync.Pool's contents at random")
-	}
 	h := &tableHub{id: "test://" + t.Name()}
 	mw := new(mutexWaiter)
 	n := testing.AllocsPerRun(100, func() {
@@ -100,7 +97,9 @@ func TestHubJoinAllocs(t *testing.T) {
 		mw.arm()
 		mw.leave(true)
 	})
-	if n != 0 {
+	// The race detector drops sync.Pool's contents at random: the count
+	// is checked without it (scripts/test.sh runs this test again so).
+	if n != 0 && !raceEnabled {
 		t.Errorf("join, arm, leave: %v allocations, want 0", n)
 	}
 	h.join(mw, "n")

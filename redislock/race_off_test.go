@@ -1,5 +1,0 @@
-//go:build !race
-
-package redislock_test
-
-const raceEnabled = false
