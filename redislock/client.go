@@ -105,9 +105,7 @@ func newClient(rdb redis.UniversalClient, o Options) (*Client, error) {
 	c.ttlArg = o.TTL.Milliseconds()
 	c.procArg = engine.ProcessData(o.Process)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	// A few workers wait for the next call (lingerFor: see queuekit's
-	// follow.go, same reason).
-	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 8)
+	c.pool = gopool.New(c.ctx.Done(), 8) // a few workers wait for the next call
 	c.st = &store{c: c}
 	c.st.warm = warmFor(rdb)
 	c.wo.init(rdb, o)

@@ -180,9 +180,7 @@ func newClient(nodes []redis.UniversalClient, o Options) (*Client, error) {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	// A round's requests find as many workers waiting (lingerFor: see
-	// queuekit's follow.go, same reason).
-	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 2*len(c.nodes))
+	c.pool = gopool.New(c.ctx.Done(), 2*len(c.nodes)) // a round's requests find as many workers waiting
 	// No AttemptTimeout: an attempt bounds itself (acquireBudget) and its
 	// node requests (NodeTimeout).
 	c.eng = &leasekit.Engine{

@@ -109,9 +109,7 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 		return nil, fmt.Errorf("sqllock: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	// A few workers wait for the next statement (lingerFor: see
-	// queuekit's follow.go, same reason).
-	c.pool = gopool.New(c.ctx.Done(), 100*time.Millisecond, 8)
+	c.pool = gopool.New(c.ctx.Done(), 8) // a few workers wait for the next statement
 	c.eng = &leasekit.Engine{
 		Name: c.engine, Pkg: "sqllock", Opts: o.common(), Keeper: c.k, Store: c.st,
 		Ctx: c.ctx, Err: c.checkOpen, AttemptTimeout: c.attemptTimeout(),

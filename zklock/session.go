@@ -13,14 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// A session's calls find a few workers waiting, each for lingerFor after
-// its last call (as queuekit's followers linger, follow.go, for the same
-// reason), at most maxIdle at once.
-const (
-	lingerFor = 100 * time.Millisecond
-	maxIdle   = 8
-)
-
 // session is one ZooKeeper session: one go-zookeeper *zk.Conn that baton
 // uses for as long as the session ID it first got stays valid, and never
 // after. Its state is Waiting until the server granted the session, then
@@ -71,7 +63,7 @@ type abandonedCreate struct {
 func newSession(c *Client) *session {
 	stop := make(chan struct{})
 	return &session{
-		pool:    gopool.New(stop, lingerFor, maxIdle),
+		pool:    gopool.New(stop, 8), // a few workers wait for the next call
 		stop:    stop,
 		c:       c,
 		tr:      newTracker(),

@@ -14,6 +14,12 @@ import (
 	"time"
 )
 
+// Linger is how long a worker waits for the next call: long enough for a
+// loop's next lock, short enough that a leak check run as a test ends
+// (goleak retries for about 400 ms) finds it gone, as queuekit's
+// followers linger.
+const Linger = 100 * time.Millisecond
+
 // Pool runs calls on workers: goroutines that, after a call, wait up to
 // Linger for the next before they return. At most MaxIdle wait at once;
 // a call that finds none waiting starts a new one. The workers' owner is
@@ -22,7 +28,7 @@ import (
 type Pool struct {
 	jobs   chan func()
 	done   <-chan struct{}
-	linger time.Duration
+	linger time.Duration // Linger; tests shorten or lengthen it
 
 	mu      sync.Mutex
 	idle    int // workers waiting on jobs
@@ -30,10 +36,10 @@ type Pool struct {
 	wg      sync.WaitGroup
 }
 
-// New returns a Pool whose workers stop when done is closed, linger for
-// linger after a call, and of which at most maxIdle wait at once.
-func New(done <-chan struct{}, linger time.Duration, maxIdle int) *Pool {
-	return &Pool{jobs: make(chan func()), done: done, linger: linger, maxIdle: maxIdle}
+// New returns a Pool whose workers stop when done is closed, and of which
+// at most maxIdle wait at once.
+func New(done <-chan struct{}, maxIdle int) *Pool {
+	return &Pool{jobs: make(chan func()), done: done, linger: Linger, maxIdle: maxIdle}
 }
 
 // Go runs f on a waiting worker, or on a new one. After done is closed it

@@ -37,7 +37,7 @@ func await(t *testing.T, what string, cond func() bool) {
 func TestReuse(t *testing.T) {
 	done := make(chan struct{})
 	defer close(done)
-	p := New(done, 200*time.Millisecond, 4)
+	p := New(done, 4)
 	ran := make(chan struct{})
 	p.Go(func() { ran <- struct{}{} })
 	<-ran
@@ -59,7 +59,8 @@ func TestReuse(t *testing.T) {
 // wait; closing done stops them, and Wait returns.
 func TestMaxIdle(t *testing.T) {
 	done := make(chan struct{})
-	p := New(done, time.Hour, 4)
+	p := New(done, 4)
+	p.linger = time.Hour
 	var calls, release sync.WaitGroup
 	release.Add(1)
 	for range 12 {
@@ -83,7 +84,7 @@ func TestMaxIdle(t *testing.T) {
 func TestAfterDone(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
-	p := New(done, time.Hour, 4)
+	p := New(done, 4)
 	ran := make(chan struct{})
 	p.Go(func() { close(ran) })
 	<-ran
