@@ -32,12 +32,13 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestReuse: calls made one after the other run on one worker, which
-// returns once it has waited the linger without a call.
+// TestReuse: calls made one after the other run on one worker. The
+// linger is long here: on a loaded host the test may not run again within
+// the default's 100 ms, and the worker would rightly have returned.
 func TestReuse(t *testing.T) {
 	done := make(chan struct{})
-	defer close(done)
 	p := New(done, 4)
+	p.linger = time.Hour
 	ran := make(chan struct{})
 	p.Go(func() { ran <- struct{}{} })
 	<-ran
@@ -51,8 +52,23 @@ func TestReuse(t *testing.T) {
 	if g := started() - g0; g != 0 {
 		t.Errorf("100 calls one after the other started %d goroutines, want 0", g)
 	}
-	await(t, "the worker returns after the linger", func() bool { return waiting(p) == 0 })
+	close(done)
 	p.Wait()
+}
+
+// TestLinger: a worker returns once it has waited the linger without a
+// call, and Wait then returns without done being closed.
+func TestLinger(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	p := New(done, 4)
+	ran := make(chan struct{})
+	p.Go(func() { close(ran) })
+	<-ran
+	p.Wait() // the worker returns by itself, after Linger
+	if w := waiting(p); w != 0 {
+		t.Errorf("%d workers wait after the linger, want 0", w)
+	}
 }
 
 // TestMaxIdle: of twelve workers whose calls end together, at most MaxIdle
