@@ -120,8 +120,8 @@ func (a *attempts) Try(ctx context.Context, n int) (leasekit.Result, error) {
 	case errors.Is(err, errRaced):
 		// Refused: the server answered, and others wrote first. A grant
 		// is decided again at the next attempt; a refresh that did not
-		// land is made then (the intent lasts a TTL, refreshes come
-		// every TTL/3 or so).
+		// land is made then (the intent lasts intentTTL, refreshes come
+		// every third of it or so).
 		out.granted, out.hint = false, 0
 	case err != nil:
 		// The server answered part of the attempt (a read, a lost race)
@@ -169,22 +169,32 @@ func (a *attempts) decide(v *view, seen *seen, now time.Time, n int, out *outcom
 		// holder's renewals and release lose race after race.
 		return false
 	}
+	life := a.c.intentTTL()
 	if i := find(v.st.Waiters, a.owner); i >= 0 {
-		if now.Sub(a.fresh) < a.c.o.TTL/3 {
+		if now.Sub(a.fresh) < life/3 {
 			return false // fresh enough: no write, a read only
 		}
 		v.st.Waiters[i].Stamp++
 		// Optional while the intent has time left: a refresh that loses a
-		// race is made at the next attempt. Past TTL/2 it must land, or
-		// the others would soon judge the intent expired and drop it.
-		out.refresh = now.Sub(a.fresh) < a.c.o.TTL/2
+		// race is made at the next attempt. Past half its life it must
+		// land, or the others would soon judge it expired and drop it.
+		out.refresh = now.Sub(a.fresh) < life/2
 	} else {
-		v.st.Waiters = append(v.st.Waiters, a.entry(v.mint(), a.c.o.TTL, now))
+		v.st.Waiters = append(v.st.Waiters, a.entry(v.mint(), life, now))
 	}
 	v.prune(seen, now, map[string]bool{a.owner: true})
 	out.intent = now
 	return true
 }
+
+// intentTTL is how long a waiter's intent lasts without a refresh: two
+// lease times. Every refresh is a write of the name's one Lease, which the
+// holders' renewals must race; with a third of a TTL between refreshes,
+// nine semaphore waiters on a loaded host (each read and conditional
+// write taking a few hundred ms) made their holders lose race after race
+// until the leases ran out. Twice the life halves those writes; the price
+// is that a waiter that died keeps its place up to two TTLs, not one.
+func (c *Client) intentTTL() time.Duration { return 2 * c.o.TTL }
 
 // entry is the caller's entry: a holder's with its token, or a waiter's
 // with its ticket.

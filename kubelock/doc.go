@@ -107,9 +107,12 @@
 // as exclusive), replacing its waiting intent, if any, by a holder entry
 // with the name's next token. A waiting acquire of a read/write lock, a
 // semaphore or an election records an intent with the next token as its
-// ticket, and refreshes it (its stamp) about every TTL/3: between
-// refreshes an attempt is a read only, and a refresh that loses a race is
-// made at the next attempt instead of being retried at once. A renewal adds one to its entry's
+// ticket. An intent lasts two TTLs, and its waiter refreshes it (its
+// stamp) about every 2·TTL/3: every refresh is a write its name's holders
+// must race, so a waiter that died keeps its place up to two TTLs rather
+// than making live holders lose their renewals. Between refreshes an
+// attempt is a read only, and a refresh that loses a race is made at the
+// next attempt instead of being retried at once. A renewal adds one to its entry's
 // stamp and sets renewTime; a release removes the owner's entries. Each
 // write also drops the entries it judges expired. The keeper renews every
 // lease of a client every TTL/3, Options.Parallel Leases at a time.
@@ -187,7 +190,7 @@
 // for the Lease, one conditional update wins and the others find it
 // taken. So a mutex serves its waiters in no particular order, and
 // Inspect lists none. Intents are entries of the name's one Lease, and
-// each waiter's refreshes (three per TTL) are writes the holder's
+// each waiter's refreshes (three per intent's life) are writes the holder's
 // renewals must then race: with fifty clients waiting on one mutex the
 // holder lost its renewals, and its lease. The read/write lock, the
 // semaphore and the election keep intents, since their order is part of

@@ -91,12 +91,15 @@ const sqlTTL = 1500 * time.Millisecond
 // after the other clients saw its last renewal (their watch tells them at
 // once), so SessionTTL adds only the watch's and a request's latency.
 // Every holder and waiter of a name writes the name's one Lease, and a
-// write that lost a race to another is read and sent again: at 2s, on a
-// loaded two-core host (load average 8) where a read and a write took a
-// few hundred milliseconds, three readers' renewals or a semaphore's
-// holders against nine waiters' refreshes sometimes went TTL/2 without a
-// confirmed renewal (Suspended) or longer (Lost). 3s leaves room for it.
-const k8sTTL = 3 * time.Second
+// write that lost a race to another is read and sent again. On a loaded
+// two-core host (CI: every module's tests at once under -race; here
+// reproduced with six busy loops beside the test), where a read and a
+// conditional write took 150–700 ms, a semaphore's three holders racing
+// nine waiters' refreshes lost ten to fifteen races in a row, and with
+// them their leases, at 3s: AtMostN failed 3 runs of 3. With the intents'
+// longer life (two TTLs, see kubelock's doc) it failed 1 of 4 at 3s and
+// none of 4 at 5s.
+const k8sTTL = 5 * time.Second
 
 // liveEntry keeps the entries whose lease has not run out: kubelock lists
 // an expired holder or waiter Dead (as the admin client judges it) until
