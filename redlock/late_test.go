@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -47,4 +48,33 @@ func TestNoLateGrantOutlivesRelease(t *testing.T) {
 	if es := entries(t, admin, name); len(es) != 0 {
 		t.Errorf("entries after 20 released grants = %q, want none", es)
 	}
+}
+
+// TestSlowRenewalsCount: every node answers 0.4 TTL after a request is
+// sent, later than the TTL/3 between renewals, yet each renewal extends
+// the key when it runs. The keeper takes such an answer until the lease's
+// deadline; the store must not cut its round sooner. Cut at TTL/3, every
+// round was thrown away and the holder was told Lost within one TTL,
+// though every node kept its key.
+func TestSlowRenewalsCount(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := redlocktest.Prefix(t, addrs)
+	const ttl = 2 * time.Second
+	c := redlocktest.NewProxied(t, addrs, prefix, redlock.Options{TTL: ttl})
+	l, err := redlocktest.Mutex(t, c.Client, "slow/renewals").Lock(redlocktest.OpCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	for i := range c.Proxies {
+		if err := c.Proxies[i].Latency(faultproxy.Upstream, 4*ttl/10, 0); err != nil {
+			t.Fatalf("Latency(node %d) = %v", i, err)
+		}
+	}
+	select {
+	case <-l.Context().Done():
+		t.Fatalf("lease Lost within %v of renewals answered 0.4 TTL late: %v", 3*ttl, context.Cause(l.Context()))
+	case <-time.After(3 * ttl):
+	}
+	c.Heal()
+	redlocktest.Release(t, l)
 }

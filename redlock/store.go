@@ -29,13 +29,20 @@ func (s *store) keysOwners(refs []keeper.Ref) ([]string, []any) {
 	return keys, owners
 }
 
-// timeout is a background round's per-node bound: the keeper's context
-// (TTL/3) bounds it too.
+// timeout is a background round's per-node bound. The keeper's context
+// carries no deadline: the keeper ends it on its own clock, once a slow
+// answer is no longer worth having (the batch's deadline), and a renewal
+// answered after a TTL is moot. A round cut at TTL/3 instead threw away
+// answers the keeper still took: through a link of 240 ms each way a
+// node's first request on a new connection (dial, HELLO, the script) took
+// 700-780 ms, past the cut, although every node had extended the key,
+// and the next round, on connections still busy with the abandoned ones,
+// was cut too: a false Lost at a latency well within the budget.
 func (s *store) timeout(ctx context.Context) time.Duration {
 	if d, ok := ctx.Deadline(); ok {
 		return time.Until(d)
 	}
-	return s.c.o.TTL / 3
+	return s.c.o.TTL
 }
 
 // Renew extends every ref on every node where it still holds its owner
