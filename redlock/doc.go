@@ -67,8 +67,12 @@
 // The lease is then held by the keeper: every TTL/3 it extends all of the
 // client's leases on all nodes (a PEXPIRE that never re-creates an expired
 // key, owner-checked, one script per node per batch) and counts a lease
-// renewed only when a majority extended it. It declares the lease
-// Suspended when no renewal was confirmed for TTL/2, and Lost at
+// renewed only when a majority extended it. A round waits for the nodes'
+// answers as long as the keeper still takes them (up to the lease's
+// deadline), not only the TTL/3 between rounds: a late answer still says
+// that the node extended the key when it ran the script, and a request on
+// a new connection through a slow link takes three flights. It declares
+// the lease Suspended when no renewal was confirmed for TTL/2, and Lost at
 // send time + TTL − (DriftMargin + drift) — before any node can expire a
 // majority of the keys. Release deletes the key on every node
 // (owner-checked) and succeeds once a majority confirmed. A node that had
