@@ -28,20 +28,20 @@ cd "$(dirname "$0")/.."
 #   postgresql, mariadb-server: initdb, pg_ctl, psql and the MariaDB server;
 #   chromium: the browser tests of the exporter page and the drill report;
 #   openssl, procps: certificates of the TLS deployments, and ps.
-# The list itself holds names only, on one line, so that any reader of it
-# (a person, a shell parser, or a checker that reads a line at a time)
-# sees every one.
-packages=(zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps)
-need=()
-have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in "${packages[@]}"; do
-  have "$pkg" || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "test.sh: installing ${need[*]}" >&2
+# The names are written out on the apt-get install command itself, where
+# any reader of the script (a person, a shell parser, a checker that reads
+# a line at a time) finds them: install_packages adds its arguments to
+# that command (--simulate for the check).
+install_packages() { apt-get "$@" install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps; }
+# The simulation needs no root: on a machine that has every package it
+# lists no new one ("Inst name (version"; an upgrade shows "[old]" and
+# is left alone), and on a fresh machine, whose package lists are still
+# empty, it fails: then update the lists and install.
+if ! planned=$(install_packages --simulate 2>/dev/null) || grep -q '^Inst [^ ]* (' <<<"$planned"; then
+  echo "test.sh: installing the missing Debian packages" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+  install_packages >&2
 fi
 if ! command -v go >/dev/null 2>&1; then
   [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin

@@ -60,7 +60,7 @@ func judge(name string, d dpkg, pkgs map[string]pkgInfo, brought map[string]bool
 	if !strings.HasPrefix(name, "*/") {
 		var err error
 		if file, err = lookPath(name); err != nil {
-			return "not installed: add the Debian package that has it to the packages list in scripts/test.sh"
+			return "not installed: add the Debian package that has it to the apt-get install command in scripts/test.sh"
 		}
 	}
 	pkg := ownerOf(d, file)
@@ -70,7 +70,7 @@ func judge(name string, d dpkg, pkgs map[string]pkgInfo, brought map[string]bool
 	case brought[pkg] || pkgs[pkg].base:
 		return ""
 	default:
-		return fmt.Sprintf("comes from %s, which scripts/test.sh does not install (not in its packages list, not a dependency of one, not in Debian's base system)", pkg)
+		return fmt.Sprintf("comes from %s, which scripts/test.sh does not install (not on its apt-get install command, not a dependency of one, not in Debian's base system)", pkg)
 	}
 }
 
@@ -95,7 +95,8 @@ func lookPath(name string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-// packageList reads test.sh's packages=(…) array.
+// packageList reads the packages test.sh installs: the literal words
+// after "install" in its apt-get call, flags aside.
 func packageList(scripts []script, testSh string) ([]string, error) {
 	for _, s := range scripts {
 		if s.name != testSh {
@@ -103,18 +104,28 @@ func packageList(scripts []script, testSh string) ([]string, error) {
 		}
 		var list []string
 		syntax.Walk(s.file, func(n syntax.Node) bool {
-			a, ok := n.(*syntax.Assign)
-			if ok && a.Name != nil && a.Name.Value == "packages" && a.Array != nil {
-				for _, e := range a.Array.Elems {
-					if v, ok := literal(e.Value); ok {
-						list = append(list, v)
-					}
+			c, ok := n.(*syntax.CallExpr)
+			if !ok || len(c.Args) == 0 {
+				return true
+			}
+			if name, _ := literal(c.Args[0]); name != "apt-get" {
+				return true
+			}
+			after := false
+			for _, w := range c.Args[1:] {
+				v, ok := literal(w)
+				switch {
+				case !ok:
+				case v == "install":
+					after = true
+				case after && !strings.HasPrefix(v, "-"):
+					list = append(list, v)
 				}
 			}
 			return true
 		})
 		if len(list) == 0 {
-			return nil, fmt.Errorf("%s has no packages=(…) list", testSh)
+			return nil, fmt.Errorf("%s has no apt-get install of named packages", testSh)
 		}
 		return list, nil
 	}

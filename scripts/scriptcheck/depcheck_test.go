@@ -74,10 +74,10 @@ func (d table) installed() (map[string]pkgInfo, error) { return d.pkgs, nil }
 func TestCheckFlagsAMissingPackage(t *testing.T) {
 	root := t.TempDir()
 	writeScript(t, root, ".ci/run", "exec scripts/test.sh\n")
-	writeScript(t, root, "scripts/test.sh", "packages=(\n  listed # why\n)\nlisted-cmd\ndep-cmd\nbase-cmd\n")
+	writeScript(t, root, "scripts/test.sh", "pk() { apt-get \"$@\" install -y --no-install-recommends listed; }\nlisted-cmd\ndep-cmd\nbase-cmd\n")
 	writeScript(t, root, "scripts/servers.d/x.sh", "handy-cmd --flag\nno-such-command-anywhere\n")
 	bin := t.TempDir()
-	for _, c := range []string{"listed-cmd", "dep-cmd", "base-cmd", "handy-cmd"} {
+	for _, c := range []string{"apt-get", "listed-cmd", "dep-cmd", "base-cmd", "handy-cmd"} {
 		writeScript(t, bin, c, "#!/bin/sh\n")
 		os.Chmod(filepath.Join(bin, c), 0o755)
 	}
@@ -86,18 +86,20 @@ func TestCheckFlagsAMissingPackage(t *testing.T) {
 		owners: map[string]string{
 			filepath.Join(bin, "listed-cmd"): "listed", filepath.Join(bin, "dep-cmd"): "dep",
 			filepath.Join(bin, "base-cmd"): "coreutils", filepath.Join(bin, "handy-cmd"): "by-hand",
+			filepath.Join(bin, "apt-get"): "apt",
 		},
 		pkgs: parseInstalled("ii \tlisted\tno\toptional\t, dep (>= 1) | other:any\t\n" +
 			"ii \tdep\tno\toptional\t, \t\n" +
 			"ii \tcoreutils\tyes\trequired\t, \t\n" +
+			"ii \tapt\tno\trequired\t, \t\n" +
 			"ii \tby-hand\tno\toptional\t, \t\n"),
 	}
 	problems, n, err := check(root, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 {
-		t.Errorf("checked %d commands, want 5", n)
+	if n != 6 { // apt-get, whose install line lists the packages, among them
+		t.Errorf("checked %d commands, want 6", n)
 	}
 	if len(problems) != 2 ||
 		!strings.Contains(problems[0], "scripts/servers.d/x.sh:1: handy-cmd: comes from by-hand") ||

@@ -3,7 +3,7 @@
 // is. The command proves that scripts/test.sh installs everything the
 // repository's scripts run, on any machine, not only a fresh one: every
 // command the shell scripts under scripts/ (and .ci/run) call must come
-// from a Debian package in test.sh's packages list, from a package one of
+// from a Debian package test.sh's apt-get install names, from a package one of
 // those depends on, or from Debian's base system (Essential or Priority
 // required). A machine that has a package by hand would otherwise hide a
 // missing entry until a fresh machine failed.
