@@ -2,6 +2,9 @@ package kubelock
 
 import (
 	"context"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
@@ -37,3 +40,22 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 func (c *Client) LeaseName(name string) (string, error) { return c.leaseName(name) }
 func (c *Client) Close() error                          { return c.close() }
 func (c *Client) Namespace() string                     { return c.ns }
+
+// Intent is a waiting intent as a Lease stores it.
+type Intent struct {
+	Stamp uint64        // one, plus one per refresh
+	TTL   time.Duration // its lease time
+}
+
+// Intents decodes the waiting intents of lock's Lease l.
+func Intents(lock string, l *coordv1.Lease) ([]Intent, error) {
+	v, err := decode(lock, l)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Intent, len(v.st.Waiters))
+	for i, e := range v.st.Waiters {
+		out[i] = Intent{Stamp: e.Stamp, TTL: e.ttl()}
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package kubelock_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -40,24 +39,18 @@ func TestIntentRefreshesSparingly(t *testing.T) {
 	}()
 	time.Sleep(3 * testTTL)
 	waited := time.Since(start)
-	var st struct {
-		W []struct {
-			S uint64 `json:"s"` // stamp: one, plus one per refresh
-			D int64  `json:"d"` // lease time, ms
-		} `json:"w"`
+	in, err := kubelock.Intents(name, getLease(t, holder, name))
+	if err != nil || len(in) != 1 {
+		t.Fatalf("Intents = %+v, %v; want one waiter", in, err)
 	}
-	lease := getLease(t, holder, name)
-	if err := json.Unmarshal([]byte(lease.Annotations["baton.dev/state"]), &st); err != nil || len(st.W) != 1 {
-		t.Fatalf("state %q: %v; want one waiter", lease.Annotations["baton.dev/state"], err)
-	}
-	w := st.W[0]
-	if want := (2 * testTTL).Milliseconds(); w.D != want {
-		t.Errorf("intent's lease time %d ms, want %d (two TTLs)", w.D, want)
+	w := in[0]
+	if w.TTL != 2*testTTL {
+		t.Errorf("intent's lease time %v, want %v (two TTLs)", w.TTL, 2*testTTL)
 	}
 	// At most one refresh per 2·TTL/3 of waiting, and at least one: the
 	// waiter keeps its intent alive.
 	most := 1 + uint64(waited/(2*testTTL/3))
-	if w.S < 2 || w.S > most {
-		t.Errorf("intent's stamp %d after %v of waiting, want 2…%d (a refresh per 2·TTL/3)", w.S, waited.Round(time.Millisecond), most)
+	if w.Stamp < 2 || w.Stamp > most {
+		t.Errorf("intent's stamp %d after %v of waiting, want 2…%d (a refresh per 2·TTL/3)", w.Stamp, waited.Round(time.Millisecond), most)
 	}
 }
