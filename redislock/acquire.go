@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/baton-go/baton/internal/rediseval"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,124 +14,6 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
 )
-
-// spec is one recipe's side of an acquire: which script, on which keys,
-// and how the grant is kept. Its keys and fixed arguments are boxed once,
-// when it is built, for evalsha.
-type spec struct {
-	script  rediseval.Script
-	keys    []string
-	boxed   []any  // keys, boxed
-	detail  string // ARGV[6]
-	publish string // ARGV[7]: channel to publish a grant on
-	waiters string // the zset of waiting intents (mutex, permits, leader)
-	// detailArg and publishArg are detail and publish, boxed.
-	detailArg, publishArg any
-	// queued: the read/write lock's queue, keys[2] (intents) and keys[3]
-	// (order), members waiterPrefix + waiter id.
-	queued       bool
-	waiterPrefix string
-	wake         string // the name's channel
-	// zset: the grant is a member "<owner>:<token>" of keys[zsetKey], its
-	// holder record in procs; else the owner of the hash keys[0].
-	zset      bool
-	zsetKey   int
-	procs     string
-	companion string
-	// aux is the Aux of every ref of a hash grant, and of a zset grant's
-	// while its token is unknown (see ref).
-	aux *aux
-	// onReply, if set, sees every script reply (the semaphore's N check).
-	onReply func([]any)
-	// one: this client's waiters are woken one at a time (wakeone.go).
-	one bool
-	// wakes: the grant's release wakes the first of the waiters' set
-	// (wakeone.go), which goes with the grant to the release script.
-	wakes bool
-}
-
-// specFor describes the keys and script of the acquire req (see keys.go
-// for the layout).
-func (c *Client) specFor(req *leasekit.Request) *spec {
-	s := c.rawSpec(req)
-	s.boxed = rediseval.BoxKeys(s.keys)
-	s.detailArg, s.publishArg = s.detail, s.publish
-	key := s.keys[0]
-	if s.zset {
-		key = s.keys[s.zsetKey]
-	}
-	waiters := ""
-	if s.wakes {
-		waiters = s.waiters
-	}
-	s.aux = newAux(key, s.zset, s.procs, s.companion, s.wake, waiters)
-	s.aux.mutex = req.Kind == leasekit.KindMutex
-	return s
-}
-
-// rawSpec is specFor without what is derived from the rest.
-func (c *Client) rawSpec(req *leasekit.Request) *spec {
-	k := c.keysOf(req.Name)
-	b := k.base
-	switch req.Kind {
-	case leasekit.KindRead, leasekit.KindWrite:
-		s := &spec{
-			script: evAcquireWrite,
-			keys:   []string{b + sfxRWWrite, b + sfxRWReaders, b + sfxRWQueue, b + sfxRWOrder, b + sfxRWSeq, k.counter, b + sfxRWProcs},
-			wake:   k.wake, queued: true, waiterPrefix: "w:",
-		}
-		if req.Kind == leasekit.KindRead {
-			s.script, s.zset, s.zsetKey, s.procs, s.waiterPrefix = evAcquireRead, true, 1, b+sfxRWProcs, "r:"
-		}
-		return s
-	case leasekit.KindPermit:
-		return &spec{
-			script:  evAcquirePermit,
-			keys:    []string{b + sfxSemPermits, b + sfxSemN, b + sfxSemWaiters, k.counter, b + sfxSemProcs},
-			detail:  strconv.Itoa(req.N),
-			waiters: b + sfxSemWaiters, wake: k.wake,
-			zset: true, procs: b + sfxSemProcs, companion: b + sfxSemN,
-			onReply: func(v []any) { storedN(req, b+sfxSemN, v) },
-		}
-	case leasekit.KindLeader:
-		return &spec{
-			script: evAcquireHash,
-			keys:   []string{b + sfxElect, b + sfxElectWaiters, k.counter},
-			detail: req.ID, publish: k.wake,
-			waiters: b + sfxElectWaiters, wake: k.wake, one: c.wo.on, wakes: c.wo.wakes,
-		}
-	}
-	return &spec{
-		script:  evAcquireHash,
-		keys:    []string{b + sfxMutex, b + sfxMutexWaiters, k.counter},
-		waiters: b + sfxMutexWaiters, wake: k.wake, one: c.wo.on, wakes: c.wo.wakes,
-	}
-}
-
-// storedN reports the N a permit script answered (the one stored by the
-// holders, in key) when it is not req's: each stored N once per
-// Semaphore.
-func storedN(req *leasekit.Request, key string, v []any) {
-	if len(v) < 3 {
-		return
-	}
-	stored, _ := v[2].(int64)
-	if stored == 0 || int(stored) == req.N {
-		return
-	}
-	req.Seen([]leasekit.Permits{{ID: strconv.FormatInt(stored, 10), Lease: key, N: int(stored)}}, false)
-}
-
-// ref is how the keeper renews and releases the grant of owner. A hash
-// grant, and a zset grant whose token is unknown, share the spec's aux; a
-// known zset grant's names its member.
-func (s *spec) ref(owner string, token uint64, known bool) keeper.Ref {
-	a := s.aux
-	if s.zset && known {
-		a = a.withMember(owner + ":" + strconv.FormatUint(token, 10))
-	}
-	return keeper.Ref{Key: a.keys[0], Owner: owner, Aux: a}
-}
 
 // reply is one attempt's answer.
 type reply struct {

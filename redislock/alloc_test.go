@@ -13,9 +13,19 @@ import (
 	"github.com/baton-go/baton/redislock"
 )
 
-// benchMutex is an uncontended mutex on a client of its own; cut builds
-// the redis client with ContextTimeoutEnabled.
+// benchMutex is an uncontended mutex on a client of its own (benchClient).
 func benchMutex(tb testing.TB, cut bool) *baton.Mutex {
+	tb.Helper()
+	m, err := benchClient(tb, cut).Mutex("alloc")
+	if err != nil {
+		tb.Fatalf("Mutex = %v", err)
+	}
+	return m
+}
+
+// benchClient is a client of its own; cut builds the redis client with
+// ContextTimeoutEnabled.
+func benchClient(tb testing.TB, cut bool) *baton.Client {
 	tb.Helper()
 	rdb := redisClientWith(tb, &redis.Options{Addr: testenv.Redis(tb), MaxRetries: -1, ContextTimeoutEnabled: cut})
 	c, err := redislock.New(rdb, redislock.Options{TTL: 30e9, Prefix: testPrefix(tb, rdb)})
@@ -23,11 +33,7 @@ func benchMutex(tb testing.TB, cut bool) *baton.Mutex {
 		tb.Fatalf("New = %v", err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
-	m, err := c.Mutex("alloc")
-	if err != nil {
-		tb.Fatalf("Mutex = %v", err)
-	}
-	return m
+	return c
 }
 
 func lockUnlock(tb testing.TB, ctx context.Context, m *baton.Mutex) {

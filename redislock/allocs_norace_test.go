@@ -28,3 +28,21 @@ func TestMutexAllocs(t *testing.T) {
 		t.Logf("uncontended lock+unlock: %.1f allocations (≤ %d)", n, ceiling)
 	}
 }
+
+// TestMutexCreateAllocs bounds the allocations of making a Mutex: a lock
+// object made per request (c.Mutex(name), then Lock) pays them on every
+// lock. Its spec, keys and their boxes are one block and one string
+// (specBlock): 27 allocations when each was built apart, 6 since.
+func TestMutexCreateAllocs(t *testing.T) {
+	c := benchClient(t, true)
+	const ceiling = 6
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := c.Mutex("order/42"); err != nil {
+			t.Fatalf("Mutex = %v", err)
+		}
+	}); n > ceiling {
+		t.Errorf("Mutex: %.1f allocations, want ≤ %d", n, ceiling)
+	} else {
+		t.Logf("Mutex: %.1f allocations (≤ %d)", n, ceiling)
+	}
+}

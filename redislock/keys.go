@@ -57,7 +57,7 @@ func (c *Client) keysOf(name string) keys {
 	return keys{
 		base:    c.o.Prefix + ":{" + e + "}",
 		counter: c.o.Prefix + ":tokens:{" + slotTag(slotOf(e)) + "}",
-		wake:    c.o.Prefix + ":{" + e + "}:wake",
+		wake:    c.o.Prefix + ":{" + e + "}" + sfxWake,
 	}
 }
 
@@ -77,6 +77,7 @@ const (
 	sfxSemWaiters   = ":sem:waiters"   // zset waiter id → expiry
 	sfxElect        = ":elect"         // hash owner, token, id, proc: the leader
 	sfxElectWaiters = ":elect:waiters" // zset candidate id → expiry
+	sfxWake         = ":wake"          // pub/sub channel (not a key)
 )
 
 // slotOf is Redis Cluster's key slot of a hash tag: CRC16-XMODEM mod 16384.

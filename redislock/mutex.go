@@ -16,7 +16,7 @@ import (
 // TryLockFor).
 type mutex struct {
 	*leasekit.Mutex
-	key string
+	c *Client
 }
 
 var _ baton.Locker = (*mutex)(nil)
@@ -28,11 +28,11 @@ func (c *Client) mutex(name string) (*mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mutex{Mutex: m, key: c.keysOf(m.Name()).base + sfxMutex}, nil
+	return &mutex{Mutex: m, c: c}, nil
 }
 
 // Key returns the Redis key of the lock (a hash: owner, token, proc).
 // Reach it through baton.As:
 //
 //	k, ok := baton.As[interface{ Key() string }](m) // m a *baton.Mutex
-func (m *mutex) Key() string { return m.key }
+func (m *mutex) Key() string { return m.c.keysOf(m.Name()).base + sfxMutex }

@@ -43,18 +43,30 @@ type aux struct {
 // newAux is the aux of the leases on key: members of a sorted set with
 // their records in procs when zset, else a hash's owners.
 func newAux(key string, zset bool, procs, companion, wake, waiters string) *aux {
-	a := &aux{zset: zset, procs: procs, companion: companion, wake: wake, waiters: waiters, keys: []string{key}, wakeArg: wake}
+	a := new(aux)
+	a.init(nil, nil, key, zset, procs, companion, wake, waiters)
+	return a
+}
+
+// init sets a as newAux describes, its keys appended to keys and boxed
+// into boxed: arrays beside a when a is part of a spec's block.
+func (a *aux) init(keys []string, boxed []any, key string, zset bool, procs, companion, wake, waiters string) {
+	*a = aux{zset: zset, procs: procs, companion: companion, wake: wake, waiters: waiters}
+	a.wakeArg = &a.wake // a copy of a (withMember) points at the same channel
+	keys = append(keys, key)
 	switch {
 	case zset && procs != "":
-		a.keys = append(a.keys, procs)
+		keys = append(keys, procs)
 		if companion != "" {
-			a.keys = append(a.keys, companion)
+			keys = append(keys, companion)
 		}
 	case !zset && waiters != "":
-		a.keys = append(a.keys, waiters)
+		keys = append(keys, waiters)
 	}
-	a.boxed = rediseval.BoxKeys(a.keys)
-	return a
+	for i := range keys {
+		boxed = append(boxed, &keys[i])
+	}
+	a.keys, a.boxed = keys, boxed
 }
 
 // mode is the release script's ARGV[2] for a's leases.

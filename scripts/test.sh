@@ -133,7 +133,7 @@ lane() {
     if [ "$mod" = . ]; then
       # The root module's allocation tests, likewise.
       echo "== .: allocation tests without -race"
-      go test -count=1 -run 'TestMutexAllocs|TestHubJoinAllocs' ./redislock ./sqllock || rc=1
+      go test -count=1 -run 'TestMutexAllocs|TestMutexCreateAllocs|TestHubJoinAllocs' ./redislock ./sqllock || rc=1
     fi
     if [ "$mod" = ./drill ] || [ "$mod" = drill ]; then
       # go-zookeeper v1.0.4 races with itself when a session with
