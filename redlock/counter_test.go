@@ -66,3 +66,47 @@ func TestCounterOutOfRange(t *testing.T) {
 		t.Errorf("TryLock after the counters passed 2^53-N = (lease %v, %v), want ErrBadCounter", l != nil, err)
 	}
 }
+
+// TestCounterPhase: a node mints the smallest token above its counter
+// that is ≡ its index (mod N). A counter out of that phase (set by hand,
+// or new) gets there in one grant; from then on each grant adds N.
+func TestCounterPhase(t *testing.T) {
+	addrs := testenv.Redlock(t)
+	prefix := redlocktest.Prefix(t, addrs)
+	nodes := redlocktest.Clients(t, addrs)
+	c := redlocktest.NewClient(t, addrs, prefix, redlock.Options{})
+	counter, n := prefix+"counter", int64(len(nodes))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	redlocktest.Release(t, redlocktest.Lock(t, c, "phase")) // the node indexes are set
+	read := func() []int64 {
+		t.Helper()
+		out := make([]int64, len(nodes))
+		for i, nd := range nodes {
+			v, err := nd.Get(ctx, counter).Int64()
+			if err != nil {
+				t.Fatalf("node %d: GET %s = %v", i, counter, err)
+			}
+			out[i] = v
+		}
+		return out
+	}
+	for i, nd := range nodes { // 1000+i+1: one past the phase on every node
+		if err := nd.Set(ctx, counter, 1000+int64(i)+1, 0).Err(); err != nil {
+			t.Fatalf("node %d: SET = %v", i, err)
+		}
+	}
+	redlocktest.Release(t, redlocktest.Lock(t, c, "phase"))
+	first := read()
+	for i, v := range first {
+		if want := 1000 + int64(i) + n; v != want {
+			t.Errorf("node %d: counter %d after a grant from %d, want %d (the next ≡ %d mod %d)", i, v, 1000+i+1, want, i, n)
+		}
+	}
+	redlocktest.Release(t, redlocktest.Lock(t, c, "phase"))
+	for i, v := range read() {
+		if v != first[i]+n {
+			t.Errorf("node %d: counter %d after a grant from %d, want %d", i, v, first[i], first[i]+n)
+		}
+	}
+}

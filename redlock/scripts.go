@@ -37,14 +37,24 @@ const (
 // keep it and the release deletes it with the key. Returns {code, token
 // or stored index or counter}.
 //
+// The mint is one INCRBY N: a counter ≡ i (mod N), as every mint and
+// raise leaves it, moves to the next token. Its result is checked after:
+// one out of phase (a new counter, or one set by hand) is set to the
+// smallest token above its old value; one that was not an integer,
+// negative, or that reached 2^53 (where doubles stop being exact) is put
+// back (DECRBY is exact on the server) and judged by its stored text. A
+// read before the write made two calls on every grant.
+//
 // With record "1" (a waiting acquire past its first attempt) a held lock
 // also records the waiter: in the waiters set scored by its arrival (the
 // same score on every node, so every node's release picks the same
 // waiter) and in the intents set scored by its expiry on the node's clock
 // (expired waiters are dropped from both), and the answer has a third
 // element, the number of waiters, which spaces the waiter's polls. A
-// grant removes the waiter. See wakeone.go.
-var acquireScript = redis.NewScript(recordLua + `
+// grant removes the waiter. See wakeone.go. The grant comes first, before
+// the functions only a waiter's refusal calls are defined: a script makes
+// its local functions anew at every call.
+var acquireScript = redis.NewScript(`
 local idx = redis.call('GET', KEYS[3])
 if not idx then
   if ARGV[5] ~= '1' then return {-1, 0} end
@@ -52,26 +62,36 @@ if not idx then
   idx = ARGV[3]
 end
 if idx ~= ARGV[3] then return {-2, idx} end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[7] ~= '1' then return {0, redis.call('PTTL', KEYS[1])} end
-  record(KEYS[4], KEYS[5], ARGV[6], ARGV[9], ARGV[8])
-  return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[4])}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local n = tonumber(ARGV[4])
+  local i = tonumber(ARGV[3])
+  local v = redis.pcall('INCRBY', KEYS[2], n)
+  if type(v) ~= 'number' or v < n or v >= 9007199254740992 then
+    if type(v) == 'number' then redis.call('DECRBY', KEYS[2], n) end
+    local c = redis.call('GET', KEYS[2]) or '0'
+    local w = tonumber(c)
+    if not w or w < 0 or w + n > 9007199254740992 then return {-3, c} end
+    v = w + 1
+    v = v + ((i - v) % n)
+    redis.call('SET', KEYS[2], string.format('%d', v))
+  elseif (v - i) % n ~= 0 then
+    v = v - n + 1
+    v = v + ((i - v) % n)
+    redis.call('SET', KEYS[2], string.format('%d', v))
+  end
+  local tok = string.format('%d', v)
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tok, 'proc', ARGV[10])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if ARGV[7] == '1' then
+    redis.call('ZREM', KEYS[4], ARGV[6])
+    redis.call('ZREM', KEYS[5], ARGV[6])
+  end
+  return {1, tok}
 end
-local n = tonumber(ARGV[4])
-local i = tonumber(ARGV[3])
-local c = redis.call('GET', KEYS[2]) or '0'
-local v = tonumber(c)
-if not v or v < 0 or v + n > 9007199254740992 then return {-3, c} end
-v = v + 1
-v = v + ((i - v) % n)
-redis.call('SET', KEYS[2], string.format('%d', v))
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', v), 'proc', ARGV[10])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if ARGV[7] == '1' then
-  redis.call('ZREM', KEYS[4], ARGV[6])
-  redis.call('ZREM', KEYS[5], ARGV[6])
-end
-return {1, string.format('%d', v)}
+if ARGV[7] ~= '1' then return {0, redis.call('PTTL', KEYS[1])} end
+` + recordLua + `
+record(KEYS[4], KEYS[5], ARGV[6], ARGV[9], ARGV[8])
+return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[4])}
 `)
 
 // raiseScript is the write-back to a lagging node: KEYS lock, counter;
