@@ -153,11 +153,35 @@ return out
 // and won on the other nodes. Left first in line, it would be the waiter
 // this node picks while the others pick the next, and every later release
 // would pick one behind them: a waiter listening here would never be told.
-var releaseScript = redis.NewScript(trimLua + `
-local root = ARGV[1]
+//
+// Every key is released, and every such waiter removed, before any waiter
+// is woken, the same on every node; only a release that finds a waiter
+// builds the functions that wake one (a script makes its local functions
+// anew at every call): an uncontended release is HGET, DEL and EXISTS.
+var releaseScript = redis.NewScript(`
 local n = #ARGV - 2
+local done, wake = 0, nil
+for k = 1, n do
+  local owner = ARGV[k + 2]
+  local cur = redis.call('HGET', KEYS[k], 'owner')
+  if cur == owner then
+    done = done + redis.call('DEL', KEYS[k])
+  end
+  if string.find(owner, '/', 1, true) then
+    local own = string.match(owner, '^([^/]+)/')
+    redis.call('ZREM', KEYS[n + k], own)
+    redis.call('ZREM', KEYS[2 * n + k], own)
+  end
+  -- Nobody waits: no clock read, no trim, no functions built.
+  if (cur == owner or not cur) and redis.call('EXISTS', KEYS[n + k]) == 1 then
+    wake = wake or {}
+    wake[#wake + 1] = k
+  end
+end
+if not wake then return done end
+` + trimLua + `
+local root = ARGV[1]
 local function wakeone(w, e)
-  if redis.call('EXISTS', w) == 0 then return end -- nobody waits: no clock read, no trim
   trim(w, e)
   for _, m in ipairs(redis.call('ZRANGE', w, 0, 15)) do
     redis.call('ZREM', w, m)
@@ -169,20 +193,7 @@ local function wakeone(w, e)
     end
   end
 end
-local done = 0
-for k = 1, n do
-  local owner = ARGV[k + 2]
-  local cur = redis.call('HGET', KEYS[k], 'owner')
-  if cur == owner then
-    done = done + redis.call('DEL', KEYS[k])
-  end
-  local own = string.match(owner, '^([^/]+)/')
-  if own then
-    redis.call('ZREM', KEYS[n + k], own)
-    redis.call('ZREM', KEYS[2 * n + k], own)
-  end
-  if cur == owner or not cur then wakeone(KEYS[n + k], KEYS[2 * n + k]) end
-end
+for _, k in ipairs(wake) do wakeone(KEYS[n + k], KEYS[2 * n + k]) end
 return done
 `)
 
