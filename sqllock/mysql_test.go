@@ -141,3 +141,43 @@ func TestMySQLDSNOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestMariaDBRefusalDrawsNoToken: on MariaDB an attempt on a name that
+// has its row is one UPDATE, which draws the sequence's next value only
+// for a free row; the upsert it replaced drew one on every attempt. Three
+// refusals between two grants leave the tokens consecutive.
+func TestMariaDBRefusalDrawsNoToken(t *testing.T) {
+	b := mysqlBackend(t)
+	db, _ := b.open(t, false)
+	const prefix = "baton_drawless_" // a sequence of its own
+	a := newClient(t, db, sqllock.Options{TablePrefix: prefix})
+	other := newClient(t, db, sqllock.Options{TablePrefix: prefix})
+	name := uniqueName("drawless")
+	release := func(l *baton.Lease) {
+		t.Helper()
+		if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+	}
+	release(lock(t, a, name)) // the name's row exists from here on
+	l := lock(t, a, name)
+	first := l.Token()
+	m, err := other.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex = %v", err)
+	}
+	for i := range 3 {
+		if _, err := m.TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+			t.Fatalf("TryLock %d on a held lock = %v, want %v", i, err, baton.ErrNotAcquired)
+		}
+	}
+	release(l)
+	l = lock(t, a, name)
+	defer release(l)
+	if !sqllock.UsesSequence(a) {
+		t.Skip("the counter, not the sequence: MySQL draws a token per attempt")
+	}
+	if l.Token() != first+1 {
+		t.Errorf("token after three refusals = %d, want %d (the one after %d)", l.Token(), first+1, first)
+	}
+}
