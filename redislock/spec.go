@@ -10,8 +10,9 @@ import (
 )
 
 // spec is one recipe's side of an acquire: which script, on which keys,
-// and how the grant is kept. It is built once per lock object (Bind), in
-// one block with its keys and their boxes (see specBlock).
+// and how the grant is kept. It is built once per Mutex or RWMutex
+// (Bind), and per acquire for the other recipes, in one block with its
+// keys and their boxes (see specBlock).
 type spec struct {
 	script  rediseval.Script
 	keys    []string
