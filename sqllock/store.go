@@ -345,9 +345,7 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // myAcquire is MySQL's attempt. With the sequence (MariaDB) it is one
 // autocommitted statement, the row taken with the sequence's next value
-// if it is free: an UPDATE of the name's row (statements.myTakeRow), or
-// for a name that has no row yet, the upsert, a second statement once
-// per name. With the counter it is two,
+// if it is free and holds a smaller token. With the counter it is two,
 // one flight each: the counter advanced, then the row taken with that
 // token on the same condition (see statements.myTake). A transaction
 // around an upsert, the counter and the token's write cost six flights
@@ -357,22 +355,9 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 // the counter grows with attempts, not only with grants.
 func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
 	if s.seq.Load() {
-		// The name's row, if it has one (see statements.myTakeRow).
-		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeRow, argMutex, owner, s.c.holder, s.c.micros(ttl), name)
-		if err != nil {
-			return 0, false, err
-		}
-		switch got, err := res.LastInsertId(); {
-		case err != nil:
-			return 0, false, err
-		case got == heldID:
-			return 0, false, nil
-		case got > 0:
-			return uint64(got), true, nil
-		}
-		// No row yet: one upsert, the token the sequence's next value; the
+		// One statement: the token is the sequence's next value, and the
 		// result's LastInsertId is 0 when the row was not taken.
-		res, err = s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, int64(0), argMutex, owner, s.c.micros(ttl), s.c.holder)
+		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, int64(0), argMutex, owner, s.c.micros(ttl), s.c.holder)
 		if err != nil {
 			return 0, false, err
 		}
