@@ -53,15 +53,62 @@ type keys struct {
 }
 
 func (c *Client) keysOf(name string) keys {
-	e := escapeName(name)
-	return keys{
-		base:    c.o.Prefix + ":{" + e + "}",
-		counter: c.o.Prefix + ":tokens:{" + slotTag(slotOf(e)) + "}",
-		wake:    c.o.Prefix + ":{" + e + "}" + sfxWake,
-	}
+	var k [2]string
+	wake := c.packKeys(name, k[:], "", keyCounter)
+	return keys{base: k[0], counter: k[1], wake: wake}
 }
 
-// Suffixes of the keys of one name, one group per recipe.
+// keyCounter stands for the name's slot counter among packKeys' suffixes.
+const keyCounter = "\x00counter"
+
+// packKeys sets dst[i] to name's key with suffix sfxs[i] (keyCounter: its
+// slot counter) and returns its channel, all substrings of one string: a
+// lock object's keys in one allocation (see specBlock). It is the one
+// place that spells the layout.
+func (c *Client) packKeys(name string, dst []string, sfxs ...string) (wake string) {
+	e, p := escapeName(name), c.o.Prefix
+	tag := slotTag(slotOf(e))
+	parts := func(i int) [5]string {
+		switch {
+		case i == len(sfxs):
+			return [5]string{p, ":{", e, "}", sfxWake}
+		case sfxs[i] == keyCounter:
+			return [5]string{p, ":tokens:{", tag, "}", ""}
+		}
+		return [5]string{p, ":{", e, "}", sfxs[i]}
+	}
+	size := 0
+	for i := range len(sfxs) + 1 {
+		for _, s := range parts(i) {
+			size += len(s)
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var ends [8]int // the most suffixes (the read/write lock's seven) and the channel
+	for i := range len(sfxs) + 1 {
+		for _, s := range parts(i) {
+			b.WriteString(s)
+		}
+		ends[i] = b.Len()
+	}
+	all, start := b.String(), 0
+	for i := range sfxs {
+		dst[i], start = all[start:ends[i]], ends[i]
+	}
+	return all[start:]
+}
+
+// boxPointers appends a pointer to each of keys to boxed: go-redis writes
+// (and routes a Cluster command by) a *string as the string, and a
+// pointer boxes without an allocation.
+func boxPointers(boxed []any, keys []string) []any {
+	for i := range keys {
+		boxed = append(boxed, &keys[i])
+	}
+	return boxed
+}
+
 const (
 	sfxMutex        = ":mutex"         // hash owner, token, proc: the holder
 	sfxMutexWaiters = ":mutex:waiters" // zset waiter id → expiry (ms, server clock)

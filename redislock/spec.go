@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/baton-go/baton/engine/leasekit"
 	"github.com/baton-go/baton/engine/leasekit/keeper"
@@ -69,10 +68,7 @@ func (c *Client) specFor(req *leasekit.Request) *spec {
 	blk := new(specBlock)
 	s := &blk.s
 	c.fillSpec(blk, req)
-	for i := range s.keys {
-		blk.boxed[i] = &blk.keys[i]
-	}
-	s.boxed = blk.boxed[:len(s.keys)]
+	s.boxed = boxPointers(blk.boxed[:0], s.keys)
 	s.detailArg, s.publishArg = s.detail, s.publish
 	key := s.keys[0]
 	if s.zset {
@@ -94,15 +90,13 @@ func (c *Client) fillSpec(blk *specBlock, req *leasekit.Request) {
 	s, k := &blk.s, blk.keys[:]
 	switch req.Kind {
 	case leasekit.KindRead, leasekit.KindWrite:
-		var wake string
-		c.packKeys(req.Name, k, &wake, sfxRWWrite, sfxRWReaders, sfxRWQueue, sfxRWOrder, sfxRWSeq, keyCounter, sfxRWProcs)
+		wake := c.packKeys(req.Name, k, sfxRWWrite, sfxRWReaders, sfxRWQueue, sfxRWOrder, sfxRWSeq, keyCounter, sfxRWProcs)
 		*s = spec{script: evAcquireWrite, keys: k[:7], wake: wake, queued: true, waiterPrefix: "w:"}
 		if req.Kind == leasekit.KindRead {
 			s.script, s.zset, s.zsetKey, s.procs, s.waiterPrefix = evAcquireRead, true, 1, k[6], "r:"
 		}
 	case leasekit.KindPermit:
-		var wake string
-		c.packKeys(req.Name, k, &wake, sfxSemPermits, sfxSemN, sfxSemWaiters, keyCounter, sfxSemProcs)
+		wake := c.packKeys(req.Name, k, sfxSemPermits, sfxSemN, sfxSemWaiters, keyCounter, sfxSemProcs)
 		n := k[1]
 		*s = spec{
 			script: evAcquirePermit, keys: k[:5], detail: strconv.Itoa(req.N),
@@ -110,64 +104,15 @@ func (c *Client) fillSpec(blk *specBlock, req *leasekit.Request) {
 			onReply: func(v []any) { storedN(req, n, v) },
 		}
 	case leasekit.KindLeader:
-		var wake string
-		c.packKeys(req.Name, k, &wake, sfxElect, sfxElectWaiters, keyCounter)
+		wake := c.packKeys(req.Name, k, sfxElect, sfxElectWaiters, keyCounter)
 		*s = spec{
 			script: evAcquireHash, keys: k[:3], detail: req.ID, publish: wake,
 			waiters: k[1], wake: wake, one: c.wo.on, wakes: c.wo.wakes,
 		}
 	default:
-		var wake string
-		c.packKeys(req.Name, k, &wake, sfxMutex, sfxMutexWaiters, keyCounter)
+		wake := c.packKeys(req.Name, k, sfxMutex, sfxMutexWaiters, keyCounter)
 		*s = spec{script: evAcquireHash, keys: k[:3], waiters: k[1], wake: wake, one: c.wo.on, wakes: c.wo.wakes}
 	}
-}
-
-// keyCounter stands for the name's slot counter among packKeys' suffixes.
-const keyCounter = "\x00counter"
-
-// packKeys sets dst[i] to name's key with suffix sfxs[i] (keyCounter:
-// its slot counter) and *wake to its channel, all substrings of one
-// string (see keysOf for the layout).
-func (c *Client) packKeys(name string, dst []string, wake *string, sfxs ...string) {
-	e, p := escapeName(name), c.o.Prefix
-	tag := slotTag(slotOf(e))
-	base := len(p) + len(":{") + len(e) + len("}")
-	size := base + len(sfxWake)
-	for _, sfx := range sfxs {
-		if sfx == keyCounter {
-			size += len(p) + len(":tokens:{") + len(tag) + len("}")
-		} else {
-			size += base + len(sfx)
-		}
-	}
-	var b strings.Builder
-	b.Grow(size)
-	var ends [8]int // the most suffixes (the read/write lock's seven) and the channel
-	for i := range len(sfxs) + 1 {
-		sfx := sfxWake
-		if i < len(sfxs) {
-			sfx = sfxs[i]
-		}
-		if sfx == keyCounter {
-			b.WriteString(p)
-			b.WriteString(":tokens:{")
-			b.WriteString(tag)
-			b.WriteString("}")
-		} else {
-			b.WriteString(p)
-			b.WriteString(":{")
-			b.WriteString(e)
-			b.WriteString("}")
-			b.WriteString(sfx)
-		}
-		ends[i] = b.Len()
-	}
-	all, start := b.String(), 0
-	for i := range sfxs {
-		dst[i], start = all[start:ends[i]], ends[i]
-	}
-	*wake = all[start:]
 }
 
 // storedN reports the N a permit script answered (the one stored by the

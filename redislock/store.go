@@ -63,10 +63,7 @@ func (a *aux) init(keys []string, boxed []any, key string, zset bool, procs, com
 	case !zset && waiters != "":
 		keys = append(keys, waiters)
 	}
-	for i := range keys {
-		boxed = append(boxed, &keys[i])
-	}
-	a.keys, a.boxed = keys, boxed
+	a.keys, a.boxed = keys, boxPointers(boxed, keys)
 }
 
 // mode is the release script's ARGV[2] for a's leases.
