@@ -66,16 +66,17 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   local n = tonumber(ARGV[4])
   local i = tonumber(ARGV[3])
   local v = redis.pcall('INCRBY', KEYS[2], n)
+  local c -- the counter before, when the token must be set from it
   if type(v) ~= 'number' or v < n or v >= 9007199254740992 then
     if type(v) == 'number' then redis.call('DECRBY', KEYS[2], n) end
-    local c = redis.call('GET', KEYS[2]) or '0'
-    local w = tonumber(c)
-    if not w or w < 0 or w + n > 9007199254740992 then return {-3, c} end
-    v = w + 1
-    v = v + ((i - v) % n)
-    redis.call('SET', KEYS[2], string.format('%d', v))
+    local s = redis.call('GET', KEYS[2]) or '0'
+    c = tonumber(s)
+    if not c or c < 0 or c + n > 9007199254740992 then return {-3, s} end
   elseif (v - i) % n ~= 0 then
-    v = v - n + 1
+    c = v - n
+  end
+  if c then
+    v = c + 1
     v = v + ((i - v) % n)
     redis.call('SET', KEYS[2], string.format('%d', v))
   end
@@ -167,8 +168,8 @@ for k = 1, n do
   if cur == owner then
     done = done + redis.call('DEL', KEYS[k])
   end
-  if string.find(owner, '/', 1, true) then
-    local own = string.match(owner, '^([^/]+)/')
+  local own = string.match(owner, '^([^/]+)/')
+  if own then
     redis.call('ZREM', KEYS[n + k], own)
     redis.call('ZREM', KEYS[2 * n + k], own)
   end
