@@ -5,6 +5,7 @@ import (
 
 	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/engine"
+	"github.com/baton-go/baton/engine/leasekit"
 )
 
 // Hosts is hosts, the hosts a SQL URL connects to.
@@ -48,3 +49,11 @@ func (c *Client) Entries(ctx context.Context, name string) ([]string, error) {
 
 // Table returns the name of the locks table.
 func (c *Client) Table() string { return c.table() }
+
+// TryMutex makes one mutex attempt at name, as a TryLock's, and returns
+// what a failed attempt would hand to Forget (an empty Key: nothing).
+func (c *Client) TryMutex(ctx context.Context, name string) (granted bool, forget string, err error) {
+	req := &leasekit.Request{Name: name, Bound: c.st.Bind(name, leasekit.KindMutex)}
+	res, err := c.mutexAttempts(req).Try(ctx, 0)
+	return res.Granted, res.Ref.Key, err
+}

@@ -168,7 +168,7 @@ func (l *liteConn) acquire(ctx context.Context, s *store, name, owner any, ttl t
 		if ctx.Err() != nil {
 			l.rollback()
 		}
-		return 0, false, err
+		return 0, false, tookNothing{err}
 	}
 	bg := context.Background()
 	var tok int64
@@ -190,6 +190,16 @@ func (l *liteConn) acquire(ctx context.Context, s *store, name, owner any, ttl t
 	l.rollback()
 	return 0, false, err
 }
+
+// tookNothing is an attempt's error that is known to have left nothing
+// to free: its transaction never began (SQLite's BEGIN waited in vain
+// for the database file's write lock, or was cut), so its take never
+// ran. The attempt is not forgotten (keeper.Abandon): an owner-checked
+// release of a row that cannot be there would only queue behind the
+// same write lock, and Close would then spend its release bound on it.
+type tookNothing struct{ error }
+
+func (e tookNothing) Unwrap() error { return e.error }
 
 // rollback ends the open transaction, if any; a connection whose
 // rollback fails otherwise than for want of a transaction is discarded

@@ -14,7 +14,8 @@ import (
 // TestSQLiteAttemptBoundOnWriteLock: an SQLite mutex attempt that waits
 // for the database file's write lock, held by another connection, ends
 // within the attempt bound (TTL/3), long before the busy timeout (5s),
-// although its statements after BEGIN run on a context that cannot end;
+// although its statements after BEGIN run on a context that cannot end,
+// and leaves nothing to free (its transaction never began);
 // the attempts' connection serves the next lock once the write lock is
 // free; and Close ends an acquire blocked on the write lock at once.
 func TestSQLiteAttemptBoundOnWriteLock(t *testing.T) {
@@ -51,6 +52,15 @@ func TestSQLiteAttemptBoundOnWriteLock(t *testing.T) {
 		t.Errorf("TryLock blocked on the write lock took %v, want within the attempt bound %v (+300ms)", took, bound)
 	}
 	t.Logf("TryLock blocked on the write lock: %v after %v (bound %v)", err, took, bound)
+	// Its transaction never began: nothing for the keeper to free. A
+	// queued release would wait on the same write lock, and Close would
+	// spend its release bound on it (the Close check below).
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	granted, forget, err := sqllock.Of(c).TryMutex(ctx, "lite/bound")
+	if err == nil || granted || forget != "" {
+		t.Errorf("attempt on the write lock = granted %v, forget %q, err %v; want an error and nothing to forget", granted, forget, err)
+	}
 
 	if _, err := conn.ExecContext(opCtx(t, 5*time.Second), "ROLLBACK"); err != nil {
 		t.Fatalf("ROLLBACK = %v", err)

@@ -140,6 +140,9 @@ func (a *mutexAttempts) Try(ctx context.Context, _ int) (leasekit.Result, error)
 		if a.c.contended(out.err) {
 			res.Reached = time.Now() // busy until now: reached, not unreachable
 		}
+		if errors.As(out.err, new(tookNothing)) {
+			res.Ref = keeper.Ref{} // nothing for Forget to free
+		}
 		return res, out.err
 	case out.ok:
 		if intent.Key != "" {
@@ -176,7 +179,13 @@ func (a *mutexAttempts) late(ref, intent keeper.Ref) func(attempt) {
 	}
 }
 
-func (a *mutexAttempts) Forget(res leasekit.Result) { a.c.k.Abandon(res.Ref) }
+// Forget abandons what a failed attempt may have taken: nothing, when its
+// error says so (tookNothing).
+func (a *mutexAttempts) Forget(res leasekit.Result) {
+	if res.Ref.Key != "" {
+		a.c.k.Abandon(res.Ref)
+	}
+}
 
 func (a *mutexAttempts) End(ctx context.Context, granted bool) {
 	if a.joined {

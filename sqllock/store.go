@@ -300,7 +300,7 @@ func (s *store) liteAcquire(ctx context.Context, name, owner any, ttl time.Durat
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, false, err
+		return 0, false, tookNothing{err}
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op; before it, the error is the one returned
 	var tok int64
