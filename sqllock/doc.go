@@ -170,16 +170,21 @@
 // if it is missing, or takes it if it is free, and returns no row when it
 // is held. The token of a taken row is nextval of the sequence, evaluated
 // under the row's lock. MariaDB (which has no UPDATE … RETURNING) acquires
-// with one autocommitted conditional upsert that takes the row with the
-// sequence's NEXTVAL as its token only if the row is free and holds a
-// smaller token; the token comes back as LAST_INSERT_ID. MySQL, which has
-// no sequences, first advances the one-row counter in a statement of its
-// own, then sends the same upsert with that value (see sequence.go for the
-// move from the counter to the sequence). SQLite uses one short
-// transaction (BEGIN IMMEDIATE): a conditional upsert that takes the row
-// only if it is free, with the counter's next value as its token, then
-// the counter advanced by one. The token source is shared by every name: it grows with
-// attempts (on SQLite, with grants), never with the number of names.
+// with one autocommitted conditional statement that takes the row with
+// the sequence's NEXTVAL as its token only if the row is free and holds a
+// smaller token; the token comes back as LAST_INSERT_ID. The statement is
+// an upsert at a lock object's first attempt, and an UPDATE of the row
+// once the object has seen the row (cheaper: an upsert tries the insert
+// first); an UPDATE that finds no row is followed by the upsert. MySQL,
+// which has no sequences, first advances the one-row counter in a
+// statement of its own, then sends the upsert with that value (see
+// sequence.go for the move from the counter to the sequence). SQLite uses
+// one short transaction (BEGIN IMMEDIATE): a conditional upsert that
+// takes the row only if it is free, with the counter's next value as its
+// token, then the counter advanced by one. The token source is shared by
+// every name: it grows with attempts on MySQL, with grants on SQLite and
+// on MariaDB (and with its upserts' refusals), never with the number of
+// names.
 //
 // Tokens strictly increase across the grants of one name because every
 // grant after the first either takes its token while holding the row's

@@ -25,6 +25,10 @@ func Of(c *baton.Client) *Client {
 	return sc
 }
 
+// UsesSequence reports whether c's MySQL-dialect tokens come from the
+// sequence (MariaDB), as they do from its first acquire on.
+func UsesSequence(c *baton.Client) bool { return Of(c).st.seq.Load() }
+
 // CounterOnly keeps c on MySQL's token counter even on MariaDB: its
 // migration creates no sequence, and its tokens come from the counter
 // table, as on MySQL. Call it before c's first use.

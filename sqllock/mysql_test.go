@@ -141,3 +141,59 @@ func TestMySQLDSNOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestMariaDBRefusalDrawsNoToken: on MariaDB a lock object's attempt on
+// a name whose row it has seen is one UPDATE, which draws the sequence's
+// next value only for a free row; the upsert draws one on every attempt.
+// Of three refusals between two grants only the first, the lock object's
+// first attempt and so an upsert, draws one. A row deleted under a lock
+// object that has seen it is added back by the upsert after the UPDATE
+// finds nothing, with a larger token.
+func TestMariaDBRefusalDrawsNoToken(t *testing.T) {
+	b := mysqlBackend(t)
+	db, _ := b.open(t, false)
+	const prefix = "baton_drawless_" // a sequence of its own
+	a := newClient(t, db, sqllock.Options{TablePrefix: prefix})
+	other := newClient(t, db, sqllock.Options{TablePrefix: prefix})
+	name := uniqueName("drawless")
+	release := func(l *baton.Lease) {
+		t.Helper()
+		if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+	}
+	release(lock(t, a, name)) // the name's row exists from here on
+	l := lock(t, a, name)
+	first := l.Token()
+	m, err := other.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex = %v", err)
+	}
+	for i := range 3 {
+		if _, err := m.TryLock(opCtx(t, 5*time.Second)); !errors.Is(err, baton.ErrNotAcquired) {
+			t.Fatalf("TryLock %d on a held lock = %v, want %v", i, err, baton.ErrNotAcquired)
+		}
+	}
+	release(l)
+	if !sqllock.UsesSequence(a) {
+		t.Skip("the counter, not the sequence: MySQL draws a token per attempt")
+	}
+	l = lock(t, a, name)
+	if l.Token() != first+2 {
+		t.Errorf("token after three refusals = %d, want %d (%d, then one for the first refusal's upsert)", l.Token(), first+2, first)
+	}
+	release(l)
+
+	before := l.Token()
+	if _, err := db.ExecContext(opCtx(t, 5*time.Second), "DELETE FROM "+sqllock.Of(a).Table()+" WHERE name = ?", name); err != nil {
+		t.Fatalf("deleting the row = %v", err)
+	}
+	l, err = m.TryLock(opCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("TryLock on a name whose row was deleted = %v", err)
+	}
+	if l.Token() <= before {
+		t.Errorf("token after the row was deleted = %d, want > %d", l.Token(), before)
+	}
+	release(l)
+}

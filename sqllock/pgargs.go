@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -36,11 +37,12 @@ func (t *pgText) Value() (driver.Value, error) { return t.s, nil }
 // After a grant the row is the lease's keeper.Ref.Aux, and release holds
 // that grant's release arguments; nothing writes to it any more.
 type pgRow struct {
-	name, owner pgText // PostgreSQL's
-	nameArg     any    // MySQL's and SQLite's: the name, boxed once per lock
-	ownerArg    any    // MySQL's and SQLite's: the attempt's owner, boxed
-	attempt     [7]any // pgAcquire's parameters
-	release     []any  // release(1)'s parameters, in relBuf; set at the grant
+	name, owner pgText       // PostgreSQL's
+	nameArg     any          // MySQL's and SQLite's: the name, boxed once per lock
+	hasRow      *atomic.Bool // MySQL's: the lock object's (myBound)
+	ownerArg    any          // MySQL's and SQLite's: the attempt's owner, boxed
+	attempt     [7]any       // pgAcquire's parameters
+	release     []any        // release(1)'s parameters, in relBuf; set at the grant
 	relBuf      [4]any
 }
 
@@ -55,6 +57,9 @@ func newRow(name string, bound any) *pgRow {
 // init sets the name arguments of r (see newRow).
 func (r *pgRow) init(name string, bound any) {
 	r.name.s, r.nameArg = name, bound
+	if b, ok := bound.(*myBound); ok {
+		r.nameArg, r.hasRow = b.name, &b.hasRow
+	}
 	if r.nameArg == nil {
 		r.nameArg = name
 	}
@@ -66,7 +71,7 @@ func (r *pgRow) init(name string, bound any) {
 func (r *pgRow) takeOther(ctx context.Context, c *Client, owner string, ttl time.Duration) attempt {
 	r.ownerArg = owner
 	var out attempt
-	out.tok, out.ok, out.err = c.st.acquire(ctx, r.nameArg, r.ownerArg, ttl)
+	out.tok, out.ok, out.err = c.st.acquire(ctx, r.nameArg, r.ownerArg, ttl, r.hasRow)
 	if out.ok {
 		r.relBuf = [4]any{r.nameArg, int64(0), r.ownerArg}
 		r.release = r.relBuf[:3]

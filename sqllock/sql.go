@@ -29,6 +29,7 @@ type statements struct {
 	hot struct {
 		pgAcquire, pgAcquireWait  string // PostgreSQL
 		myTake, myTakeSeq, myNext string // MySQL
+		myTakeRow                 string // MariaDB, with the sequence
 		liteTake, liteBump        string // SQLite
 		txBump                    string // MySQL, SQLite
 		release1                  string // release(1)
@@ -104,6 +105,7 @@ func newStatements(d fence.Dialect, prefix string) *statements {
 	case fence.MySQL:
 		s.hot.myTake, s.hot.myTakeSeq, s.hot.txBump = s.myTake("?"), s.myTake("NEXTVAL("+s.seq+")"), s.txBump()
 		s.hot.myNext = `SELECT NEXTVAL(` + s.seq + `)`
+		s.hot.myTakeRow = s.myTakeRow()
 	case fence.SQLite:
 		s.hot.liteTake, s.hot.liteBump, s.hot.txBump = s.liteTake(), s.liteBump(), s.txBump()
 	}
@@ -210,6 +212,39 @@ ON DUPLICATE KEY UPDATE
 	expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at),
 	holder = IF(owner = VALUES(owner), VALUES(holder), holder)`
 }
+
+// myTakeRow is MariaDB's first statement of a mutex attempt with the
+// sequence: one UPDATE of the name's row, which every name has from its
+// first grant on (a release keeps it). It takes the row if it is free and
+// its token is below the sequence's next value, as myTake does, with that
+// value as the token; the value is drawn only for a free row. The
+// result's LastInsertId tells the outcome, whatever clientFoundRows says
+// about rows affected: the token when the row was taken, heldID when it
+// was not (the refusing branch sets LAST_INSERT_ID to it and leaves the
+// token as it is), and 0 when there is no row, which only the upsert
+// (myTake) can add. The upsert tries an insert first: per uncontended
+// lock+unlock it cost 194–203 µs against 145–177 for an UPDATE and the
+// release (5,000 pairs × 3, MariaDB 10.11, one pool). Assignments run left
+// to right: the token is set first, and the other columns follow it
+// (token = LAST_INSERT_ID() only where it was taken). Parameters: kind,
+// owner, holder record, ttl µs, name.
+func (s *statements) myTakeRow() string {
+	took := `token = LAST_INSERT_ID()`
+	return `UPDATE ` + s.locks + ` SET
+	token = IF(expires_at <= UTC_TIMESTAMP(6) AND token < LAST_INSERT_ID(NEXTVAL(` + s.seq + `)), LAST_INSERT_ID(),
+		token + 0 * LAST_INSERT_ID(` + heldIDText + `)),
+	kind = IF(` + took + `, ?, kind), owner = IF(` + took + `, ?, owner), holder = IF(` + took + `, ?, holder),
+	expires_at = IF(` + took + `, ` + s.later(4) + `, expires_at)
+WHERE name = ? AND slot = 0`
+}
+
+// heldID is the LastInsertId of myTakeRow on a held row: LAST_INSERT_ID
+// of the largest BIGINT UNSIGNED, which the driver reads as -1 and no
+// token can be.
+const (
+	heldID     = -1
+	heldIDText = "18446744073709551615"
+)
 
 // txBump advances the shared counter by one; MySQL returns the new value
 // as the result's LastInsertId, SQLite as a row.

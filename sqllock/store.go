@@ -266,17 +266,32 @@ func (s *store) release(ctx context.Context, db execQuerier, refs []keeper.Ref) 
 // (PostgreSQL's is pgRow.take). ok is false when the row is held by
 // another owner. An error leaves the outcome unknown: the caller hands
 // owner to keeper.Abandon. name and owner come boxed (see pgRow).
-func (s *store) acquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
+func (s *store) acquire(ctx context.Context, name, owner any, ttl time.Duration, hasRow *atomic.Bool) (token uint64, ok bool, err error) {
 	if s.q.d == fence.MySQL {
-		return s.myAcquire(ctx, name, owner, ttl)
+		return s.myAcquire(ctx, name, owner, ttl, hasRow)
 	}
 	return s.liteAcquire(ctx, name, owner, ttl)
 }
 
 // Bind boxes a lock's name once per lock object (leasekit.Binder): a
 // mutex attempt on MySQL or SQLite passes it as a statement argument, and
-// so does its lease's release (see pgRow).
-func (s *store) Bind(name string, _ leasekit.Kind) any { return name }
+// so does its lease's release (see pgRow). On MySQL it comes with what
+// the lock object's attempts learn about its row (myBound).
+func (s *store) Bind(name string, _ leasekit.Kind) any {
+	if s.q.d == fence.MySQL {
+		return &myBound{name: name}
+	}
+	return name
+}
+
+// myBound is a MySQL lock object's name, boxed once, and whether its
+// attempts have seen the name's row: an attempt on MariaDB then takes the
+// row with one UPDATE, and a name's first acquire, or one whose row went
+// missing, with the upsert (see myAcquire).
+type myBound struct {
+	name   any
+	hasRow atomic.Bool
+}
 
 // liteAcquire is SQLite's attempt: one transaction of two prepared
 // statements, the row taken with the counter's next value (or refused,
@@ -345,32 +360,49 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // myAcquire is MySQL's attempt. With the sequence (MariaDB) it is one
 // autocommitted statement, the row taken with the sequence's next value
-// if it is free and holds a smaller token. With the counter it is two,
+// if it is free and holds a smaller token: an UPDATE of the name's row
+// once hasRow says the lock object has seen it (statements.myTakeRow),
+// else the upsert (statements.myTake), so that a name's first acquire is
+// one statement too. With the counter it is two,
 // one flight each: the counter advanced, then the row taken with that
 // token on the same condition (see statements.myTake). A transaction
 // around an upsert, the counter and the token's write cost six flights
 // with its BEGIN, COMMIT and the release, held the row's lock across three
 // of them, and a client cut off inside it left the name locked until the
 // server dropped the connection. A refused attempt still uses up a token:
-// the counter grows with attempts, not only with grants.
-func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok bool, err error) {
+// the counter grows with attempts, not only with grants. hasRow may be
+// nil (no lock object: recipes).
+func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duration, hasRow *atomic.Bool) (token uint64, ok bool, err error) {
 	if s.seq.Load() {
-		// One statement: the token is the sequence's next value, and the
+		if hasRow != nil && hasRow.Load() {
+			tok, ok, found, err := s.myTakeRow(ctx, name, owner, ttl)
+			if err != nil || found {
+				return tok, ok, err
+			}
+			hasRow.Store(false) // gone: the upsert adds it back
+		}
+		// The upsert: the token is the sequence's next value, and the
 		// result's LastInsertId is 0 when the row was not taken.
 		res, err := s.db.ExecContext(ctx, s.q.hot.myTakeSeq, name, int64(0), argMutex, owner, s.c.micros(ttl), s.c.holder)
 		if err != nil {
 			return 0, false, err
 		}
 		got, err := res.LastInsertId()
-		if err != nil || got <= 0 {
+		if err != nil {
 			return 0, false, err
+		}
+		if hasRow != nil {
+			hasRow.Store(true) // taken or held: the row is there
+		}
+		if got <= 0 {
+			return 0, false, nil
 		}
 		return uint64(got), true, nil
 	}
 	res, err := s.db.ExecContext(ctx, s.q.hot.txBump)
 	if err != nil {
 		if s.moveToSequence(ctx) {
-			return s.myAcquire(ctx, name, owner, ttl)
+			return s.myAcquire(ctx, name, owner, ttl, hasRow)
 		}
 		return 0, false, err
 	}
@@ -387,6 +419,25 @@ func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duratio
 		return 0, false, err
 	}
 	return uint64(tok), true, nil
+}
+
+// myTakeRow is MariaDB's attempt on a name whose row the lock object has
+// seen: one UPDATE (statements.myTakeRow). found is false, with nothing
+// done, when the row is not there.
+func (s *store) myTakeRow(ctx context.Context, name, owner any, ttl time.Duration) (token uint64, ok, found bool, err error) {
+	res, err := s.db.ExecContext(ctx, s.q.hot.myTakeRow, argMutex, owner, s.c.holder, s.c.micros(ttl), name)
+	if err != nil {
+		return 0, false, true, err
+	}
+	switch got, err := res.LastInsertId(); {
+	case err != nil:
+		return 0, false, true, err
+	case got == heldID:
+		return 0, false, true, nil
+	case got > 0:
+		return uint64(got), true, true, nil
+	}
+	return 0, false, false, nil
 }
 
 // Begin starts one acquire for package leasekit: the Mutex's single row,
