@@ -28,23 +28,23 @@ cd "$(dirname "$0")/.."
 #   postgresql, mariadb-server: initdb, pg_ctl, psql and the MariaDB server;
 #   chromium: the browser tests of the exporter page and the drill report;
 #   openssl, procps: certificates of the TLS deployments, and ps.
-# The names are written out on the apt-get install command itself, a
-# line of its own that starts "apt-get install", where any reader of the
-# script (a person, a shell parser, a checker that reads a line at a
-# time) finds them: install_packages adds its arguments after them
-# (--simulate for the check; apt-get takes options anywhere).
-install_packages() {
-  apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps "$@"
-}
+# The names are written out on each apt-get install command, a line of
+# its own that starts "apt-get install", where any reader of the script
+# (a person, a shell parser, a checker that reads a line at a time) finds
+# them. The simulation and the install name the same packages:
+# scripts/scriptcheck fails when the two lists differ.
+#
 # The simulation needs no root: on a machine that has every package it
 # lists no new one ("Inst name (version"; an upgrade shows "[old]" and
 # is left alone), and on a fresh machine, whose package lists are still
 # empty, it fails: then update the lists and install.
-if ! planned=$(install_packages --simulate 2>/dev/null) || grep -q '^Inst [^ ]* (' <<<"$planned"; then
+if ! planned=$(
+  apt-get install --simulate zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps 2>/dev/null
+) || grep -q '^Inst [^ ]* (' <<<"$planned"; then
   echo "test.sh: installing the missing Debian packages" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  install_packages >&2
+  apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >&2
 fi
 if ! command -v go >/dev/null 2>&1; then
   [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin

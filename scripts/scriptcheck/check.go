@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -96,13 +97,15 @@ func lookPath(name string) (string, error) {
 }
 
 // packageList reads the packages test.sh installs: the literal words
-// after "install" in its apt-get call, flags aside.
+// after "install" in its apt-get calls, flags aside. Every such call (the
+// simulation that decides, the install) must name the same packages.
 func packageList(scripts []script, testSh string) ([]string, error) {
 	for _, s := range scripts {
 		if s.name != testSh {
 			continue
 		}
 		var list []string
+		var mismatch error
 		syntax.Walk(s.file, func(n syntax.Node) bool {
 			c, ok := n.(*syntax.CallExpr)
 			if !ok || len(c.Args) == 0 {
@@ -112,6 +115,7 @@ func packageList(scripts []script, testSh string) ([]string, error) {
 				return true
 			}
 			after := false
+			var call []string
 			for _, w := range c.Args[1:] {
 				v, ok := literal(w)
 				switch {
@@ -119,11 +123,21 @@ func packageList(scripts []script, testSh string) ([]string, error) {
 				case v == "install":
 					after = true
 				case after && !strings.HasPrefix(v, "-"):
-					list = append(list, v)
+					call = append(call, v)
 				}
+			}
+			switch {
+			case len(call) == 0:
+			case list == nil:
+				list = call
+			case !slices.Equal(list, call) && mismatch == nil:
+				mismatch = fmt.Errorf("%s: its apt-get install commands name different packages: %v and %v", testSh, list, call)
 			}
 			return true
 		})
+		if mismatch != nil {
+			return nil, mismatch
+		}
 		if len(list) == 0 {
 			return nil, fmt.Errorf("%s has no apt-get install of named packages", testSh)
 		}

@@ -125,3 +125,27 @@ func TestRepository(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestPackageListsAgree: test.sh's simulation decides whether to install,
+// so it must name the packages its install does; the check fails when the
+// two lists differ, and reads the list when they agree.
+func TestPackageListsAgree(t *testing.T) {
+	dir := t.TempDir()
+	for body, wantErr := range map[string]bool{
+		"apt-get install --simulate a b\napt-get install -y a b\n": false,
+		"apt-get install --simulate a b\napt-get install -y a c\n": true,
+	} {
+		p := writeScript(t, dir, "test.sh", body)
+		s, err := parseScripts([]string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := packageList(s, p)
+		if (err != nil) != wantErr {
+			t.Errorf("%q: packageList = %v, %v; want an error %v", body, list, err, wantErr)
+		}
+		if !wantErr && strings.Join(list, " ") != "a b" {
+			t.Errorf("%q: packageList = %v, want [a b]", body, list)
+		}
+	}
+}
