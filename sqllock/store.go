@@ -370,8 +370,8 @@ func (s *store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 // with its BEGIN, COMMIT and the release, held the row's lock across three
 // of them, and a client cut off inside it left the name locked until the
 // server dropped the connection. A refused attempt still uses up a token:
-// the counter grows with attempts, not only with grants. hasRow may be
-// nil (no lock object: recipes).
+// the counter grows with attempts, not only with grants. hasRow is the
+// lock object's (myBound); nil, every attempt sends the upsert.
 func (s *store) myAcquire(ctx context.Context, name, owner any, ttl time.Duration, hasRow *atomic.Bool) (token uint64, ok bool, err error) {
 	if s.seq.Load() {
 		if hasRow != nil && hasRow.Load() {
