@@ -42,7 +42,7 @@
 // that it lands in one Cluster slot and one script may touch them all
 // (with the default Prefix "baton"):
 //
-//	baton:{orders/42}:mutex            hash owner, token, proc    (PX = lease time)
+//	baton:{orders/42}:mutex            "<owner> <token> <proc>"   (PX = lease time; " +" appended: somebody waits)
 //	baton:{orders/42}:mutex:waiters    zset waiter → expiry ms    (waiting intents)
 //	baton:{orders/42}:rw:write         hash owner, token, proc
 //	baton:{orders/42}:rw:readers       zset "<owner>:<token>" → expiry ms

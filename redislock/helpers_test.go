@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,6 +204,19 @@ func keyOf(t testing.TB, v any) string {
 		t.Fatalf("As[Key](%T) failed", v)
 	}
 	return k.Key()
+}
+
+// mutexValue splits the value of a mutex's key ("<owner> <token> <proc>",
+// " +" appended while somebody waits) into the owner and the rest; both
+// are "" when the key is gone.
+func mutexValue(t testing.TB, rdb redis.UniversalClient, key string) (owner, rest string) {
+	t.Helper()
+	v, err := rdb.Get(context.Background(), key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET %s = %v", key, err)
+	}
+	owner, rest, _ = strings.Cut(v, " ")
+	return owner, rest
 }
 
 // clusterClient returns a ClusterClient seeded with addr.

@@ -110,7 +110,7 @@ func boxPointers(boxed []any, keys []string) []any {
 }
 
 const (
-	sfxMutex        = ":mutex"         // hash owner, token, proc: the holder
+	sfxMutex        = ":mutex"         // string "<owner> <token> <proc>": the holder (see acquireMutex)
 	sfxMutexWaiters = ":mutex:waiters" // zset waiter id → expiry (ms, server clock)
 	sfxRWWrite      = ":rw:write"      // hash owner, token, proc: the writer
 	sfxRWReaders    = ":rw:readers"    // zset "<owner>:<token>" → expiry

@@ -195,13 +195,13 @@ func TestStaleReleaseNoop(t *testing.T) {
 		t.Errorf("second grant's token %d, want > %d", b.Token(), a.Token())
 	}
 	_ = a.Release(context.Background()) // stale: nil or the loss, never a release of b
-	if got, _ := rdb.HGet(context.Background(), keyOf(t, m2), "owner").Result(); got != b.Owner() {
+	if got, _ := mutexValue(t, rdb, keyOf(t, m2)); got != b.Owner() {
 		t.Fatalf("owner after the stale release = %q, want the second grant's %q", got, b.Owner())
 	}
 	if err := a.Release(context.Background()); err == nil {
 		t.Errorf("second Release of the stale lease = nil, want an error")
 	}
-	if got, _ := rdb.HGet(context.Background(), keyOf(t, m2), "owner").Result(); got != b.Owner() {
+	if got, _ := mutexValue(t, rdb, keyOf(t, m2)); got != b.Owner() {
 		t.Fatalf("owner after a repeated stale release = %q, want %q", got, b.Owner())
 	}
 	if err := b.Release(context.Background()); err != nil {
@@ -246,7 +246,7 @@ func TestLostBeforeExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PTTL = %v", err)
 	}
-	owner, _ := admin.HGet(context.Background(), keyOf(t, m), "owner").Result()
+	owner, _ := mutexValue(t, admin, keyOf(t, m))
 	if pttl <= 0 || owner != l.Owner() {
 		t.Errorf("when the lease turned Lost the key had PTTL %v and owner %q, want alive and %q: Lost must come before the server's expiry", pttl, owner, l.Owner())
 	}

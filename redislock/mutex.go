@@ -5,9 +5,9 @@ import (
 	"github.com/baton-go/baton/engine/leasekit"
 )
 
-// mutex is an exclusive lock: one hash key "<prefix>:{<name>}:mutex"
+// mutex is an exclusive lock: one string key "<prefix>:{<name>}:mutex"
 // holding the grant's owner, token and holder record, with the lease time
-// as its expiry.
+// as its expiry (see acquireMutex).
 // It implements baton.Locker, with the lock operations of package leasekit
 // (Lock, TryLock, LockFor, TryLockFor; fixed lease times in whole
 // milliseconds). Locking it again with a context derived from one of its
@@ -31,7 +31,8 @@ func (c *Client) mutex(name string) (*mutex, error) {
 	return &mutex{Mutex: m, c: c}, nil
 }
 
-// Key returns the Redis key of the lock (a hash: owner, token, proc).
+// Key returns the Redis key of the lock (a string: "<owner> <token>
+// <proc>").
 // Reach it through baton.As:
 //
 //	k, ok := baton.As[interface{ Key() string }](m) // m a *baton.Mutex

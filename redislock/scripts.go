@@ -104,17 +104,86 @@ end
 // most of them.
 const prelude = fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnRecord + fnIntent + fnEarliest
 
-// acquireHash: KEYS[1] the holder hash, KEYS[2] waiters, KEYS[3] counter.
-// The mutex and the election. A refusal that records the intent answers
-// a third element: the waiters' count, which spaces the waiter's polls
-// (see wakeone.go).
+// The mutex's grant is one string "<owner> <token> <holder record>" with
+// the lease time as its expiry, so that its uncontended lock+unlock is the
+// least a fenced lock costs on Redis: INCR and SET NX PX, then GET and DEL.
+// As a hash (owner, token and record fields) it took HGET, INCR, HSET and
+// PEXPIRE, then HGET, DEL and EXISTS of the waiters' set: seven commands
+// where four do, each about 1.5 µs of the server's Lua machinery besides
+// its own work. An owner holds no space (it is hex) nor does a record (a
+// URL query), so the fields split at the first two spaces.
+//
+// " +" appended to the value says that somebody waits: the release wakes
+// one and publishes only then, where the hash's release read the waiters'
+// set every time. The attempts that record an intent set it: a refused
+// one on the holder's value (APPEND keeps the expiry), and a waiter's
+// grant on its own value when other intents remain. A caller's first
+// attempt (TryLock's, or the first of a Lock, which records nothing) is
+// granted without looking at the waiters: when waiters are queued then (a
+// caller came first after a release woke one), the woken waiter's next
+// attempt is refused and marks the value; a waiter that was not woken
+// finds out at its next poll, as it would after any lost wake-up.
+//
+// The uncontended attempt mints before it knows the lock is free: a
+// refused first attempt draws a token it does not use (tokens still
+// increase, with a gap, as on MySQL). A waiter's attempt reads first, so a
+// waiter's polls draw none.
+//
+// Another baton version's hash on the same key makes every script fail
+// with WRONGTYPE, in either direction: the two layouts never grant the
+// same lock twice.
+
+// acquireMutex: KEYS[1] the holder string, KEYS[2] waiters, KEYS[3]
+// counter. A refusal that records the intent answers a third element:
+// the waiters' count, which spaces the waiter's polls (see wakeone.go).
+// The functions only a waiter's attempt calls are defined after the
+// uncontended path returns: a script makes its local functions anew at
+// every call.
+var acquireMutex = redis.NewScript(fnTostr + fnMint + `
+local function held(cur)
+  -- The holder's answer: a retried attempt (a client with MaxRetries)
+  -- that was granted before gets its token; another holder is a refusal.
+  if cur and string.sub(cur, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+    local a = #ARGV[1] + 2
+    return {1, tonumber(string.sub(cur, a, string.find(cur, ' ', a, true) - 1))}
+  end
+end
+if ARGV[5] ~= '1' then
+  local tok = mint(KEYS[3])
+  if type(tok) == 'table' then return tok end
+  if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. tostr(tok) .. ' ' .. ARGV[8], 'NX', 'PX', ARGV[2]) then
+    return {1, tok}
+  end
+  return held(redis.call('GET', KEYS[1])) or {0, redis.call('PTTL', KEYS[1])}
+end
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  local tok = mint(KEYS[3])
+  if type(tok) == 'table' then return tok end
+  local v = ARGV[1] .. ' ' .. tostr(tok) .. ' ' .. ARGV[8]
+  redis.call('ZREM', KEYS[2], ARGV[3])
+  if redis.call('EXISTS', KEYS[2]) == 1 then v = v .. ' +' end
+  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+  return {1, tok}
+end
+local mine = held(cur)
+if mine then return mine end
+if string.sub(cur, -2) ~= ' +' then redis.call('APPEND', KEYS[1], ' +') end
+` + fnNowMs + fnExtend + fnTrim + fnIntent + `
+local now = now_ms()
+trim(KEYS[2], now)
+intent(KEYS[2], now)
+return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+`)
+
+// acquireHash: KEYS[1] the leader's hash (owner, token, id, proc),
+// KEYS[2] candidates, KEYS[3] counter. The election. A refusal that
+// records the intent answers a third element: the candidates' count, as
+// the mutex's does.
 // The uncontended path (a first attempt, recording nothing) is HGET, INCR,
-// HSET and PEXPIRE: the waiters' set is touched only by acquires that wait.
-// It comes first, before the functions only a waiter's attempt calls are
-// defined: a script makes its local functions anew at every call, so a
-// grant builds the two it calls (tostr, mint), not six.
-// A mutex has no leader id: its hash has no field "id" (Inspect reads a
-// missing one as "").
+// HSET and PEXPIRE: the candidates' set is touched only by acquires that
+// wait. It comes first, before the functions only a candidate's attempt
+// calls are defined.
 var acquireHash = redis.NewScript(fnTostr + fnMint + `
 local cur = redis.call('HGET', KEYS[1], 'owner')
 if cur == ARGV[1] then
@@ -124,11 +193,7 @@ end
 if not cur then
   local tok = mint(KEYS[3])
   if type(tok) == 'table' then return tok end
-  if ARGV[6] == '' then
-    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'proc', ARGV[8])
-  else
-    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6], 'proc', ARGV[8])
-  end
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tostr(tok), 'id', ARGV[6], 'proc', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if ARGV[5] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
   if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], 'granted') end
@@ -271,7 +336,8 @@ return {0, earliest(KEYS[1], now), tonumber(stored or ARGV[6])}
 // renew: KEYS[1] the lease's key; for a zset member, KEYS[2] the holder
 // records and KEYS[3] (optional) a companion key whose expiry follows
 // the lease's (a semaphore's N); ARGV[1] owner (hash) or member (zset),
-// ARGV[2] lease time ms, ARGV[3] "h" or "z", ARGV[4] the holder record.
+// ARGV[2] lease time ms, ARGV[3] "h", "s" (a mutex's string, see
+// acquireMutex) or "z", ARGV[4] the holder record.
 // It extends only a lease that is still owned and unexpired on the
 // server's clock, and never re-creates one: a missing key, another owner
 // or an expired member answer 0. A hash's record is a field of the hash,
@@ -291,18 +357,22 @@ if ARGV[3] == 'z' then
   if KEYS[3] then extend(KEYS[3], ARGV[2]) end
   return 1
 end
-if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
+if ARGV[3] == 's' then
+  local v = redis.call('GET', KEYS[1])
+  if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then return 0 end
+elseif redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 0
 end
-return 0
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 `)
 
 // release: KEYS[1] the lease's key; for a zset member ("z"), KEYS[2] the
 // holder records and KEYS[3] (optional) a companion key, both deleted
 // with the last member; for a hash ("h"), KEYS[2] (optional) the waiters'
-// set of a mutex or an election. ARGV[1] owner, ARGV[2] "h", "z" or "m"
-// (a mutex's hash, whose waiters' set is KEYS[2]),
+// set of an election; for a mutex's string (see acquireMutex), KEYS[2]
+// its waiters' set ("m") or nothing ("s", a client whose releases wake
+// nobody alone). ARGV[1] owner, ARGV[2] "h", "z", "m" or "s",
 // ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
 // ("" when the grant's token is unknown: then every member of the owner),
 // ARGV[5] the root of the clients' channels, ARGV[6] "1" when PUBLISH's
@@ -317,25 +387,28 @@ return 0
 // nobody (its client is gone) and the count is trusted (not a Cluster,
 // where it counts one node's subscribers), the next is tried. The name's
 // channel is published on too, for watchers of the whole name; a mutex's
-// ("m") only when its waiters' set was not empty: the only watchers of a
-// mutex's channel are its waiters, and each records its intent before it
-// waits (the first attempt records none, but a refused one is followed at
-// once by one that does, see attempts). An uncontended release is then
-// HGET, DEL and EXISTS, without a PUBLISH that reached nobody, and it
-// returns before the script builds its local functions.
+// ("m") only when its value says somebody waits: the only watchers of a
+// mutex's channel are its waiters, and each records its intent, which
+// marks the value, before it waits (the first attempt records none, but a
+// refused one is followed at once by one that does, see attempts). An
+// uncontended release is then GET and DEL, without a PUBLISH that reached
+// nobody, and it returns before the script builds its local functions.
 var release = redis.NewScript(`
 local removed, waiting = 0, false
-if ARGV[2] ~= 'z' then
-  -- A hash: the owner's own, or nothing to do. An uncontended mutex's
-  -- release ends here, before the functions below are built.
+if ARGV[2] == 'm' or ARGV[2] == 's' then
+  -- A mutex's string: the owner's own, or nothing to do. An uncontended
+  -- release ends here, before the functions below are built: nobody
+  -- waits, so no clock read, no trim, and no watcher of the channel.
+  local v = redis.call('GET', KEYS[1])
+  if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then return 0 end
+  removed = redis.call('DEL', KEYS[1])
+  waiting = string.sub(v, -2) == ' +'
+  if not waiting and ARGV[2] == 'm' then return removed end
+elseif ARGV[2] == 'h' then
+  -- A hash: the owner's own, or nothing to do.
   if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
   removed = redis.call('DEL', KEYS[1])
-  if removed > 0 and KEYS[2] then
-    waiting = redis.call('EXISTS', KEYS[2]) == 1
-    -- Nobody waits: no clock read, no trim; and a mutex's channel has
-    -- no watcher but its waiters, who record their intent first.
-    if not waiting and ARGV[2] == 'm' then return removed end
-  end
+  if removed > 0 and KEYS[2] then waiting = redis.call('EXISTS', KEYS[2]) == 1 end
 end
 ` + fnTostr + fnNowMs + fnTrim + `
 local function wakeone(k)
@@ -367,7 +440,7 @@ if ARGV[2] == 'z' then
     redis.call('DEL', KEYS[2])
     if KEYS[3] then redis.call('DEL', KEYS[3]) end
   end
-elseif waiting and ARGV[5] and ARGV[5] ~= '' then
+elseif waiting and KEYS[2] and ARGV[5] ~= '' then
   wakeone(KEYS[2])
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end
@@ -399,6 +472,20 @@ local function hash(k, recipe)
     table.insert(out, {recipe, 'holder', v[1], v[2] or '0', v[3] or '', redis.call('PTTL', k), v[4] or ''})
   end
 end
+local function str(k, recipe)
+  -- A mutex's "<owner> <token> <record>[ +]" (see acquireMutex); the
+  -- hash of an older layout is read as a hash.
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' then return hash(k, recipe) end
+  if not v then return end
+  local i = string.find(v, ' ', 1, true) or #v + 1
+  local j = string.find(v, ' ', i + 1, true) or #v + 1
+  local rec = string.sub(v, j + 1)
+  if string.sub(rec, -2) == ' +' then rec = string.sub(rec, 1, -3) end
+  local tok = string.sub(v, i + 1, j - 1)
+  if tok == '' then tok = '0' end
+  table.insert(out, {recipe, 'holder', string.sub(v, 1, i - 1), tok, '', redis.call('PTTL', k), rec})
+end
 local function zset(k, recipe, role, recs)
   local m = redis.call('ZRANGEBYSCORE', k, '(' .. tostr(now), '+inf', 'WITHSCORES')
   for i = 1, #m, 2 do
@@ -410,7 +497,7 @@ local function zset(k, recipe, role, recs)
     table.insert(out, {recipe, role, owner, tok, '', tonumber(m[i + 1]) - now, (recs and recs[m[i]]) or ''})
   end
 end
-hash(KEYS[1], 'mutex')
+str(KEYS[1], 'mutex')
 zset(KEYS[2], 'mutex', 'waiting')
 hash(KEYS[3], 'write')
 zset(KEYS[4], 'read', 'holder', records(KEYS[12]))

@@ -27,7 +27,8 @@ type spec struct {
 	waiterPrefix string
 	wake         string // the name's channel
 	// zset: the grant is a member "<owner>:<token>" of keys[zsetKey], its
-	// holder record in procs; else the owner of the hash keys[0].
+	// holder record in procs; else the owner of keys[0] (a mutex's
+	// string, another recipe's hash).
 	zset      bool
 	zsetKey   int
 	procs     string
@@ -111,7 +112,7 @@ func (c *Client) fillSpec(blk *specBlock, req *leasekit.Request) {
 		}
 	default:
 		wake := c.packKeys(req.Name, k, sfxMutex, sfxMutexWaiters, keyCounter)
-		*s = spec{script: evAcquireHash, keys: k[:3], waiters: k[1], wake: wake, one: c.wo.on, wakes: c.wo.wakes}
+		*s = spec{script: evAcquireMutex, keys: k[:3], waiters: k[1], wake: wake, one: c.wo.on, wakes: c.wo.wakes}
 	}
 }
 

@@ -26,13 +26,13 @@ var _ keeper.Store = (*store)(nil)
 // spec.ref), so it is never changed once built; its keys and channel are
 // boxed once for evalsha.
 type aux struct {
-	zset      bool   // the lease is a member of a sorted set (reader, permit), else a hash's owner
+	zset      bool   // the lease is a member of a sorted set (reader, permit), else a hash's or a mutex's owner
 	member    string // the zset member "<owner>:<token>"; "" when the token is unknown (abandoned attempt)
 	procs     string // a member's holder records (see scripts.go), or ""
 	companion string // a key whose expiry follows the lease's (a semaphore's stored N), or ""
 	wake      string // the name's channel
 	waiters   string // a mutex's or an election's waiters, for the release to wake one (wakeone.go), or ""
-	mutex     bool   // a mutex's hash with its waiters: the release publishes only when somebody waits
+	mutex     bool   // a mutex's string (see acquireMutex), not a hash
 	// keys are the release's and renewal's KEYS: the lease's key, then a
 	// member's records and companion, or a hash's waiters.
 	keys    []string
@@ -73,6 +73,8 @@ func (a *aux) mode() any {
 		return modeZ
 	case a.mutex && a.waiters != "":
 		return modeM
+	case a.mutex:
+		return modeS
 	}
 	return modeH
 }
@@ -194,7 +196,10 @@ func (s *store) Renew(ctx context.Context, refs []keeper.Ref, ttl time.Duration)
 		if a.zset {
 			return []any{a.member, ms, "z", s.c.procArg}
 		}
-		return []any{r.Owner, ms, "h"}
+		if a.mutex {
+			return []any{r.Owner, ms, modeS}
+		}
+		return []any{r.Owner, ms, modeH}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redislock: renew: %w", err)

@@ -23,22 +23,21 @@ func TestRedisInspectEscapes(t *testing.T) {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var key string
+	// The mutex's key holds "<owner> <token> <holder record>".
+	var key, rest string
 	for key == "" {
-		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
+		keys, err := rdb.Keys(ctx, "*"+name+"*:mutex").Result()
 		if err != nil {
 			t.Fatalf("KEYS: %v", err)
 		}
 		for _, k := range keys {
-			if typ, _ := rdb.Type(ctx, k).Result(); typ == "hash" {
-				if owner, _ := rdb.HGet(ctx, k, "owner").Result(); owner != "" {
-					key = k
-				}
+			if v, _ := rdb.Get(ctx, k).Result(); v != "" {
+				key, rest = k, v[strings.Index(v, " "):]
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := rdb.HSet(ctx, key, "owner", craftedOwner).Err(); err != nil {
+	if err := rdb.SetArgs(ctx, key, craftedOwner+rest, redis.SetArgs{KeepTTL: true}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	r := runBaton(t, env, "inspect", "--backend", url, name)

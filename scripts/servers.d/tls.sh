@@ -179,7 +179,7 @@ start_tls_redis() {
   claim "TLS Redis" "$TLS_REDIS_PORT" "$dir/pid" && return 0
   # The commands redislock sends, directly and from its scripts.
   local cmds="+ping +hello +auth +client|setname +client|id +select +info +eval +evalsha +script|load +script|exists \
-+time +del +exists +get +set +hget +hmget +hset +incr +pexpire +pttl +scan +zadd +zcard +zrange +zrangebyscore \
++time +del +exists +get +set +append +hget +hmget +hset +incr +pexpire +pttl +scan +zadd +zcard +zrange +zrangebyscore \
 +zremrangebyscore +zrem +zscore +subscribe +unsubscribe +publish +wait"
   # In the certificates' directory: tests start Redlock nodes with it.
   cat >"$d/redis-users.acl" <<ACL
