@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton"
 	"github.com/baton-go/baton/redislock"
 )
 
@@ -88,15 +89,20 @@ func monitored(t *testing.T, addr, prefix string, do func()) []string {
 	}
 }
 
+// parallelMutexTest marks t parallel and returns its server's client, a
+// baton client under a prefix of its own and a fresh lock name.
+func parallelMutexTest(t *testing.T, what string) (*redis.Client, *baton.Client, string) {
+	t.Parallel()
+	rdb := redisClient(t, redisAddr(t))
+	c := newClient(t, rdb, redislock.Options{Prefix: testPrefix(t, rdb)})
+	return rdb, c, uniqueName(what)
+}
+
 // TestMutexValue: a mutex's key is one string "<owner> <token> <holder
 // record>" that expires with the lease; a waiter's intent appends " +",
 // which Inspect does not show as part of the record.
 func TestMutexValue(t *testing.T) {
-	t.Parallel()
-	rdb := redisClient(t, redisAddr(t))
-	prefix := testPrefix(t, rdb)
-	c := newClient(t, rdb, redislock.Options{Prefix: prefix})
-	name := uniqueName("value")
+	rdb, c, name := parallelMutexTest(t, "value")
 	l := lock(t, c, name)
 	m, _ := c.Mutex(name)
 	key := keyOf(t, m)
@@ -150,11 +156,7 @@ func TestMutexValue(t *testing.T) {
 // versions, held by a client of one) is never granted over: the acquire
 // fails with Redis' WRONGTYPE, and Inspect still shows its holder.
 func TestMutexOlderLayout(t *testing.T) {
-	t.Parallel()
-	rdb := redisClient(t, redisAddr(t))
-	prefix := testPrefix(t, rdb)
-	c := newClient(t, rdb, redislock.Options{Prefix: prefix})
-	name := uniqueName("older")
+	rdb, c, name := parallelMutexTest(t, "older")
 	m, _ := c.Mutex(name)
 	key := keyOf(t, m)
 	ctx := opCtx(t, 5*time.Second)
