@@ -16,7 +16,10 @@ import (
 // statement (closing its connection), and after TTL − DriftMargin the
 // waiter failed with ErrSessionLost although the server answered.
 func TestBusyGuardKeepsWaiter(t *testing.T) {
-	const ttl = 900 * time.Millisecond
+	// Attempts are bounded by TTL/3 and wait for the guard TTL/6: a
+	// shorter TTL left a loaded CI host too little time around that wait
+	// (attempts cut at 300ms, the waiter lost after 801ms).
+	const ttl = 1500 * time.Millisecond
 	db := openDB(t, "pgx", testenv.Postgres(t))
 	c := newClient(t, db, sqllock.Options{TTL: ttl, NoListen: true})
 	name := uniqueName("busyguard")
