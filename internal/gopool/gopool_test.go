@@ -32,9 +32,16 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestReuse: calls made one after the other run on one worker. The
-// linger is long here: on a loaded host the test may not run again within
-// the default's 100 ms, and the worker would rightly have returned.
+// TestReuse: calls made one after the other run on the waiting workers,
+// without starting goroutines. The linger is long here: on a loaded host
+// the test may not run again within the default's 100 ms, and the worker
+// would rightly have returned.
+//
+// A worker counts itself waiting just before it waits: a call made in
+// between finds nobody receiving and starts a worker (which then waits
+// too). That is rare and harmless, but on a loaded CI host it happened:
+// the test then waited for exactly one waiting worker, and failed. So it
+// allows a few such starts, where no reuse would start 100.
 func TestReuse(t *testing.T) {
 	done := make(chan struct{})
 	p := New(done, 4)
@@ -47,10 +54,10 @@ func TestReuse(t *testing.T) {
 	for range 100 {
 		p.Go(func() { ran <- struct{}{} })
 		<-ran
-		await(t, "the worker waits again", func() bool { return waiting(p) == 1 })
+		await(t, "a worker waits again", func() bool { return waiting(p) >= 1 })
 	}
-	if g := started() - g0; g != 0 {
-		t.Errorf("100 calls one after the other started %d goroutines, want 0", g)
+	if g := started() - g0; g > 3 {
+		t.Errorf("100 calls one after the other started %d goroutines, want at most 3", g)
 	}
 	close(done)
 	p.Wait()
