@@ -16,10 +16,12 @@ import (
 // statement (closing its connection), and after TTL − DriftMargin the
 // waiter failed with ErrSessionLost although the server answered.
 func TestBusyGuardKeepsWaiter(t *testing.T) {
-	// Attempts are bounded by TTL/3 and wait for the guard TTL/6: a
-	// shorter TTL left a loaded CI host too little time around that wait
-	// (attempts cut at 300ms, the waiter lost after 801ms).
-	const ttl = 1500 * time.Millisecond
+	// Attempts are bounded by TTL/3 and wait for the guard TTL/6. On a
+	// loaded CI host an attempt cut by the client's deadline closes its
+	// connection, and the next one must open a connection before its
+	// wait: at 900ms and at 1.5s every attempt was then cut, and the
+	// waiter was lost after 801ms and 1.351s. 3s leaves 500ms for it.
+	const ttl = 3 * time.Second
 	db := openDB(t, "pgx", testenv.Postgres(t))
 	c := newClient(t, db, sqllock.Options{TTL: ttl, NoListen: true})
 	name := uniqueName("busyguard")
@@ -46,8 +48,8 @@ func TestBusyGuardKeepsWaiter(t *testing.T) {
 		t.Fatalf("lock the guard row: %v", err)
 	}
 	got := make(chan error, 1)
-	go func() { // owned by this test: its context ends within 10s
-		l, err := s.Acquire(opCtx(t, 10*time.Second))
+	go func() { // owned by this test: its context ends within 20s
+		l, err := s.Acquire(opCtx(t, 20*time.Second))
 		if err == nil {
 			err = l.Release(context.Background())
 		}
