@@ -136,10 +136,17 @@ const prelude = fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnRecord + fnIn
 // acquireMutex: KEYS[1] the holder string, KEYS[2] waiters, KEYS[3]
 // counter. A refusal that records the intent answers a third element:
 // the waiters' count, which spaces the waiter's polls (see wakeone.go).
-// The functions only a waiter's attempt calls are defined after the
-// uncontended path returns: a script makes its local functions anew at
-// every call.
+// Only the two functions a grant calls (tostr, mint) are defined before
+// the uncontended path returns: a script makes its local functions anew
+// at every call.
 var acquireMutex = redis.NewScript(fnTostr + fnMint + `
+if ARGV[5] ~= '1' then
+  local tok = mint(KEYS[3])
+  if type(tok) == 'table' then return tok end
+  if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. tostr(tok) .. ' ' .. ARGV[8], 'NX', 'PX', ARGV[2]) then
+    return {1, tok}
+  end
+end
 local function held(cur)
   -- The holder's answer: a retried attempt (a client with MaxRetries)
   -- that was granted before gets its token; another holder is a refusal.
@@ -148,14 +155,7 @@ local function held(cur)
     return {1, tonumber(string.sub(cur, a, string.find(cur, ' ', a, true) - 1))}
   end
 end
-if ARGV[5] ~= '1' then
-  local tok = mint(KEYS[3])
-  if type(tok) == 'table' then return tok end
-  if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. tostr(tok) .. ' ' .. ARGV[8], 'NX', 'PX', ARGV[2]) then
-    return {1, tok}
-  end
-  return held(redis.call('GET', KEYS[1])) or {0, redis.call('PTTL', KEYS[1])}
-end
+if ARGV[5] ~= '1' then return held(redis.call('GET', KEYS[1])) or {0, redis.call('PTTL', KEYS[1])} end
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   local tok = mint(KEYS[3])
