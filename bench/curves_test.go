@@ -22,14 +22,20 @@ import (
 // curveSizes are the sizes the cost curves are drawn at, read from the
 // environment: the waiter counts of the handoff curve (up to
 // BATON_BENCH_MAX_WAITERS), the name counts of the throughput curve, the
-// held leases of the held row (BATON_BENCH_HELD) and the time each
-// throughput point runs (BATON_BENCH_TPUT).
+// held leases of the held row (BATON_BENCH_HELD), the time each
+// throughput point runs (BATON_BENCH_TPUT) and the rounds of its most
+// names (BATON_BENCH_ROUNDS, BATON_BENCH_TPUT_ROUND).
 type curveSizes struct {
 	waiters []int
 	names   []int
 	clients int
 	held    int
 	tput    time.Duration
+	// rounds and round: the interleaved rounds of the throughput's most
+	// names, floor and peer (BATON_BENCH_ROUNDS) and the time each side
+	// runs in a round (BATON_BENCH_TPUT_ROUND).
+	rounds  int
+	round   time.Duration
 	handoff time.Duration // the time each handoff point runs
 	rest    time.Duration // the at-rest window of the held row
 }
@@ -56,10 +62,14 @@ func sizesFor(full bool) curveSizes {
 	s := curveSizes{waiters: []int{5, 50, 500, 2000}, names: []int{1, 10, 100, 1000}, clients: 32}
 	maxW, held := 3, 40
 	s.tput, s.handoff, s.rest = 150*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond
+	s.rounds, s.round = 2, 50*time.Millisecond
 	if full {
 		maxW, held = 2000, 10000
 		s.tput, s.handoff, s.rest = 3*time.Second, 3*time.Second, 6*time.Second
+		s.rounds, s.round = 9, 500*time.Millisecond
 	}
+	s.rounds = envInt("BATON_BENCH_ROUNDS", s.rounds)
+	s.round = envDuration("BATON_BENCH_TPUT_ROUND", s.round)
 	maxW = envInt("BATON_BENCH_MAX_WAITERS", maxW)
 	s.held = envInt("BATON_BENCH_HELD", held)
 	s.tput = envDuration("BATON_BENCH_TPUT", s.tput)
@@ -218,8 +228,15 @@ type tputPoint struct {
 
 // throughputCurve runs s.clients direct clients of each engine, each
 // locking and unlocking a name picked at random among n, for each n of
-// s.names, and the engine's floor on s.clients clients of its own (each
-// on a name of its own: the floor cannot wait).
+// s.names but the last, once for s.tput. The last (the most names, where
+// the target is judged) runs in s.rounds interleaved rounds of s.round
+// beside the engine's floor on s.clients clients of its own (each on a
+// name of its own: the floor cannot wait) and the peer library, in a
+// rotating order, and each of the three reports its medians: one point of
+// a few seconds swung by ±30 % from run to run on a shared host, rounds a
+// second apart share its drift. The clients keep their locks across the
+// rounds, as a long-running process does; the first rounds include each
+// client's first use of a name.
 func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[string]tputPoint, map[string]peerPoint) {
 	pts, floors, peers := make(map[string][]tputPoint), make(map[string]tputPoint), make(map[string]peerPoint)
 	for _, e := range curveEngines {
@@ -231,76 +248,139 @@ func throughputCurve(t *testing.T, s curveSizes) (map[string][]tputPoint, map[st
 				clients[i] = cr.client(t, false, benchRedisTTL, false)
 				t.Cleanup(func() { _ = clients[i].close() })
 			}
-			for _, n := range s.names {
-				pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
-					ms := make(map[int]locker)
-					return func(ctx context.Context) error {
-						k := rand.IntN(n)
-						m := ms[k]
-						if m == nil {
-							var err error
-							if m, err = clients[i].mutex(fmt.Sprintf("%s/%d-%d", prefix, n, k)); err != nil {
-								return err
-							}
-							ms[k] = m
-						}
-						l, err := m.Lock(ctx)
-						if err != nil {
-							return err
-						}
-						return l.Release(ctx)
-					}
-				})
+			most := s.names[len(s.names)-1]
+			for _, n := range s.names[:len(s.names)-1] {
+				pt, err := runClients(s.clients, s.tput, namesOps(clients, prefix, n))
 				if err != nil {
 					t.Fatalf("%s throughput over %d names: %v", e, n, err)
 				}
 				pt.names = n
 				pts[e] = append(pts[e], pt)
 			}
-			floor := make([]*pair, s.clients)
-			for i := range floor {
-				floor[i] = cr.floor(t)
+			sides := []*tputSide{
+				{what: fmt.Sprintf("over %d names", most), names: most, ops: namesOps(clients, prefix, most)},
+				{what: "floor", names: s.clients, ops: floorOps(t, cr, s.clients)}, // a name of its own per client
 			}
-			pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
-				return func(ctx context.Context) error {
-					if err := floor[i].lock(ctx); err != nil {
-						return err
-					}
-					return floor[i].unlock(ctx)
-				}
-			})
-			if err != nil {
-				t.Fatalf("%s floor throughput: %v", e, err)
-			}
-			pt.names = s.clients // a name of its own per client
-			floors[e] = pt
+			var peer *tputPeer
 			if cr.peer != nil {
-				pp, err := peerThroughput(t, cr.peer(t), s)
-				if err != nil {
-					t.Fatalf("%s peer throughput: %v", e, err)
-				}
-				peers[e] = pp
+				peer = cr.peer(t)
+				sides = append(sides, &tputSide{what: "peer", names: most, ops: peerOps(t, peer, s.clients, most)})
+			}
+			if err := interleave(s, sides); err != nil {
+				t.Fatalf("%s throughput: %v", e, err)
+			}
+			pts[e] = append(pts[e], sides[0].median())
+			floors[e] = sides[1].median()
+			if peer != nil {
+				peers[e] = peerPoint{tputPoint: sides[2].median(), what: peer.what}
 			}
 		})
 	}
 	return pts, floors, peers
 }
 
-// peerThroughput runs s.clients clients of peer, each locking and
-// unlocking a name picked at random among the most names of s.
-func peerThroughput(t *testing.T, peer *tputPeer, s curveSizes) (peerPoint, error) {
-	n := s.names[len(s.names)-1]
-	ops := make([]func(context.Context, string) error, s.clients)
+// tputSide is one side of the interleaved throughput rounds: its ops and
+// the point each round measured.
+type tputSide struct {
+	what  string
+	names int
+	ops   func(i int) func(ctx context.Context) error
+	pts   []tputPoint
+}
+
+// interleave runs s.rounds rounds of every side for s.round each, the
+// order rotating from round to round.
+func interleave(s curveSizes, sides []*tputSide) error {
+	for r := range s.rounds {
+		for j := range sides {
+			sd := sides[(r+j)%len(sides)]
+			pt, err := runClients(s.clients, s.round, sd.ops)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", sd.what, r, err)
+			}
+			sd.pts = append(sd.pts, pt)
+		}
+	}
+	return nil
+}
+
+// median is the side's point of medians: each figure the median of its
+// rounds'.
+func (sd *tputSide) median() tputPoint {
+	col := func(f func(tputPoint) float64) float64 {
+		v := make([]float64, len(sd.pts))
+		for i, p := range sd.pts {
+			v[i] = f(p)
+		}
+		return medianOf(v)
+	}
+	m := tputPoint{names: sd.names, cpuOK: true}
+	m.ops = col(func(p tputPoint) float64 { return p.ops })
+	m.allocs = col(func(p tputPoint) float64 { return p.allocs })
+	m.busy = col(func(p tputPoint) float64 { return p.busy })
+	m.cpu = col(func(p tputPoint) float64 { return p.cpu })
+	for _, p := range sd.pts {
+		m.cpuOK = m.cpuOK && p.cpuOK
+	}
+	return m
+}
+
+// namesOps is the baton side of a throughput point: client i locks and
+// unlocks a name picked at random among n, keeping the lock of each name
+// it has used (across calls of the op it returns for i).
+func namesOps(clients []curveClient, prefix string, n int) func(i int) func(ctx context.Context) error {
+	ms := make([]map[int]locker, len(clients))
+	for i := range ms {
+		ms[i] = make(map[int]locker)
+	}
+	return func(i int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			k := rand.IntN(n)
+			m := ms[i][k]
+			if m == nil {
+				var err error
+				if m, err = clients[i].mutex(fmt.Sprintf("%s/%d-%d", prefix, n, k)); err != nil {
+					return err
+				}
+				ms[i][k] = m
+			}
+			l, err := m.Lock(ctx)
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}
+	}
+}
+
+// floorOps is the floor side: k floor pairs, client i on its own.
+func floorOps(t *testing.T, cr *curveRig, k int) func(i int) func(ctx context.Context) error {
+	floor := make([]*pair, k)
+	for i := range floor {
+		floor[i] = cr.floor(t)
+	}
+	return func(i int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			if err := floor[i].lock(ctx); err != nil {
+				return err
+			}
+			return floor[i].unlock(ctx)
+		}
+	}
+}
+
+// peerOps is the peer library's side: k clients of peer, each locking
+// and unlocking a name picked at random among n.
+func peerOps(t *testing.T, peer *tputPeer, k, n int) func(i int) func(ctx context.Context) error {
+	ops := make([]func(context.Context, string) error, k)
 	for i := range ops {
 		ops[i] = peer.client(t)
 	}
-	pt, err := runClients(s.clients, s.tput, func(i int) func(ctx context.Context) error {
+	return func(i int) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			return ops[i](ctx, peer.name(fmt.Sprintf("%d-%d", n, rand.IntN(n))))
 		}
-	})
-	pt.names = n
-	return peerPoint{tputPoint: pt, what: peer.what}, err
+	}
 }
 
 // peerPoint is a peer library's throughput over the most names.

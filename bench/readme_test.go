@@ -47,7 +47,8 @@ Run the report after starting the servers (it regenerates this file and the char
 - ` + "`BATON_BENCH_ROUNDS=n`" + ` — interleaved rounds per uncontended pair (default 9; the median is reported).
 - ` + "`BATON_BENCH_MAX_WAITERS=n`" + ` — the most waiters of the handoff curve (default 2000; the curve is drawn
   at 5, 50, 500, 2000 up to it). ` + "`BATON_BENCH_HELD=n`" + ` — leases of the held row (default 10 000).
-  ` + "`BATON_BENCH_TPUT=3s`" + ` — how long each throughput point runs.
+  ` + "`BATON_BENCH_TPUT=3s`" + ` — how long each throughput point of fewer names runs; the most names, the
+  floor and the peer run interleaved, ` + "`BATON_BENCH_ROUNDS`" + ` rounds of ` + "`BATON_BENCH_TPUT_ROUND=500ms`" + ` each.
 - ` + "`BATON_BENCH_ZK`, `BATON_BENCH_ETCD`, `BATON_BENCH_REDIS`, `BATON_BENCH_REDLOCK=h:p,…`" + ` — measure on these
   servers instead of the ` + "`BATON_TEST_*`" + ` ones (the uncontended ZooKeeper rows count requests with
   ` + "`mntr`" + `, every client of the server included: use a server nobody else uses during the run).
@@ -72,11 +73,11 @@ func hostCaption(start time.Time, rounds int, s curveSizes) string {
 		host = "unknown host"
 	}
 	return fmt.Sprintf("Run of %s (%s to %s UTC) on %s (%s/%s, %d CPUs, %s); %d interleaved rounds per uncontended pair; "+
-		"handoff curve at %v waiters (%v or 500 handoffs per point), throughput of %d clients over %v names (%v per point), %d held leases. "+
+		"handoff curve at %v waiters (%v or 500 handoffs per point), throughput of %d clients over %v names (%v per point; at the most names %d rounds of %v beside the floor and the peer), %d held leases. "+
 		"The servers and the host are shared with other test runs, so absolute times are noisy; ratios taken in the same run are the figures to read.",
 		start.UTC().Format("2006-01-02"), start.UTC().Format("15:04"), time.Now().UTC().Format("15:04"), host,
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), rounds,
-		s.waiters, s.handoff, s.clients, s.names, s.tput, s.held)
+		s.waiters, s.handoff, s.clients, s.names, s.tput, s.rounds, s.round, s.held)
 }
 
 // writeReadme regenerates README.md (the whole file) and the charts from
