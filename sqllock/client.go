@@ -45,9 +45,12 @@ type Client struct {
 	// closes it too.
 	ownDB bool
 
-	schemaMu sync.Mutex
-	migrated bool // the schema is known to exist: Migrate ran, or the first use's check
-	schemaOK bool // the first use's preparation is done
+	// schema is the gate of the first use's preparation (see
+	// lockSchema): a channel of one token rather than a mutex, so that an
+	// acquire waiting behind another's preparation ends with its context.
+	schema   chan struct{}
+	migrated bool        // the schema is known to exist: Migrate ran, or the first use's check
+	schemaOK atomic.Bool // the first use's preparation is done
 
 	ctx    context.Context // cancelled by Close: in-flight attempts end with it
 	cancel context.CancelFunc
@@ -99,6 +102,7 @@ func newClient(db *sql.DB, o Options) (*Client, error) {
 		engine:    o.Dialect.String(),
 		holder:    engine.ProcessData(engine.OrThisProcess(o.Process)),
 		ttlMicros: o.TTL.Microseconds(),
+		schema:    make(chan struct{}, 1),
 	}
 	c.st = &store{c: c, db: db, q: c.q, batch: o.BatchSize,
 		// Each leaves at least two connections of the pool to acquires.
@@ -137,8 +141,10 @@ func (c *Client) DB() *sql.DB { return c.db }
 // baton.As[*sqllock.Client]; a deployment step without a client runs the
 // package's Migrate.
 func (c *Client) Migrate(ctx context.Context) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
+	if err := c.lockSchema(ctx); err != nil {
+		return err
+	}
+	defer c.unlockSchema()
 	if err := migrate(ctx, c.db, c.q); err != nil {
 		return Classify(err)
 	}
@@ -151,8 +157,8 @@ func (c *Client) Migrate(ctx context.Context) error {
 // effect at the first use: call it before. It is reached through
 // baton.As[*sqllock.Client].
 func (c *Client) SetNoMigrate() {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
+	_ = c.lockSchema(context.Background())
+	defer c.unlockSchema()
 	c.o.NoMigrate = true
 }
 
@@ -277,9 +283,14 @@ func columnsOf(ctx context.Context, db *sql.DB, look, table string) (map[string]
 
 // ensureSchema migrates once per client, at the first use.
 func (c *Client) ensureSchema(ctx context.Context) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	if c.schemaOK {
+	if c.schemaOK.Load() {
+		return nil
+	}
+	if err := c.lockSchema(ctx); err != nil {
+		return err
+	}
+	defer c.unlockSchema()
+	if c.schemaOK.Load() {
 		return nil
 	}
 	switch {
@@ -306,13 +317,31 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 		return err
 	}
 	c.st.pin(ctx)
-	c.schemaOK = true
+	c.schemaOK.Store(true)
 	return nil
 }
 
+// lockSchema takes the schema gate, or returns ctx's error as soon as ctx
+// ends. The first use's preparation holds it for several round trips
+// (the schema's check or DDL, the server's identity, the token source,
+// the warm connections), and an acquire of another goroutine on the same
+// client waits for it: behind a mutex, such a Lock went on waiting after
+// its context was cancelled (281 ms in a drill's cancel-bulk, I6).
+func (c *Client) lockSchema(ctx context.Context) error {
+	select {
+	case c.schema <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sqllock: waiting for the client's first-use preparation: %w", ctx.Err())
+	}
+}
+
+// unlockSchema gives the gate back.
+func (c *Client) unlockSchema() { <-c.schema }
+
 // findTokenSource sets whether the client's MySQL-dialect tokens come
-// from the sequence (see sequence.go). It runs under schemaMu, before the
-// client's first acquire.
+// from the sequence (see sequence.go). It runs under the schema gate,
+// before the client's first acquire.
 func (c *Client) findTokenSource(ctx context.Context) error {
 	seq, err := usesSequence(ctx, c.db, c.q)
 	if err != nil {
@@ -325,7 +354,7 @@ func (c *Client) findTokenSource(ctx context.Context) error {
 // identify names the database server and table, so that clients of one
 // process on the same table wake each other and share one LISTEN
 // connection, whatever route (proxy, DSN) their *sql.DB takes. It runs
-// once, under schemaMu.
+// once, under the schema gate.
 func (c *Client) identify(ctx context.Context) error {
 	if c.hubp.Load() != nil {
 		return nil
@@ -392,11 +421,11 @@ func (c *Client) shutdown() error {
 	c.cancel()
 	c.settling.Wait() // their grants are abandoned before the keeper closes
 	c.pool.Wait()
-	c.schemaMu.Lock() // no registration in flight
+	_ = c.lockSchema(context.Background()) // no registration in flight
 	if h := c.hubp.Load(); h != nil && c.q.d == fence.Postgres && !c.o.NoListen {
 		unregister(c, h.id)
 	}
-	c.schemaMu.Unlock()
+	c.unlockSchema()
 	err := c.k.Close()
 	c.st.unpin()
 	if c.ownDB {

@@ -61,3 +61,10 @@ func (c *Client) TryMutex(ctx context.Context, name string) (granted bool, forge
 	res, err := c.mutexAttempts(req).Try(ctx, 0)
 	return res.Granted, res.Ref.Key, err
 }
+
+// HoldSchema takes c's schema gate, as another acquire's first-use
+// preparation in flight does, until release is called.
+func HoldSchema(c *Client) (release func()) {
+	_ = c.lockSchema(context.Background())
+	return c.unlockSchema
+}

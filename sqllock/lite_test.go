@@ -96,3 +96,54 @@ func TestSQLiteAttemptBoundOnWriteLock(t *testing.T) {
 	}
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 }
+
+// TestCancelBehindFirstUse: a Lock that waits behind another acquire's
+// first-use preparation on the same client (the schema's check, the
+// server's identity, the token source, the warm connections: several
+// round trips) returns as soon as its context is cancelled, with the
+// context's error, and the client serves the next Lock once the
+// preparation is done. Behind a mutex such a Lock waited the preparation
+// out: a drill's cancel-bulk saw one return 281 ms after its cancel.
+func TestCancelBehindFirstUse(t *testing.T) {
+	c := newClient(t, openDB(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "locks.db")+sqliteDSN), sqllock.Options{})
+	m, err := c.Mutex("lite/first-use")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := sqllock.HoldSchema(sqllock.Of(c))
+	ctx, cancel := context.WithCancel(t.Context())
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() { // owner: the test, which reads done
+		l, err := m.Lock(ctx)
+		if l != nil {
+			_ = l.Release(context.Background())
+		}
+		done <- result{err, time.Now()}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancelAt := time.Now()
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Second):
+		release()
+		r = <-done
+		t.Fatalf("Lock behind a first use went on %v after its cancel (returned %v once the gate was free)", time.Since(cancelAt), r.err)
+	}
+	release()
+	if !errors.Is(r.err, context.Canceled) {
+		t.Errorf("cancelled Lock behind a first use = %v, want context.Canceled", r.err)
+	}
+	if took := r.at.Sub(cancelAt); took > 250*time.Millisecond {
+		t.Errorf("cancelled Lock behind a first use returned %v after its cancel, want ≤ 250ms", took)
+	}
+	l := lock(t, c, "lite/first-use") // the preparation runs now
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Errorf("Release = %v", err)
+	}
+}
