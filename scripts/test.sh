@@ -38,11 +38,21 @@ cd "$(dirname "$0")/.."
 # The first install is a no-op on a machine that has them all; on a fresh
 # machine, whose package lists are still empty, it fails, and the lists
 # are updated before the second. Without root both fail, and the script
-# goes on only if every package is installed already.
+# goes on only if every package is installed already. The first install
+# is a plain command line, nothing after its packages: its status is read
+# with errexit off, and apt's output goes to stderr through the exec
+# around it.
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >&2 2>/dev/null ||
-  { apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >&2; } ||
-  dpkg-query -W zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >/dev/null
+exec 3>&1 1>&2
+set +e
+apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps
+installed=$?
+set -e
+if [ "$installed" -ne 0 ]; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps ||
+    dpkg-query -W zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >/dev/null
+fi
+exec 1>&3 3>&-
 if ! command -v go >/dev/null 2>&1; then
   [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin
 fi
