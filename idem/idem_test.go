@@ -116,8 +116,10 @@ func TestTimeoutIsUnknownNeverFailed(t *testing.T) {
 	forEachDB(t, idem.Options{}, func(t *testing.T, b backend) {
 		s := b.store
 		var calls atomic.Int32
-		// The caller's own deadline ends the call; the record is still written.
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		// The caller's own deadline ends the call; the record is still
+		// written. The deadline leaves room for the claim before the call:
+		// at 50ms a loaded CI host's claim ran into it ("record: timeout").
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		rec, err := s.Do(ctx, "label-7", func(ctx context.Context) ([]byte, error) {
 			calls.Add(1)
