@@ -24,6 +24,7 @@ func init() {
 	bridge.LoseAhead = func(l any, cause error, lead time.Duration) bool {
 		return l.(*Lease).ctl.LoseAhead(cause, lead)
 	}
+	bridge.ReleaseFailed = func(l any, err error) bool { return l.(*Lease).ctl.releaseFailed(err) }
 	bridge.Reenter = func(ctx context.Context, key any) (any, error) {
 		l, err := reenter(ctx, key)
 		return l, err

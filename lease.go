@@ -226,9 +226,16 @@ func (l *Lease) Holds() int {
 // Release gives back one hold. The last hold removes the remote entry (and
 // only this grant's entry); the context is then cancelled with ErrReleased.
 // Releasing more often than acquired returns ErrNotHeld; releasing a lost
-// lease returns its loss error (wrapping ErrLost). When the remote removal
-// fails, the hold is kept and Release may be called again: removal is exact
-// and idempotent, so a retry never frees a newer grant.
+// lease returns its loss error (wrapping ErrLost).
+//
+// When the remote removal fails (ctx ended, the connection failed: its
+// outcome is unknown), Release returns the error and the lease ends Lost
+// at once, with a cause wrapping ErrLost and the error; the engine goes on
+// removing the entry in the background, owner-checked, until it is gone
+// or has expired on the server. So a holder that logs the error and moves
+// on never leaves the lock held and renewed behind it, and it learns that
+// the lease ended before the background removal can let anyone else in.
+// Removal is exact: it never frees a newer grant.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	switch {
@@ -251,18 +258,19 @@ func (l *Lease) Release(ctx context.Context) error {
 	if l.g.Release != nil {
 		err = l.g.Release(ctx)
 	}
+	if err != nil {
+		l.ctl.releaseFailed(err) // unless the engine did, before its background removal
+		l.mu.Lock()
+		l.releasing = false
+		l.mu.Unlock()
+		return fmt.Errorf("baton: release %q: %w (the lease has ended; the entry is removed in the background)", l.g.Name, err)
+	}
 
 	l.mu.Lock()
 	l.releasing = false
 	if l.state == Lost { // lost while the removal was in flight
 		l.mu.Unlock()
 		return l.cause
-	}
-	if err != nil {
-		l.holds++
-		l.mu.Unlock()
-		l.emit(EventReleaseFailed, err, 0, 0)
-		return fmt.Errorf("baton: release %q: %w", l.g.Name, err)
 	}
 	l.endLocked(Released, ErrReleased)
 	l.mu.Unlock()
@@ -376,6 +384,21 @@ func (c *control) LoseAhead(cause error, lead time.Duration) bool {
 	c.l.emit(EventLost, cause, 0, max(lead, 0))
 	c.l.afterEnd()
 	return true
+}
+
+// releaseFailed ends the lease Lost after its release failed with err
+// (see Lease.Release), telling the observer of the failure first, while
+// the hold it failed to end is still open. It is a no-op on an ended
+// lease.
+func (c *control) releaseFailed(err error) bool {
+	c.l.mu.Lock()
+	ended := c.l.state.Ended()
+	c.l.mu.Unlock()
+	if ended {
+		return false
+	}
+	c.l.emit(EventReleaseFailed, err, 0, 0)
+	return c.Lose(fmt.Errorf("%w: its release failed, and the entry is removed in the background: %w", ErrLost, err))
 }
 
 // reenter looks in ctx for a live lease whose Grant.Key equals key (the

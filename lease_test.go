@@ -48,26 +48,30 @@ func TestLeaseReleaseLifecycle(t *testing.T) {
 	}
 }
 
-func TestLeaseReleaseFailureKeepsHold(t *testing.T) {
-	fail := true
-	l, _ := newLease(t, context.Background(), nil, func(context.Context) error {
-		if fail {
-			return errors.New("connection reset")
+// TestLeaseReleaseFailureEnds: a failed release ends the lease Lost at
+// once, its cause wrapping ErrLost and the engine's error, and the engine
+// is not asked again: it removes the entry in the background. Left held,
+// a lease whose release timed out was renewed until its process ended.
+func TestLeaseReleaseFailureEnds(t *testing.T) {
+	reset := errors.New("connection reset")
+	calls := 0
+	l, _ := newLease(t, context.Background(), nil, func(context.Context) error { calls++; return reset })
+	if err := l.Release(context.Background()); !errors.Is(err, reset) {
+		t.Fatalf("Release() with a failing engine = %v, want the engine's error", err)
+	}
+	if st, h := l.State(), l.Holds(); st != baton.Lost || h != 0 {
+		t.Fatalf("after a failed release: State() = %v, Holds() = %d, want lost with no hold", st, h)
+	}
+	for _, err := range []error{context.Cause(l.Context()), l.Err()} {
+		if !errors.Is(err, baton.ErrLost) || !errors.Is(err, reset) {
+			t.Errorf("lease ended with %v, want an error wrapping %v and %v", err, baton.ErrLost, reset)
 		}
-		return nil
-	})
-	if err := l.Release(context.Background()); err == nil {
-		t.Fatal("Release() with a failing engine = nil, want the error")
 	}
-	if st, h := l.State(), l.Holds(); st != baton.Held || h != 1 {
-		t.Fatalf("after a failed release: State() = %v, Holds() = %d, want held with 1 hold", st, h)
+	if err := l.Release(context.Background()); !errors.Is(err, baton.ErrLost) {
+		t.Errorf("second Release() = %v, want the loss", err)
 	}
-	if l.Context().Err() != nil {
-		t.Fatal("Context() cancelled by a failed release")
-	}
-	fail = false
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatalf("retried Release() = %v, want nil", err)
+	if calls != 1 {
+		t.Errorf("engine release called %d times, want 1", calls)
 	}
 }
 

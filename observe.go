@@ -73,9 +73,9 @@ const (
 	// EventReleased: the last hold of a lease was released. Acquire, Token,
 	// Owner, Session, Hold.
 	EventReleased
-	// EventReleaseFailed: a release did not reach the server; the lease is
-	// still held and the release may be retried. Acquire, Token, Owner,
-	// Err.
+	// EventReleaseFailed: a release failed, its outcome unknown. The
+	// lease's EventLost follows, and the engine removes the entry in the
+	// background. Acquire, Token, Owner, Err.
 	EventReleaseFailed
 	// EventRenewal: one keeper renewal batch answered (or failed). Count (leases
 	// in the batch), Duration (round-trip time), Late (the answer came

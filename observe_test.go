@@ -59,10 +59,10 @@ func TestLeaseEmitsStateChanges(t *testing.T) {
 	if err := l.Release(context.Background()); err == nil {
 		t.Fatal("first Release = nil, want the store's error")
 	}
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatalf("second Release = %v", err)
+	if err := l.Release(context.Background()); !errors.Is(err, baton.ErrLost) {
+		t.Fatalf("second Release = %v, want the loss the failed one ended the lease with", err)
 	}
-	want := []baton.EventKind{baton.EventSuspended, baton.EventResumed, baton.EventReleaseFailed, baton.EventReleased}
+	want := []baton.EventKind{baton.EventSuspended, baton.EventResumed, baton.EventReleaseFailed, baton.EventLost}
 	got := rec.kinds()
 	if len(got) != len(want) {
 		t.Fatalf("events = %v, want %v", got, want)

@@ -18,8 +18,11 @@ type Grant struct {
 	// object with an equal Key and a context derived from this lease
 	// re-enters. It must be comparable. Nil disables reentrancy.
 	Key any
-	// Release removes the remote entry, and only this grant's entry. It must
-	// be safe to call again after it returned an error (unknown outcome).
+	// Release removes the remote entry, and only this grant's entry. When
+	// it returns an error (unknown outcome) the lease ends Lost and is
+	// never released again: the engine removes the entry in the
+	// background, exactly, or lets it expire, calling
+	// Control.ReleaseFailed before the background removal starts.
 	Release func(ctx context.Context) error
 	// OnEnd, if set, runs once after the lease became Lost or Released, so
 	// the engine can stop whatever watched this lease.
@@ -72,6 +75,14 @@ func (c Control) Resume() { bridge.Resume(c.l) }
 // baton.ErrLost (it is wrapped if it does not). It is a no-op on an ended
 // lease and reports whether it ended the lease.
 func (c Control) Lose(cause error) bool { return bridge.LoseAhead(c.l, cause, 0) }
+
+// ReleaseFailed ends the lease Lost after its Grant.Release failed with
+// err, as baton.Lease.Release does when Release returns. An engine that
+// goes on removing the entry in the background calls it first, so the
+// holder learns that the lease ended before the removal can let anyone
+// else in. It is a no-op on an ended lease and reports whether it ended
+// the lease.
+func (c Control) ReleaseFailed(err error) bool { return bridge.ReleaseFailed(c.l, err) }
 
 // LoseAhead is Lose for an engine that knows how far ahead of the server
 // it declares the loss: lead is how long before the earliest moment the

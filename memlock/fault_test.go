@@ -315,7 +315,8 @@ func TestLoseCreateResponse(t *testing.T) {
 }
 
 // TestLoseDeleteResponse: a delete whose response is lost took effect;
-// Release reports the unknown outcome and succeeds when called again.
+// Release reports the unknown outcome and the lease has ended (Lost), so a
+// second Release returns the loss without touching the server.
 func TestLoseDeleteResponse(t *testing.T) {
 	srv, _ := newServer(t, memlock.Options{})
 	a := srv.Client("a")
@@ -324,11 +325,13 @@ func TestLoseDeleteResponse(t *testing.T) {
 	if err := l.Release(context.Background()); !errors.Is(err, memlock.ErrResponseLost) {
 		t.Errorf("Release with a lost response = %v, want an error wrapping %v", err, memlock.ErrResponseLost)
 	}
+	if st := l.State(); st != baton.Lost || !errors.Is(l.Err(), memlock.ErrResponseLost) {
+		t.Errorf("after the unknown release: State() = %v, Err() = %v, want %v with the release's error", st, l.Err(), baton.Lost)
+	}
 	if got := srv.Entries("x"); len(got) != 0 {
 		t.Errorf("entries after the lost delete response = %v, want none", got)
 	}
-	release(t, l)
-	if st := l.State(); st != baton.Released {
-		t.Errorf("State() after the second Release = %v, want %v", st, baton.Released)
+	if err := l.Release(context.Background()); !errors.Is(err, baton.ErrLost) {
+		t.Errorf("second Release = %v, want an error wrapping %v", err, baton.ErrLost)
 	}
 }

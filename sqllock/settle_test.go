@@ -94,6 +94,56 @@ func TestCancelledAttemptLandingLate(t *testing.T) {
 	}
 }
 
+// TestReleaseCancelledOnServer: a release that outlives its deadline is
+// cancelled on the server by pgx's cancel request, so it did nothing. The
+// lease ends Lost as Release returns, and the release goes on in the
+// background: another client takes the lock as soon as the row is free,
+// not a TTL later. Here the release waits behind a transaction holding
+// the row (a slow server in a CI run did the same to the drill of a lost
+// release reply); before, the lease stayed held and renewed after its
+// failed release, and nobody got the lock until its process ended.
+func TestReleaseCancelledOnServer(t *testing.T) {
+	const ttl = 6 * time.Second
+	c := newClient(t, openDB(t, "pgx", testenv.Postgres(t)), sqllock.Options{TTL: ttl, NoListen: true})
+	other := newClient(t, openDB(t, "pgx", testenv.Postgres(t)), sqllock.Options{TTL: ttl, NoListen: true})
+	name := uniqueName("relcancel")
+	l := lock(t, c, name)
+	tx, err := openDB(t, "pgx", testenv.Postgres(t)).BeginTx(opCtx(t, 5*time.Second), nil)
+	if err != nil {
+		t.Fatalf("BeginTx() = %v", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM baton_locks WHERE name = $1 FOR UPDATE) AS held`, name).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("locking the lease's row = %d rows, %v; want 1", n, err)
+	}
+	if err := l.Release(opCtx(t, 300*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Release() behind a held row = %v, want the deadline", err)
+	}
+	if st := l.State(); st != baton.Lost {
+		t.Errorf("State() after the failed release = %v, want %v", st, baton.Lost)
+	}
+	time.Sleep(200 * time.Millisecond) // the background release waits on the row too
+	if err := tx.Rollback(); err != nil {
+		t.Fatalf("Rollback() = %v", err)
+	}
+	mo, err := other.Mutex(name)
+	if err != nil {
+		t.Fatalf("Mutex() = %v", err)
+	}
+	var lo *baton.Lease
+	for deadline := time.Now().Add(2 * time.Second); lo == nil; time.Sleep(20 * time.Millisecond) {
+		lo, err = mo.TryLock(opCtx(t, 5*time.Second))
+		if lo == nil && time.Now().After(deadline) {
+			es, _ := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name)
+			t.Fatalf("TryLock 2s after the row was freed = %v (entries %q): the failed release was not carried on", err, es)
+		}
+	}
+	if err := lo.Release(opCtx(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release() = %v", err)
+	}
+}
+
 // TestEndlessAttemptInPlace: an acquire whose context never ends sends
 // its attempt's statement from its own goroutine. Its attempts end only
 // at the attempt timeout or at Close, which bound the statement anyway,

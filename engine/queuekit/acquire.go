@@ -234,8 +234,9 @@ type held struct {
 	first bool           // release with ReleaseFirst (see releasesFirst)
 }
 
-// release deletes the entry; a guard's (handOff) goes to the session's
-// cleanup when the delete fails.
+// release deletes the entry. When the delete fails the entry goes to the
+// session's cleanup, after the lease ended (baton.Lease.Release); a
+// guard's (handOff) failure is not its caller's to see.
 func (h *held) release(ctx context.Context) error {
 	var err error
 	if h.first {
@@ -243,10 +244,15 @@ func (h *held) release(ctx context.Context) error {
 	} else {
 		err = h.s.Delete(ctx, h.e)
 	}
-	if err != nil && h.r.handOff {
+	switch {
+	case err == nil:
+		return nil
+	case h.r.handOff:
 		h.s.Abandon(h.e)
 		return nil
 	}
+	h.ctl.ReleaseFailed(err) // before the cleanup can let anyone in
+	h.s.Abandon(h.e)
 	return err
 }
 

@@ -326,8 +326,11 @@ func (k *Keeper) queueLocked(ref Ref, now time.Time) {
 }
 
 // release is the lease's Grant.Release: the owner-checked removal. The
-// lease stays renewed while the removal is in flight, so a failed removal
-// leaves it held and the caller may retry (baton.Lease.Release).
+// lease stays renewed while the removal is in flight. A failed removal
+// ends the lease (baton.Lease.Release) and queues the removal again, as
+// Abandon does: left held, a lease whose release timed out was renewed
+// until its process ended, and a PostgreSQL release cut by its deadline
+// is cancelled on the server, so it cannot be assumed applied either.
 func (k *Keeper) release(ctx context.Context, e *entry) error {
 	k.mu.Lock()
 	e.releasing = true
@@ -335,13 +338,14 @@ func (k *Keeper) release(ctx context.Context, e *entry) error {
 	err := k.store.Release(ctx, e.ref[:])
 	k.mu.Lock()
 	e.releasing = false
-	if err == nil {
-		delete(k.leases, e)
-	}
+	delete(k.leases, e)
 	k.mu.Unlock()
 	if err == nil {
 		k.releases.Add(1)
+		return nil
 	}
+	e.ctl.ReleaseFailed(err) // before the removal can let anyone in
+	k.Abandon(e.ref[0])
 	return err
 }
 

@@ -318,6 +318,35 @@ func TestAbandonReleasedOnceAnswered(t *testing.T) {
 	}
 }
 
+// TestReleaseFailedRetried: a lease whose Release fails ends Lost at once
+// and is no longer renewed; its owner-checked removal is queued as an
+// abandoned grant's is, retried until the store confirms it. Before, the
+// lease stayed held and renewed until its process ended unless the caller
+// retried the release.
+func TestReleaseFailedRetried(t *testing.T) {
+	h := newHarness(t, 10, keeper.Options{}) // retries every 100ms
+	l := h.hold("a", 0)
+	h.st.set(func(s *fakeStore) { s.releaseErr = errDown })
+	if err := l.Release(context.Background()); !errors.Is(err, errDown) {
+		t.Fatalf("Release() = %v, want an error wrapping %v", err, errDown)
+	}
+	wantLost(t, l, errDown)
+	h.settle()
+	h.stepTo(100 * time.Millisecond)
+	h.st.set(func(s *fakeStore) { s.releaseErr = nil })
+	h.stepTo(5 * time.Second)
+	renews, releases := h.st.calls()
+	wantCalls(t, "Release", releases, []call{
+		{epoch, []string{"a"}}, {epoch, []string{"a"}}, {epoch.Add(100 * time.Millisecond), []string{"a"}}, {epoch.Add(200 * time.Millisecond), []string{"a"}},
+	})
+	if len(renews) != 0 {
+		t.Errorf("Renew calls %v, want none: the lease ended with its failed release", renews)
+	}
+	if s := h.k.Stats(); s.Releases != 1 || s.Held != 0 {
+		t.Errorf("Stats() = %+v, want 1 release, 0 held", s)
+	}
+}
+
 // TestSlowReleaseWaitedFor: a release the store is slow to answer is not
 // cut short while its lease may still be live on the server (until TTL +
 // TTL/3 after Abandon): it is sent once and its late answer counts.
