@@ -136,11 +136,26 @@ const prelude = fnTostr + fnNowMs + fnExtend + fnMint + fnTrim + fnRecord + fnIn
 // acquireMutex: KEYS[1] the holder string, KEYS[2] waiters, KEYS[3]
 // counter. A refusal that records the intent answers a third element:
 // the waiters' count, which spaces the waiter's polls (see wakeone.go).
-// Only the two functions a grant calls (tostr, mint) are defined before
-// the uncontended path returns: a script makes its local functions anew
-// at every call.
-var acquireMutex = redis.NewScript(fnTostr + fnMint + `
+// The uncontended path comes first and defines no function: a script
+// makes its local functions anew at every call, and tostr and mint made
+// for it cost about 0.5 µs of a 9.4 µs lock+unlock on the server. It is
+// mint's usual case inline; a counter out of range is undone and left to
+// mint, which judges it as every other attempt does.
+var acquireMutex = redis.NewScript(`
+local t
 if ARGV[5] ~= '1' then
+  t = redis.pcall('INCR', KEYS[3])
+  if type(t) == 'number' and t >= 1 and t < 9007199254740992 then
+    if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. string.format('%d', t) .. ' ' .. ARGV[8], 'NX', 'PX', ARGV[2]) then
+      return {1, t}
+    end
+  else
+    if type(t) == 'number' then redis.call('DECR', KEYS[3]) end
+    t = nil
+  end
+end
+` + fnTostr + fnMint + `
+if ARGV[5] ~= '1' and not t then
   local tok = mint(KEYS[3])
   if type(tok) == 'table' then return tok end
   if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. tostr(tok) .. ' ' .. ARGV[8], 'NX', 'PX', ARGV[2]) then
@@ -373,12 +388,15 @@ return 1
 // set of an election; for a mutex's string (see acquireMutex), KEYS[2]
 // its waiters' set ("m") or nothing ("s", a client whose releases wake
 // nobody alone). ARGV[1] owner, ARGV[2] "h", "z", "m" or "s",
-// ARGV[3] the channel to PUBLISH the release on, ARGV[4] the zset member
-// ("" when the grant's token is unknown: then every member of the owner),
-// ARGV[5] the root of the clients' channels, ARGV[6] "1" when PUBLISH's
-// answer counts every subscriber, ARGV[7] the holder record. Only the
-// owner's entry is removed: a stale or repeated release of an older grant
-// never frees a newer one. A hash's record goes with the hash.
+// ARGV[3] the channel to PUBLISH the release on, ARGV[4] the root of the
+// clients' channels, ARGV[5] "1" when PUBLISH's answer counts every
+// subscriber; a zset member's release only: ARGV[6] the member ("" when
+// the grant's token is unknown: then every member of the owner), ARGV[7]
+// the holder record. The others send five arguments: the record, a
+// hundred bytes or more, was copied into every mutex release's ARGV for
+// nothing. Only the owner's entry is removed: a stale or repeated release
+// of an older grant never frees a newer one. A hash's record goes with
+// the hash.
 //
 // A released mutex or leadership also wakes one waiter (see wakeone.go):
 // the oldest live intent of a waiter that can be woken ("<client>.<n>";
@@ -417,7 +435,7 @@ local function wakeone(k)
     local cid, num = string.match(m, '^(.+)%.([^.]+)$')
     if cid then
       redis.call('ZREM', k, m)
-      if redis.call('PUBLISH', ARGV[5] .. cid, num) > 0 or ARGV[6] ~= '1' then return end
+      if redis.call('PUBLISH', ARGV[4] .. cid, num) > 0 or ARGV[5] ~= '1' then return end
     end
   end
 end
@@ -429,9 +447,9 @@ local function remove_owned(k)
   return n
 end
 if ARGV[2] == 'z' then
-  if ARGV[4] ~= '' then
-    removed = redis.call('ZREM', KEYS[1], ARGV[4])
-    if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[4] .. ' ' .. ARGV[7]) end
+  if ARGV[6] ~= '' then
+    removed = redis.call('ZREM', KEYS[1], ARGV[6])
+    if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[6] .. ' ' .. ARGV[7]) end
   else
     removed = remove_owned(KEYS[1])
     if KEYS[2] then remove_owned(KEYS[2]) end
@@ -440,7 +458,7 @@ if ARGV[2] == 'z' then
     redis.call('DEL', KEYS[2])
     if KEYS[3] then redis.call('DEL', KEYS[3]) end
   end
-elseif waiting and KEYS[2] and ARGV[5] ~= '' then
+elseif waiting and KEYS[2] and ARGV[4] ~= '' then
   wakeone(KEYS[2])
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[3], 'released') end

@@ -230,10 +230,14 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	return nil
 }
 
-// releaseArgs are the release script's arguments for r.
+// releaseArgs are the release script's arguments for r: a zset member's
+// seven, five for the others (see release).
 func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
 	mode := a.mode()
-	return []any{r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg}
+	if a.zset {
+		return []any{r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK, a.member, s.c.procArg}
+	}
+	return []any{r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK}
 }
 
 // releaseOne is Release of one ref on the caller's goroutine: one
@@ -242,6 +246,10 @@ func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
 func (s *store) releaseOne(ctx context.Context, r keeper.Ref) error {
 	a := auxOf(r)
 	mode := a.mode()
+	if a.zset {
+		return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
+			r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK, a.member, s.c.procArg).Err()
+	}
 	return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
-		r.Owner, mode, a.wakeArg, a.member, s.c.wo.rootArg, s.c.wo.countOK, s.c.procArg).Err()
+		r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK).Err()
 }
