@@ -73,22 +73,8 @@ func TestCancelledAttemptLandingLate(t *testing.T) {
 
 	// The attempt lands about now: its grant must be freed long before
 	// its TTL.
-	mo, err := other.Mutex(name)
-	if err != nil {
-		t.Fatalf("Mutex() = %v", err)
-	}
 	time.Sleep(2 * d.delay)
-	var l *baton.Lease
-	for deadline := time.Now().Add(2 * time.Second); l == nil; time.Sleep(20 * time.Millisecond) {
-		l, err = mo.TryLock(opCtx(t, 5*time.Second))
-		if l == nil && time.Now().After(deadline) {
-			es, _ := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name)
-			t.Fatalf("TryLock 2s after the cancelled attempt landed = %v (entries %q): its grant was left behind", err, es)
-		}
-	}
-	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
-		t.Fatalf("Release() = %v", err)
-	}
+	tryLockWithin(t, other, name, 2*time.Second, "the cancelled attempt landed: its grant was left behind")
 	if es, err := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name); err != nil || len(es) > 0 {
 		t.Errorf("Entries after the release = %q, %v; want none", es, err)
 	}
@@ -127,19 +113,27 @@ func TestReleaseCancelledOnServer(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatalf("Rollback() = %v", err)
 	}
-	mo, err := other.Mutex(name)
+	tryLockWithin(t, other, name, 2*time.Second, "the row was freed: the failed release was not carried on")
+}
+
+// tryLockWithin polls TryLock of name on c until it is granted, then
+// releases it; it fails the test when within has passed, saying after
+// what.
+func tryLockWithin(t *testing.T, c *baton.Client, name string, within time.Duration, after string) {
+	t.Helper()
+	m, err := c.Mutex(name)
 	if err != nil {
 		t.Fatalf("Mutex() = %v", err)
 	}
-	var lo *baton.Lease
-	for deadline := time.Now().Add(2 * time.Second); lo == nil; time.Sleep(20 * time.Millisecond) {
-		lo, err = mo.TryLock(opCtx(t, 5*time.Second))
-		if lo == nil && time.Now().After(deadline) {
-			es, _ := sqllock.Of(other).Entries(opCtx(t, 5*time.Second), name)
-			t.Fatalf("TryLock 2s after the row was freed = %v (entries %q): the failed release was not carried on", err, es)
+	var l *baton.Lease
+	for deadline := time.Now().Add(within); l == nil; time.Sleep(20 * time.Millisecond) {
+		l, err = m.TryLock(opCtx(t, 5*time.Second))
+		if l == nil && time.Now().After(deadline) {
+			es, _ := sqllock.Of(c).Entries(opCtx(t, 5*time.Second), name)
+			t.Fatalf("TryLock %v after %s = %v (entries %q)", within, after, err, es)
 		}
 	}
-	if err := lo.Release(opCtx(t, 5*time.Second)); err != nil {
+	if err := l.Release(opCtx(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release() = %v", err)
 	}
 }

@@ -299,51 +299,47 @@ func TestAbandonRetries(t *testing.T) {
 	}
 }
 
-// TestAbandonReleasedOnceAnswered: the retries stop at the first release
-// the store confirms.
-func TestAbandonReleasedOnceAnswered(t *testing.T) {
-	h := newHarness(t, 10, keeper.Options{}) // retries every 100ms
-	h.st.set(func(s *fakeStore) { s.releaseErr = errDown })
-	h.k.Abandon(keeper.Ref{Key: "x", Owner: "o"})
-	h.settle()
-	h.stepTo(100 * time.Millisecond)
-	h.st.set(func(s *fakeStore) { s.releaseErr = nil })
-	h.stepTo(5 * time.Second)
-	_, releases := h.st.calls()
-	wantCalls(t, "Release", releases, []call{
-		{epoch, []string{"x"}}, {epoch.Add(100 * time.Millisecond), []string{"x"}}, {epoch.Add(200 * time.Millisecond), []string{"x"}},
-	})
-	if s := h.k.Stats(); s.Releases != 1 {
-		t.Errorf("Stats().Releases = %d, want 1", s.Releases)
-	}
-}
-
-// TestReleaseFailedRetried: a lease whose Release fails ends Lost at once
-// and is no longer renewed; its owner-checked removal is queued as an
-// abandoned grant's is, retried until the store confirms it. Before, the
-// lease stayed held and renewed until its process ended unless the caller
-// retried the release.
-func TestReleaseFailedRetried(t *testing.T) {
-	h := newHarness(t, 10, keeper.Options{}) // retries every 100ms
-	l := h.hold("a", 0)
-	h.st.set(func(s *fakeStore) { s.releaseErr = errDown })
-	if err := l.Release(context.Background()); !errors.Is(err, errDown) {
-		t.Fatalf("Release() = %v, want an error wrapping %v", err, errDown)
-	}
-	wantLost(t, l, errDown)
-	h.settle()
-	h.stepTo(100 * time.Millisecond)
-	h.st.set(func(s *fakeStore) { s.releaseErr = nil })
-	h.stepTo(5 * time.Second)
-	renews, releases := h.st.calls()
-	wantCalls(t, "Release", releases, []call{
-		{epoch, []string{"a"}}, {epoch, []string{"a"}}, {epoch.Add(100 * time.Millisecond), []string{"a"}}, {epoch.Add(200 * time.Millisecond), []string{"a"}},
-	})
-	if len(renews) != 0 {
-		t.Errorf("Renew calls %v, want none: the lease ended with its failed release", renews)
-	}
-	if s := h.k.Stats(); s.Releases != 1 || s.Held != 0 {
-		t.Errorf("Stats() = %+v, want 1 release, 0 held", s)
+// TestReleasedOnceAnswered: an abandoned grant's release, and a lease's
+// own Release that failed, are retried until the store confirms one, and
+// not after. The failed Release ends its lease Lost at once, and the lease
+// is no longer renewed: before, it stayed held and renewed until its
+// process ended unless the caller retried the release.
+func TestReleasedOnceAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T, h *harness) (first []call)
+	}{
+		{"abandoned", func(t *testing.T, h *harness) []call {
+			h.k.Abandon(keeper.Ref{Key: "x", Owner: "o"})
+			return []call{{epoch, []string{"x"}}}
+		}},
+		{"failed release", func(t *testing.T, h *harness) []call {
+			l := h.hold("x", 0)
+			if err := l.Release(context.Background()); !errors.Is(err, errDown) {
+				t.Fatalf("Release() = %v, want an error wrapping %v", err, errDown)
+			}
+			wantLost(t, l, errDown)
+			return []call{{epoch, []string{"x"}}, {epoch, []string{"x"}}} // its own, then the queued one
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 10, keeper.Options{}) // retries every 100ms
+			h.st.set(func(s *fakeStore) { s.releaseErr = errDown })
+			want := tc.start(t, h)
+			h.settle()
+			h.stepTo(100 * time.Millisecond)
+			h.st.set(func(s *fakeStore) { s.releaseErr = nil })
+			h.stepTo(5 * time.Second)
+			renews, releases := h.st.calls()
+			wantCalls(t, "Release", releases, append(want,
+				call{epoch.Add(100 * time.Millisecond), []string{"x"}}, call{epoch.Add(200 * time.Millisecond), []string{"x"}}))
+			if len(renews) != 0 {
+				t.Errorf("Renew calls %v, want none", renews)
+			}
+			if s := h.k.Stats(); s.Releases != 1 || s.Held != 0 {
+				t.Errorf("Stats() = %+v, want 1 release, 0 held", s)
+			}
+		})
 	}
 }
 
