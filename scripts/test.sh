@@ -28,29 +28,26 @@ cd "$(dirname "$0")/.."
 #   postgresql, mariadb-server: initdb, pg_ctl, psql and the MariaDB server;
 #   chromium: the browser tests of the exporter page and the drill report;
 #   openssl, procps: certificates of the TLS deployments, and ps.
-# The names are written out on each apt-get install command, a line of
-# its own at the top level that starts "apt-get install", where any
-# reader of the script (a person, a shell parser, a checker that reads a
-# line at a time or runs the script) finds them, on every path.
-# scripts/scriptcheck fails when the install commands name different
-# packages.
+# The names are written out on the apt-get install command, a line of its
+# own at the top level that starts "apt-get install", where any reader of
+# the script (a person, a shell parser, a checker that reads a line at a
+# time or runs the script) finds them. scripts/scriptcheck fails when the
+# install commands name different packages.
 #
-# The first install is a no-op on a machine that has them all; on a fresh
-# machine, whose package lists are still empty, it fails, and the lists
-# are updated before the second. Without root both fail, and the script
-# goes on only if every package is installed already. The first install
-# is a plain command line, nothing after its packages: its status is read
-# with errexit off, and apt's output goes to stderr through the exec
-# around it.
+# The package lists are updated first, at the top level too: a fresh
+# machine's lists are empty, and an install before the update fails
+# there. Both run with errexit off and their output on stderr (the exec
+# around them). Without root both fail, and the script goes on only if
+# every package is installed already.
 export DEBIAN_FRONTEND=noninteractive
 exec 3>&1 1>&2
 set +e
+apt-get update -qq
 apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps
 installed=$?
 set -e
 if [ "$installed" -ne 0 ]; then
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps ||
-    dpkg-query -W zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >/dev/null
+  dpkg-query -W zookeeper default-jdk-headless libcurator-recipes-java etcd-server etcd-client redis-server redis-sentinel postgresql mariadb-server chromium openssl procps >/dev/null
 fi
 exec 1>&3 3>&-
 if ! command -v go >/dev/null 2>&1; then
