@@ -219,7 +219,7 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	case len(refs) == 1 && s.c.direct(ctx):
 		err = s.releaseOne(ctx, refs[0]) // a lease's own release
 	default:
-		_, err = s.pipelined(ctx, nil, evRelease, refs, s.releaseArgs)
+		_, err = s.pipelined(ctx, nil, evRelease, refs, func(r keeper.Ref, a *aux) []any { return s.releaseArgs(new([7]any), r, a) })
 	}
 	if err != nil {
 		return fmt.Errorf("redislock: release: %w", err)
@@ -230,14 +230,15 @@ func (s *store) Release(ctx context.Context, refs []keeper.Ref) error {
 	return nil
 }
 
-// releaseArgs are the release script's arguments for r: a zset member's
-// seven, five for the others (see release).
-func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
-	mode := a.mode()
-	if a.zset {
-		return []any{r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK, a.member, s.c.procArg}
+// releaseArgs puts the release script's arguments for r in buf and
+// returns them: a zset member's seven, five for the others (see release).
+func (s *store) releaseArgs(buf *[7]any, r keeper.Ref, a *aux) []any {
+	buf[0], buf[1], buf[2], buf[3], buf[4] = r.Owner, a.mode(), a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK
+	if !a.zset {
+		return buf[:5]
 	}
-	return []any{r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK}
+	buf[5], buf[6] = a.member, s.c.procArg
+	return buf[:]
 }
 
 // releaseOne is Release of one ref on the caller's goroutine: one
@@ -245,11 +246,6 @@ func (s *store) releaseArgs(r keeper.Ref, a *aux) []any {
 // argument func and result slice cost three allocations per release.
 func (s *store) releaseOne(ctx context.Context, r keeper.Ref) error {
 	a := auxOf(r)
-	mode := a.mode()
-	if a.zset {
-		return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
-			r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK, a.member, s.c.procArg).Err()
-	}
-	return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed,
-		r.Owner, mode, a.wakeArg, s.c.wo.rootArg, s.c.wo.countOK).Err()
+	var buf [7]any
+	return rediseval.Run(ctx, s.c.rdb, evRelease, a.keys, a.boxed, s.releaseArgs(&buf, r, a)...).Err()
 }
